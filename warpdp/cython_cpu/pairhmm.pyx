@@ -1,0 +1,85 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""CPU backend of the Pair-HMM forward algorithm (C kernels with AVX-512 / AVX2 / scalar variants).
+
+Inputs are the packed arrays of :class:`warpdp.plugin.pairhmm.PairHmmBatches`, already validated
+by the plugin layer; this module only hands their buffers to C with the GIL released.
+"""
+import numpy as np
+cimport numpy as cnp
+from libc.stdint cimport int64_t, uint8_t
+
+cnp.import_array()
+
+cdef extern from "cpu_dispatch.h":
+    int warpdp_cpu_supports(int isa)
+    int warpdp_cpu_best_isa()
+
+cdef extern from "pairhmm_kernel.h":
+    ctypedef struct pairhmm_batches:
+        const uint8_t *read_bases
+        const uint8_t *read_quals
+        const uint8_t *read_ins
+        const uint8_t *read_del
+        const uint8_t *read_gcp
+        const int64_t *read_offsets
+        const uint8_t *hap_bases
+        const int64_t *hap_offsets
+        const int64_t *batch_reads
+        const int64_t *batch_haps
+        int64_t n_batches
+    int pairhmm_forward_batches(const pairhmm_batches *batches, double *out, int use_double,
+                                int threads, int isa) nogil
+
+ISA_NAMES = ("scalar", "avx2", "avx512")
+
+
+def available_isas() -> list[str]:
+    """The SIMD variants this CPU can run, slowest first."""
+    return [name for code, name in enumerate(ISA_NAMES) if warpdp_cpu_supports(code)]
+
+
+def best_isa() -> str:
+    """The variant used unless one is asked for."""
+    return ISA_NAMES[warpdp_cpu_best_isa()]
+
+
+cdef const uint8_t* _bytes_ptr(const uint8_t[::1] view):
+    # Zero-length arrays have no element to take the address of.
+    return &view[0] if view.shape[0] > 0 else NULL
+
+
+def forward(batches, double[::1] out not None, *, bint use_double=False, int threads=0,
+            str isa=None) -> None:
+    """Fill ``out`` with the log10 likelihood of every pair of ``batches`` (GKL numerics)."""
+    cdef int isa_code = warpdp_cpu_best_isa() if isa is None else ISA_NAMES.index(isa)
+    cdef const uint8_t[::1] read_bases = batches.read_bases
+    cdef const uint8_t[::1] read_quals = batches.read_quals
+    cdef const uint8_t[::1] read_ins = batches.read_ins
+    cdef const uint8_t[::1] read_del = batches.read_del
+    cdef const uint8_t[::1] read_gcp = batches.read_gcp
+    cdef const int64_t[::1] read_offsets = batches.read_offsets
+    cdef const uint8_t[::1] hap_bases = batches.hap_bases
+    cdef const int64_t[::1] hap_offsets = batches.hap_offsets
+    cdef const int64_t[::1] batch_reads = batches.batch_reads
+    cdef const int64_t[::1] batch_haps = batches.batch_haps
+    cdef pairhmm_batches c_batches
+    c_batches.read_bases = _bytes_ptr(read_bases)
+    c_batches.read_quals = _bytes_ptr(read_quals)
+    c_batches.read_ins = _bytes_ptr(read_ins)
+    c_batches.read_del = _bytes_ptr(read_del)
+    c_batches.read_gcp = _bytes_ptr(read_gcp)
+    c_batches.read_offsets = &read_offsets[0]
+    c_batches.hap_bases = _bytes_ptr(hap_bases)
+    c_batches.hap_offsets = &hap_offsets[0]
+    c_batches.batch_reads = &batch_reads[0]
+    c_batches.batch_haps = &batch_haps[0]
+    c_batches.n_batches = batch_reads.shape[0] - 1
+    cdef int status
+    with nogil:
+        status = pairhmm_forward_batches(&c_batches, &out[0] if out.shape[0] > 0 else NULL,
+                                         use_double, threads, isa_code)
+    if status == -1:
+        raise MemoryError("warpdp: out of memory while scoring Pair-HMM batches")
+    if status == -2:
+        raise ValueError(f"warpdp: the {ISA_NAMES[isa_code]!r} CPU variant cannot run on this CPU "
+                         f"(available: {', '.join(available_isas())})")

@@ -1,0 +1,129 @@
+/* Runs the Pair-HMM over packed batches: picks the SIMD variant, spreads pairs over
+   OpenMP threads and applies GKL's float-then-double rule. */
+#include <math.h>
+#include <stdlib.h>
+#include <xmmintrin.h>
+#include <omp.h>
+#include "cpu_dispatch.h"
+#include "pairhmm_kernel.h"
+#include "pairhmm_tables.h"
+
+void *pairhmm_workspace_reserve(pairhmm_workspace *ws, size_t bytes)
+{
+    if (bytes <= ws->capacity)
+        return ws->memory;
+    size_t capacity = bytes + bytes / 2;
+    void *memory = NULL;
+    if (posix_memalign(&memory, 64, capacity) != 0)
+        return NULL;
+    free(ws->memory);
+    ws->memory = memory;
+    ws->capacity = capacity;
+    return memory;
+}
+
+void pairhmm_workspace_free(pairhmm_workspace *ws)
+{
+    free(ws->memory);
+    ws->memory = NULL;
+    ws->capacity = 0;
+}
+
+typedef float (*float_kernel)(const pairhmm_pair *, pairhmm_workspace *);
+typedef double (*double_kernel)(const pairhmm_pair *, pairhmm_workspace *);
+
+typedef struct {
+    int64_t read, hap;
+} pair_index;
+
+/* GKL's rule: float result (scaled by 2^120); below 1e-28 redo in double (scaled by 2^1020).
+   A negative kernel result means the workspace could not be allocated. */
+static int score_pair(const pairhmm_pair *pair, pairhmm_workspace *ws, int use_double,
+                      float_kernel kf, double_kernel kd, double *result)
+{
+    if (!use_double) {
+        float f = kf(pair, ws);
+        if (f < 0.0f)
+            return -1;
+        if (f >= PAIRHMM_MIN_ACCEPTED) {
+            *result = (double)(log10f(f) - pairhmm_log10_initial_f);
+            return 0;
+        }
+    }
+    double d = kd(pair, ws);
+    if (d < 0.0)
+        return -1;
+    *result = log10(d) - pairhmm_log10_initial_d;
+    return 0;
+}
+
+int pairhmm_forward_batches(const pairhmm_batches *b, double *out, int use_double,
+                            int threads, int isa)
+{
+    float_kernel kf;
+    double_kernel kd;
+    switch (isa) {
+    case WARPDP_ISA_SCALAR:
+        kf = pairhmm_forward_float_scalar;
+        kd = pairhmm_forward_double_scalar;
+        break;
+    case WARPDP_ISA_AVX2:
+        kf = pairhmm_forward_float_avx2;
+        kd = pairhmm_forward_double_avx2;
+        break;
+    case WARPDP_ISA_AVX512:
+        kf = pairhmm_forward_float_avx512;
+        kd = pairhmm_forward_double_avx512;
+        break;
+    default:
+        return -2;
+    }
+    if (!warpdp_cpu_supports(isa))
+        return -2;
+    pairhmm_tables_init();
+
+    /* One flat list of pairs in output order, so threads can take them dynamically. */
+    int64_t n_pairs = 0;
+    for (int64_t k = 0; k < b->n_batches; k++)
+        n_pairs += (b->batch_reads[k + 1] - b->batch_reads[k]) * (b->batch_haps[k + 1] - b->batch_haps[k]);
+    if (n_pairs == 0)
+        return 0;
+    pair_index *pairs = malloc(sizeof(pair_index) * (size_t)n_pairs);
+    if (pairs == NULL)
+        return -1;
+    int64_t p = 0;
+    for (int64_t k = 0; k < b->n_batches; k++)
+        for (int64_t r = b->batch_reads[k]; r < b->batch_reads[k + 1]; r++)
+            for (int64_t h = b->batch_haps[k]; h < b->batch_haps[k + 1]; h++) {
+                pairs[p].read = r;
+                pairs[p].hap = h;
+                p++;
+            }
+
+    int failed = 0;
+    if (threads < 1)
+        threads = omp_get_max_threads();
+    #pragma omp parallel num_threads(threads) reduction(| : failed)
+    {
+        /* Flush denormals to zero as GKL does; this thread's setting is restored after. */
+        const unsigned int saved_csr = _mm_getcsr();
+        _mm_setcsr(saved_csr | 0x8040);
+        pairhmm_workspace ws = {NULL, 0};
+        #pragma omp for schedule(dynamic, 4)
+        for (int64_t i = 0; i < n_pairs; i++) {
+            const int64_t r = pairs[i].read, h = pairs[i].hap;
+            const int64_t read_start = b->read_offsets[r], hap_start = b->hap_offsets[h];
+            pairhmm_pair pair = {
+                b->read_bases + read_start, b->read_quals + read_start, b->read_ins + read_start,
+                b->read_del + read_start, b->read_gcp + read_start, b->hap_bases + hap_start,
+                (int)(b->read_offsets[r + 1] - read_start), (int)(b->hap_offsets[h + 1] - hap_start),
+            };
+            if (score_pair(&pair, &ws, use_double, kf, kd, &out[i]) != 0)
+                failed = 1;
+        }
+        pairhmm_workspace_free(&ws);
+        _mm_setcsr(saved_csr);
+    }
+    free(pairs);
+    return failed ? -1 : 0;
+}

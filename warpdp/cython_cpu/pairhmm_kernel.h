@@ -1,0 +1,54 @@
+/* Pair-HMM forward kernels: one (read, haplotype) pair at a time, in every SIMD variant. */
+#ifndef WARPDP_PAIRHMM_KERNEL_H
+#define WARPDP_PAIRHMM_KERNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One pair, pointing into the caller's packed arrays. Qualities are raw phred values. */
+typedef struct {
+    const uint8_t *read_bases, *read_quals, *read_ins, *read_del, *read_gcp;
+    const uint8_t *hap_bases;
+    int read_len, hap_len;
+} pairhmm_pair;
+
+/* Per-thread scratch memory, grown on demand and reused across pairs. */
+typedef struct {
+    void *memory;
+    size_t capacity;
+} pairhmm_workspace;
+
+/* Returns a 64-byte aligned buffer of at least `bytes`, or NULL when out of memory. */
+void *pairhmm_workspace_reserve(pairhmm_workspace *ws, size_t bytes);
+void pairhmm_workspace_free(pairhmm_workspace *ws);
+
+/* Each kernel returns sum_j (M[R][j] + X[R][j]) scaled by the precision's initial constant,
+   or a negative value when the workspace could not be allocated. */
+float pairhmm_forward_float_scalar(const pairhmm_pair *pair, pairhmm_workspace *ws);
+double pairhmm_forward_double_scalar(const pairhmm_pair *pair, pairhmm_workspace *ws);
+float pairhmm_forward_float_avx2(const pairhmm_pair *pair, pairhmm_workspace *ws);
+double pairhmm_forward_double_avx2(const pairhmm_pair *pair, pairhmm_workspace *ws);
+float pairhmm_forward_float_avx512(const pairhmm_pair *pair, pairhmm_workspace *ws);
+double pairhmm_forward_double_avx512(const pairhmm_pair *pair, pairhmm_workspace *ws);
+
+/* Packed batches, the data model of the whole project (see DESIGN.md):
+   read r spans [read_offsets[r], read_offsets[r+1]) of the five read arrays,
+   haplotype h spans [hap_offsets[h], hap_offsets[h+1]) of hap_bases,
+   batch b holds reads [batch_reads[b], batch_reads[b+1]) and haplotypes
+   [batch_haps[b], batch_haps[b+1]); all its reads are scored against all its haplotypes. */
+typedef struct {
+    const uint8_t *read_bases, *read_quals, *read_ins, *read_del, *read_gcp;
+    const int64_t *read_offsets;
+    const uint8_t *hap_bases;
+    const int64_t *hap_offsets;
+    const int64_t *batch_reads, *batch_haps;
+    int64_t n_batches;
+} pairhmm_batches;
+
+/* Fills out[] (batch after batch, read-major inside a batch) with log10 likelihoods,
+   following GKL: float first, double when the float result is below 1e-28, or double
+   only when use_double. Returns 0, or -1 when memory ran out, -2 for an unknown isa. */
+int pairhmm_forward_batches(const pairhmm_batches *batches, double *out, int use_double,
+                            int threads, int isa);
+
+#endif

@@ -1,0 +1,346 @@
+"""Pair-HMM forward algorithm: packed data model, validation and the scoring entry points.
+
+Numerics are GKL's (the native library GATK HaplotypeCaller calls): see DESIGN.md and README.md.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .backend import choose_backend, resolve_threads
+
+# GATK's defaults when a read carries no BI/BD tags, and its constant gap continuation penalty.
+DEFAULT_INSERTION_QUAL = 45
+DEFAULT_DELETION_QUAL = 45
+DEFAULT_GCP = 10
+
+QualityInput = str | bytes | bytearray | Sequence[int] | np.ndarray
+SequenceInput = str | bytes | bytearray | np.ndarray
+
+
+@dataclass(frozen=True)
+class PairHmmBatches:
+    """Many Pair-HMM batches in packed form (the project's data model, DESIGN.md).
+
+    Read ``r`` is ``read_bases[read_offsets[r]:read_offsets[r+1]]`` and its four quality
+    arrays are sliced the same way (raw phred values, not ASCII). Haplotype ``h`` is
+    ``hap_bases[hap_offsets[h]:hap_offsets[h+1]]``. Batch ``b`` holds reads
+    ``batch_reads[b]:batch_reads[b+1]`` and haplotypes ``batch_haps[b]:batch_haps[b+1]``;
+    every read of a batch is scored against every haplotype of the same batch, and results
+    come batch after batch, read-major inside a batch (``out[r * n_haps + h]``), as GATK's
+    likelihood array is laid out.
+    """
+
+    read_bases: np.ndarray
+    read_quals: np.ndarray
+    read_ins: np.ndarray
+    read_del: np.ndarray
+    read_gcp: np.ndarray
+    read_offsets: np.ndarray
+    hap_bases: np.ndarray
+    hap_offsets: np.ndarray
+    batch_reads: np.ndarray
+    batch_haps: np.ndarray
+
+    @property
+    def n_batches(self) -> int:
+        return len(self.batch_reads) - 1
+
+    @property
+    def n_reads(self) -> int:
+        return len(self.read_offsets) - 1
+
+    @property
+    def n_haps(self) -> int:
+        return len(self.hap_offsets) - 1
+
+    def pairs_per_batch(self) -> np.ndarray:
+        return np.diff(self.batch_reads) * np.diff(self.batch_haps)
+
+    @property
+    def n_pairs(self) -> int:
+        return int(self.pairs_per_batch().sum())
+
+    def cells_per_batch(self) -> np.ndarray:
+        """Sum of read length x haplotype length over the pairs of each batch."""
+        # Offsets are cumulative lengths, so a batch's total length is a difference of two.
+        read_sums = self.read_offsets[self.batch_reads[1:]] - self.read_offsets[self.batch_reads[:-1]]
+        hap_sums = self.hap_offsets[self.batch_haps[1:]] - self.hap_offsets[self.batch_haps[:-1]]
+        return read_sums * hap_sums
+
+    @property
+    def n_cells(self) -> int:
+        return int(self.cells_per_batch().sum())
+
+    def select(self, start: int, stop: int) -> PairHmmBatches:
+        """Batches ``start:stop`` as a new packed set (used to chunk long inputs)."""
+        r0, r1 = int(self.batch_reads[start]), int(self.batch_reads[stop])
+        h0, h1 = int(self.batch_haps[start]), int(self.batch_haps[stop])
+        b0, b1 = int(self.read_offsets[r0]), int(self.read_offsets[r1])
+        s0, s1 = int(self.hap_offsets[h0]), int(self.hap_offsets[h1])
+        return PairHmmBatches(
+            read_bases=self.read_bases[b0:b1], read_quals=self.read_quals[b0:b1],
+            read_ins=self.read_ins[b0:b1], read_del=self.read_del[b0:b1], read_gcp=self.read_gcp[b0:b1],
+            read_offsets=self.read_offsets[r0:r1 + 1] - b0,
+            hap_bases=self.hap_bases[s0:s1], hap_offsets=self.hap_offsets[h0:h1 + 1] - s0,
+            batch_reads=self.batch_reads[start:stop + 1] - r0,
+            batch_haps=self.batch_haps[start:stop + 1] - h0,
+        )
+
+    @classmethod
+    def from_arrays(cls, **arrays: np.ndarray) -> PairHmmBatches:
+        """Build from arrays of any layout, checking dtypes and consistency (see :meth:`validate`)."""
+        converted = {}
+        for name in _BYTE_FIELDS:
+            converted[name] = _byte_array(arrays.pop(name), name)
+        for name in _OFFSET_FIELDS:
+            converted[name] = _offset_array(arrays.pop(name), name)
+        if arrays:
+            raise TypeError(f"unexpected field(s) for PairHmmBatches: {', '.join(sorted(arrays))}")
+        batches = cls(**converted)
+        batches.validate()
+        return batches
+
+    def validate(self) -> None:
+        """Raise ValueError/TypeError naming the field when the arrays are inconsistent."""
+        for name in _BYTE_FIELDS:
+            array = getattr(self, name)
+            if not isinstance(array, np.ndarray) or array.dtype != np.uint8 or array.ndim != 1:
+                raise TypeError(f"{name} must be a 1-D numpy array of uint8")
+            if not array.flags.c_contiguous:
+                raise ValueError(f"{name} must be C-contiguous")
+        for name in _OFFSET_FIELDS:
+            array = getattr(self, name)
+            if not isinstance(array, np.ndarray) or array.dtype != np.int64 or array.ndim != 1:
+                raise TypeError(f"{name} must be a 1-D numpy array of int64")
+            if not array.flags.c_contiguous:
+                raise ValueError(f"{name} must be C-contiguous")
+        n_bases = len(self.read_bases)
+        for name in ("read_quals", "read_ins", "read_del", "read_gcp"):
+            if len(getattr(self, name)) != n_bases:
+                raise ValueError(f"{name} has {len(getattr(self, name))} values but read_bases has {n_bases}")
+        _check_offsets(self.read_offsets, "read_offsets", len(self.read_bases), "read", nonempty=True)
+        _check_offsets(self.hap_offsets, "hap_offsets", len(self.hap_bases), "haplotype", nonempty=True)
+        _check_offsets(self.batch_reads, "batch_reads", self.n_reads, "batch", nonempty=False)
+        _check_offsets(self.batch_haps, "batch_haps", self.n_haps, "batch", nonempty=False)
+        if len(self.batch_reads) != len(self.batch_haps):
+            raise ValueError(f"batch_reads describes {len(self.batch_reads) - 1} batches "
+                             f"but batch_haps describes {len(self.batch_haps) - 1}")
+        _check_lengths_fit(self.read_offsets, "read")
+        _check_lengths_fit(self.hap_offsets, "haplotype")
+
+
+_BYTE_FIELDS = ("read_bases", "read_quals", "read_ins", "read_del", "read_gcp", "hap_bases")
+_OFFSET_FIELDS = ("read_offsets", "hap_offsets", "batch_reads", "batch_haps")
+_MAX_SEQUENCE_LENGTH = 2**31 - 1
+
+
+def _byte_array(value: object, name: str) -> np.ndarray:
+    if isinstance(value, (bytes, bytearray)):
+        return np.frombuffer(bytes(value), dtype=np.uint8)
+    if not isinstance(value, np.ndarray):
+        raise TypeError(f"{name} must be a numpy uint8 array or bytes, not {type(value).__name__}")
+    if value.dtype != np.uint8:
+        raise TypeError(f"{name} must have dtype uint8, not {value.dtype}")
+    return np.ascontiguousarray(value.reshape(-1))
+
+
+def _offset_array(value: object, name: str) -> np.ndarray:
+    array = np.asarray(value)
+    if array.dtype.kind not in "iu":
+        raise TypeError(f"{name} must hold integers (int32/int64), not {array.dtype}")
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, not {array.ndim}-D")
+    return np.ascontiguousarray(array, dtype=np.int64)
+
+
+def _check_offsets(offsets: np.ndarray, name: str, total: int, item: str, *, nonempty: bool) -> None:
+    if len(offsets) < 1:
+        raise ValueError(f"{name} must have at least one entry (0)")
+    if offsets[0] != 0:
+        raise ValueError(f"{name} must start at 0, not {offsets[0]}")
+    if offsets[-1] != total:
+        raise ValueError(f"{name} must end at {total} (the length it indexes), not {offsets[-1]}")
+    steps = np.diff(offsets)
+    bad = np.flatnonzero(steps <= 0) if nonempty else np.flatnonzero(steps < 0)
+    if len(bad):
+        i = int(bad[0])
+        if steps[i] < 0:
+            raise ValueError(f"{name} must not decrease ({item} {i}: {offsets[i]} -> {offsets[i + 1]})")
+        raise ValueError(f"{item} {i} is empty ({name}[{i}] == {name}[{i + 1}] == {offsets[i]})")
+
+
+def _check_lengths_fit(offsets: np.ndarray, item: str) -> None:
+    if len(offsets) > 1 and int(np.diff(offsets).max()) > _MAX_SEQUENCE_LENGTH:
+        raise ValueError(f"a {item} is longer than {_MAX_SEQUENCE_LENGTH} bases")
+
+
+@dataclass(frozen=True)
+class PairHmmRead:
+    """One read for the convenience API.
+
+    Qualities given as ``str`` are phred+33 text (as in SAM/FASTQ); ``bytes``, integer
+    sequences and numpy arrays are raw phred values (as GATK passes them to GKL).
+    Missing insertion/deletion qualities and gap continuation penalties take GATK's
+    defaults (45, 45, 10).
+    """
+
+    bases: SequenceInput
+    quals: QualityInput
+    ins_quals: QualityInput | None = None
+    del_quals: QualityInput | None = None
+    gcp: QualityInput | None = None
+
+
+def sequence_bytes(value: object, what: str) -> np.ndarray:
+    """Bases as uint8 (ASCII); str, bytes or a uint8 array."""
+    if isinstance(value, str):
+        try:
+            return np.frombuffer(value.encode("ascii"), dtype=np.uint8)
+        except UnicodeEncodeError:
+            raise ValueError(f"{what} has non-ASCII characters") from None
+    if isinstance(value, (bytes, bytearray)):
+        return np.frombuffer(bytes(value), dtype=np.uint8)
+    if isinstance(value, np.ndarray) and value.dtype == np.uint8 and value.ndim == 1:
+        return value
+    raise TypeError(f"{what} must be str, bytes or a 1-D uint8 array, not {type(value).__name__}")
+
+
+def quality_bytes(value: object, what: str, length: int, default: int | None = None) -> np.ndarray:
+    """Qualities as raw phred uint8 of the given length (str = phred+33 text)."""
+    if value is None:
+        if default is None:
+            raise ValueError(f"{what} is missing")
+        return np.full(length, default, dtype=np.uint8)
+    if isinstance(value, str):
+        raw = np.frombuffer(value.encode("ascii", errors="replace"), dtype=np.uint8).astype(np.int16) - 33
+        if len(raw) and raw.min() < 0:
+            raise ValueError(f"{what} has a character below '!' (phred+33 text expected)")
+        array = raw.astype(np.uint8)
+    elif isinstance(value, (bytes, bytearray)):
+        array = np.frombuffer(bytes(value), dtype=np.uint8)
+    else:
+        array = np.asarray(value)
+        if array.dtype.kind not in "iu" or array.ndim != 1:
+            raise TypeError(f"{what} must be str, bytes or a 1-D sequence of integers, not {array.dtype}")
+        if len(array) and (array.min() < 0 or array.max() > 255):
+            raise ValueError(f"{what} values must be within 0..255")
+        array = array.astype(np.uint8)
+    if len(array) != length:
+        raise ValueError(f"{what} has {len(array)} values but the read has {length} bases")
+    return array
+
+
+def pack_batches(batches: Iterable[tuple[Sequence[PairHmmRead], Sequence[SequenceInput]]]) -> PairHmmBatches:
+    """Pack ``[(reads, haplotypes), ...]`` into the packed form; this is where per-read checks happen."""
+    bases, quals, ins, dels, gcps, read_lens = [], [], [], [], [], []
+    hap_parts, hap_lens, batch_n_reads, batch_n_haps = [], [], [], []
+    for b, (reads, haplotypes) in enumerate(batches):
+        for r, read in enumerate(reads):
+            if not isinstance(read, PairHmmRead):
+                raise TypeError(f"batch {b} read {r}: expected PairHmmRead, not {type(read).__name__}")
+            where = f"batch {b} read {r}"
+            read_bases = sequence_bytes(read.bases, f"{where} bases")
+            n = len(read_bases)
+            if n == 0:
+                raise ValueError(f"{where} is empty")
+            bases.append(read_bases)
+            quals.append(quality_bytes(read.quals, f"{where} quals", n))
+            ins.append(quality_bytes(read.ins_quals, f"{where} ins_quals", n, DEFAULT_INSERTION_QUAL))
+            dels.append(quality_bytes(read.del_quals, f"{where} del_quals", n, DEFAULT_DELETION_QUAL))
+            gcps.append(quality_bytes(read.gcp, f"{where} gcp", n, DEFAULT_GCP))
+            read_lens.append(n)
+        for h, hap in enumerate(haplotypes):
+            hap_array = sequence_bytes(hap, f"batch {b} haplotype {h}")
+            if len(hap_array) == 0:
+                raise ValueError(f"batch {b} haplotype {h} is empty")
+            hap_parts.append(hap_array)
+            hap_lens.append(len(hap_array))
+        batch_n_reads.append(len(reads))
+        batch_n_haps.append(len(haplotypes))
+
+    def concat(parts: list[np.ndarray]) -> np.ndarray:
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint8)
+
+    def offsets(lengths: list[int]) -> np.ndarray:
+        return np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).astype(np.int64)
+
+    return PairHmmBatches.from_arrays(
+        read_bases=concat(bases), read_quals=concat(quals), read_ins=concat(ins),
+        read_del=concat(dels), read_gcp=concat(gcps), read_offsets=offsets(read_lens),
+        hap_bases=concat(hap_parts), hap_offsets=offsets(hap_lens),
+        batch_reads=offsets(batch_n_reads), batch_haps=offsets(batch_n_haps),
+    )
+
+
+def pairhmm(
+    batches: PairHmmBatches,
+    *,
+    backend: str = "auto",
+    threads: int | None = None,
+    double: bool = False,
+    out: np.ndarray | None = None,
+    cpu_isa: str | None = None,
+) -> np.ndarray:
+    """Log10 likelihoods of every (read, haplotype) pair of every batch, GKL's numerics.
+
+    ``double=True`` computes every pair in double precision (GATK's
+    ``--native-pair-hmm-use-double-precision``); otherwise float, with pairs whose float
+    result falls below 1e-28 recomputed in double, as GKL does. ``threads`` bounds CPU
+    threads (default: all cores). ``out`` may be a float64 array of ``n_pairs`` to fill.
+    ``cpu_isa`` forces a CPU variant ("scalar", "avx2", "avx512"; default: the best one).
+    """
+    if not isinstance(batches, PairHmmBatches):
+        raise TypeError(f"batches must be PairHmmBatches, not {type(batches).__name__} (see pack_batches)")
+    batches.validate()
+    n_threads = resolve_threads(threads)
+    if out is None:
+        out = np.empty(batches.n_pairs, dtype=np.float64)
+    else:
+        check_output_array(out, batches.n_pairs)
+    chosen = choose_backend(backend, "pairhmm")
+    if chosen == "gpu":
+        from ..kernels import pairhmm as gpu_pairhmm
+
+        gpu_pairhmm.forward(batches, out, use_double=bool(double))
+    else:
+        from ..cython_cpu import pairhmm as cpu_pairhmm
+
+        if cpu_isa is not None and cpu_isa not in cpu_pairhmm.ISA_NAMES:
+            raise ValueError(f"cpu_isa must be one of {', '.join(cpu_pairhmm.ISA_NAMES)}, not {cpu_isa!r}")
+        cpu_pairhmm.forward(batches, out, use_double=bool(double), threads=n_threads, isa=cpu_isa)
+    return out
+
+
+def check_output_array(out: object, n_pairs: int) -> None:
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"the output array must be a numpy array, not {type(out).__name__}")
+    if out.dtype != np.float64:
+        raise TypeError(f"the output array must have dtype float64, not {out.dtype}")
+    if out.ndim != 1 or not out.flags.c_contiguous or not out.flags.writeable:
+        raise ValueError("the output array must be 1-D, C-contiguous and writeable")
+    if len(out) != n_pairs:
+        raise ValueError(f"the output array has {len(out)} entries but there are {n_pairs} pairs")
+
+
+def score_reads(
+    reads: Sequence[PairHmmRead],
+    haplotypes: Sequence[SequenceInput],
+    *,
+    backend: str = "auto",
+    threads: int | None = None,
+    double: bool = False,
+) -> np.ndarray:
+    """One batch from Python objects: a (n_reads, n_haplotypes) array of log10 likelihoods."""
+    batches = pack_batches([(reads, haplotypes)])
+    values = pairhmm(batches, backend=backend, threads=threads, double=double)
+    return values.reshape(len(reads), len(haplotypes))
+
+
+def available_cpu_isas() -> list[str]:
+    """CPU variants this machine can run, slowest first (the last is the default)."""
+    from ..cython_cpu import pairhmm as cpu_pairhmm
+
+    return cpu_pairhmm.available_isas()

@@ -1,0 +1,183 @@
+"""The PairHMM / gpuPairHMM text format, read and written.
+
+One record per batch: a line ``R H``; R read lines ``bases quals insGOP delGOP GCP``
+(qualities as phred+33 text); then H haplotype lines. Every read of a record is scored
+against every haplotype of that record.
+"""
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Iterator
+from typing import IO, TextIO
+
+import numpy as np
+
+from .pairhmm import PairHmmBatches
+
+PathOrFile = str | os.PathLike | IO[str]
+
+# The test harnesses that come with the format (GATK's and GKL's) raise base qualities
+# below 6 to 6 before scoring; the published reference outputs were made that way.
+FORMAT_MIN_BASE_QUAL = 6
+
+
+class _Lines:
+    """Numbered lines of a text input, for error messages that name the line."""
+
+    def __init__(self, stream: TextIO, name: str) -> None:
+        self.stream, self.name, self.number = stream, name, 0
+
+    def next(self) -> str | None:
+        for line in self.stream:
+            self.number += 1
+            if line.strip():
+                return line
+        return None
+
+    def error(self, message: str) -> ValueError:
+        return ValueError(f"{self.name}, line {self.number}: {message}")
+
+
+def read_pairhmm_text(source: PathOrFile, *, min_base_qual: int = FORMAT_MIN_BASE_QUAL) -> PairHmmBatches:
+    """Parse the whole input into packed batches.
+
+    ``min_base_qual`` raises lower base qualities to it (6 by default, as the format's
+    harnesses and the reference outputs do; 0 leaves them unchanged).
+    """
+    if not 0 <= min_base_qual <= 127:
+        raise ValueError(f"min_base_qual must be within 0..127, not {min_base_qual}")
+    with _open_text(source) as (stream, name):
+        lines = _Lines(stream, name)
+        bases, quals, ins, dels, gcps, read_lens = [], [], [], [], [], []
+        haps, hap_lens, batch_reads, batch_haps = [], [], [], []
+        for n_reads, n_haps in _records(lines):
+            for _ in range(n_reads):
+                line = lines.next()
+                if line is None:
+                    raise lines.error(f"the input ended inside a record: expected {n_reads} read lines")
+                fields = line.split()
+                if len(fields) != 5:
+                    raise lines.error(f"a read line needs 5 fields (bases quals insGOP delGOP GCP), found {len(fields)}")
+                read = fields[0].encode("ascii", errors="replace")
+                for label, text in zip(("quals", "insGOP", "delGOP", "GCP"), fields[1:]):
+                    if len(text) != len(read):
+                        raise lines.error(f"{label} has {len(text)} characters but the read has {len(read)} bases")
+                bases.append(read)
+                quals.append(fields[1].encode("ascii", errors="replace"))
+                ins.append(fields[2].encode("ascii", errors="replace"))
+                dels.append(fields[3].encode("ascii", errors="replace"))
+                gcps.append(fields[4].encode("ascii", errors="replace"))
+                read_lens.append(len(read))
+            for _ in range(n_haps):
+                line = lines.next()
+                if line is None:
+                    raise lines.error(f"the input ended inside a record: expected {n_haps} haplotype lines")
+                fields = line.split()
+                if len(fields) != 1:
+                    raise lines.error(f"a haplotype line needs 1 field, found {len(fields)}")
+                haps.append(fields[0].encode("ascii", errors="replace"))
+                hap_lens.append(len(fields[0]))
+            batch_reads.append(n_reads)
+            batch_haps.append(n_haps)
+
+    def phred(parts: list[bytes], what: str) -> np.ndarray:
+        raw = np.frombuffer(b"".join(parts), dtype=np.uint8)
+        if len(raw) and raw.min() < 33:
+            raise ValueError(f"{name}: a {what} character is below '!' (phred+33 expected)")
+        return raw - np.uint8(33)
+
+    base_quals = phred(quals, "base quality")
+    np.maximum(base_quals, np.uint8(min_base_qual), out=base_quals)
+    return PairHmmBatches.from_arrays(
+        read_bases=np.frombuffer(b"".join(bases), dtype=np.uint8),
+        read_quals=base_quals,
+        read_ins=phred(ins, "insertion GOP"),
+        read_del=phred(dels, "deletion GOP"),
+        read_gcp=phred(gcps, "GCP"),
+        read_offsets=np.concatenate([[0], np.cumsum(read_lens, dtype=np.int64)]),
+        hap_bases=np.frombuffer(b"".join(haps), dtype=np.uint8),
+        hap_offsets=np.concatenate([[0], np.cumsum(hap_lens, dtype=np.int64)]),
+        batch_reads=np.concatenate([[0], np.cumsum(batch_reads, dtype=np.int64)]),
+        batch_haps=np.concatenate([[0], np.cumsum(batch_haps, dtype=np.int64)]),
+    )
+
+
+def _records(lines: _Lines) -> Iterator[tuple[int, int]]:
+    while (line := lines.next()) is not None:
+        fields = line.split()
+        if len(fields) != 2 or not all(f.isdigit() for f in fields):
+            raise lines.error(f"expected a record header 'R H' (two counts), found {line.strip()[:60]!r}")
+        n_reads, n_haps = int(fields[0]), int(fields[1])
+        if n_reads < 1 or n_haps < 1:
+            raise lines.error(f"a record needs at least one read and one haplotype, found {n_reads} {n_haps}")
+        yield n_reads, n_haps
+
+
+def write_pairhmm_text(batches: PairHmmBatches, destination: PathOrFile) -> None:
+    """Write packed batches in the text format (qualities as phred+33)."""
+    batches.validate()
+    for name in ("read_quals", "read_ins", "read_del", "read_gcp"):
+        values = getattr(batches, name)
+        if len(values) and values.max() > 93:
+            raise ValueError(f"{name} has a value above 93, which phred+33 text cannot hold")
+    if (np.diff(batches.batch_reads) < 1).any() or (np.diff(batches.batch_haps) < 1).any():
+        raise ValueError("the text format cannot hold a batch without reads or haplotypes")
+    with _open_text(destination, write=True) as (stream, _):
+        ro, ho = batches.read_offsets, batches.hap_offsets
+
+        def text(array: np.ndarray, start: int, stop: int, shift: int = 0) -> str:
+            return (array[start:stop] + np.uint8(shift)).tobytes().decode("ascii")
+
+        for b in range(batches.n_batches):
+            r0, r1 = batches.batch_reads[b], batches.batch_reads[b + 1]
+            h0, h1 = batches.batch_haps[b], batches.batch_haps[b + 1]
+            stream.write(f"{r1 - r0} {h1 - h0}\n")
+            for r in range(r0, r1):
+                s, e = ro[r], ro[r + 1]
+                stream.write(" ".join([
+                    text(batches.read_bases, s, e), text(batches.read_quals, s, e, 33),
+                    text(batches.read_ins, s, e, 33), text(batches.read_del, s, e, 33),
+                    text(batches.read_gcp, s, e, 33)]) + "\n")
+            for h in range(h0, h1):
+                stream.write(text(batches.hap_bases, ho[h], ho[h + 1]) + "\n")
+
+
+def write_likelihoods(values: np.ndarray, destination: PathOrFile, *, layout: str = "lines",
+                      batches: PairHmmBatches | None = None) -> None:
+    """Write log10 likelihoods: ``lines`` = one value per line (the .gkl.out layout);
+    ``records`` = gpuPairHMM's layout, per batch a line ``R H`` then R lines of H values."""
+    if layout not in ("lines", "records"):
+        raise ValueError(f"layout must be 'lines' or 'records', not {layout!r}")
+    with _open_text(destination, write=True) as (stream, _):
+        if layout == "lines":
+            stream.writelines(f"{v:.8f}\n" for v in values)
+            return
+        if batches is None:
+            raise ValueError("the 'records' layout needs the batches to know each record's shape")
+        start = 0
+        for n_reads, n_haps in zip(np.diff(batches.batch_reads), np.diff(batches.batch_haps)):
+            stream.write(f"{n_reads} {n_haps}\n")
+            block = values[start:start + n_reads * n_haps].reshape(n_reads, n_haps)
+            stream.writelines(" ".join(f"{v:.8f}" for v in row) + "\n" for row in block)
+            start += n_reads * n_haps
+
+
+class _open_text:
+    """Context manager over a path (opened and closed here) or an already open text stream."""
+
+    def __init__(self, target: PathOrFile, write: bool = False) -> None:
+        self.target, self.write, self.owned = target, write, None
+
+    def __enter__(self) -> tuple[TextIO, str]:
+        if isinstance(self.target, (str, os.PathLike)):
+            self.owned = open(self.target, "w" if self.write else "r", encoding="ascii",
+                              errors="replace", newline="\n" if self.write else None)
+            return self.owned, os.fspath(self.target)
+        if isinstance(self.target, io.TextIOBase) or hasattr(self.target, "write" if self.write else "read"):
+            return self.target, getattr(self.target, "name", "<stream>")
+        raise TypeError(f"expected a path or a text stream, not {type(self.target).__name__}")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.owned is not None:
+            self.owned.close()
