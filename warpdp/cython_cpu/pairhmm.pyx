@@ -83,3 +83,35 @@ def forward(batches, double[::1] out not None, *, bint use_double=False, int thr
     if status == -2:
         raise ValueError(f"warpdp: the {ISA_NAMES[isa_code]!r} CPU variant cannot run on this CPU "
                          f"(available: {', '.join(available_isas())})")
+
+
+cdef extern from "pairhmm_tables.h":
+    float pairhmm_ph2pr_f[128]
+    double pairhmm_ph2pr_d[128]
+    float pairhmm_mm_f[8256]
+    double pairhmm_mm_d[8256]
+    float pairhmm_initial_f
+    float pairhmm_log10_initial_f
+    double pairhmm_initial_d
+    double pairhmm_log10_initial_d
+    void pairhmm_tables_init()
+
+
+def gkl_tables() -> dict:
+    """GKL's probability tables and constants as numpy arrays, for other backends to share.
+
+    ``ph2pr_*[q]`` = 10^(-q/10); ``mm_*[hi*(hi+1)//2 + lo]`` = match-to-match probability for
+    the larger (hi) and smaller (lo) of the insertion and deletion quals (both & 127);
+    ``initial_*`` = the scaling constant K; ``log10_initial_*`` = log10(K) as GKL computes it.
+    """
+    pairhmm_tables_init()
+    return {
+        "ph2pr_f": np.array(<float[:128]> pairhmm_ph2pr_f, dtype=np.float32),
+        "ph2pr_d": np.array(<double[:128]> pairhmm_ph2pr_d, dtype=np.float64),
+        "mm_f": np.array(<float[:8256]> pairhmm_mm_f, dtype=np.float32),
+        "mm_d": np.array(<double[:8256]> pairhmm_mm_d, dtype=np.float64),
+        "initial_f": np.float32(pairhmm_initial_f),
+        "log10_initial_f": np.float32(pairhmm_log10_initial_f),
+        "initial_d": np.float64(pairhmm_initial_d),
+        "log10_initial_d": np.float64(pairhmm_log10_initial_d),
+    }
