@@ -18,7 +18,11 @@ class BackendUnavailableError(RuntimeError):
 @functools.cache
 def gpu_status(algorithm: str) -> tuple[bool, str]:
     """Whether the GPU backend of `algorithm` can run here, and why not when it cannot."""
-    if importlib.util.find_spec(f"warpdp.kernels.{algorithm}") is None:
+    try:
+        has_kernel = importlib.util.find_spec(f"warpdp.kernels.{algorithm}") is not None
+    except ModuleNotFoundError:  # no warpdp.kernels package at all
+        has_kernel = False
+    if not has_kernel:
         return False, f"this version of warpdp has no GPU kernel for {algorithm}"
     try:
         import cupy

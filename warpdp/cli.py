@@ -1,0 +1,162 @@
+"""The `warpdp` command: scoring subcommands, server, and environment information."""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+import numpy as np
+
+from . import __version__
+from .plugin.backend import BACKENDS, BackendUnavailableError
+
+logger = logging.getLogger("warpdp")
+
+# Inputs above this many cells are scored in chunks so a progress bar can move.
+PROGRESS_CHUNK_CELLS = 200_000_000
+
+
+def _add_backend_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--backend", choices=BACKENDS, default="auto",
+                        help="where to compute: auto = GPU if usable, else CPU (default: auto)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="CPU threads (default: all cores)")
+
+
+def _add_pairhmm_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "pairhmm", help="Pair-HMM forward likelihoods (GATK/GKL numerics)",
+        description="Score every read against every haplotype of each record, with GKL's numerics. "
+                    "Input: the PairHMM text format, or reads from a BAM/CRAM region plus haplotypes "
+                    "from a FASTA. Output: log10 likelihoods, one per line, read-major per record.")
+    p.add_argument("input", nargs="?", help="input in the PairHMM text format ('-' for stdin)")
+    p.add_argument("-o", "--output", default="-", help="output file (default: stdout)")
+    _add_backend_options(p)
+    p.add_argument("--double", action="store_true",
+                   help="compute every pair in double precision (GATK's --native-pair-hmm-use-double-precision)")
+    p.add_argument("--layout", choices=("lines", "records"), default="lines",
+                   help="lines: one value per line; records: gpuPairHMM's layout ('R H' then R rows of H values)")
+    p.add_argument("--min-base-qual", type=int, default=None,
+                   help="raise base qualities below this (default: 6 for the text format, as its harnesses "
+                        "do; 0 for BAM/CRAM)")
+    bam = p.add_argument_group("BAM/CRAM input (instead of INPUT)")
+    bam.add_argument("--reads", help="indexed BAM or CRAM file")
+    bam.add_argument("--region", help="region to score, e.g. chr20:10000-10500")
+    bam.add_argument("--haplotypes", help="FASTA of haplotypes to score every read against")
+    bam.add_argument("--reference", help="reference FASTA (CRAM only)")
+    bam.add_argument("--min-mapq", type=int, default=None, help="skip reads below this mapping quality (default 20)")
+    p.add_argument("--server", default=None,
+                   help="score through warpdp server(s) ADDRESS[,ADDRESS...] instead of in-process")
+    p.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
+                   help="progress bar on stderr (auto: only when stderr is a terminal)")
+    p.set_defaults(run=_run_pairhmm)
+
+
+def _load_pairhmm_input(args: argparse.Namespace):
+    from .plugin.pairhmm_text import FORMAT_MIN_BASE_QUAL, read_pairhmm_text
+
+    bam_args = (args.reads, args.region, args.haplotypes)
+    if any(bam_args):
+        if args.input:
+            raise ValueError("give either INPUT or --reads/--region/--haplotypes, not both")
+        if not all(bam_args):
+            raise ValueError("BAM/CRAM input needs all of --reads, --region and --haplotypes")
+        from .plugin.pairhmm_bam import DEFAULT_MIN_MAPPING_QUALITY, read_bam_region
+
+        batches, _, _ = read_bam_region(
+            args.reads, args.region, args.haplotypes, reference=args.reference,
+            min_mapping_quality=DEFAULT_MIN_MAPPING_QUALITY if args.min_mapq is None else args.min_mapq)
+        if args.min_base_qual:
+            np.maximum(batches.read_quals, np.uint8(args.min_base_qual), out=batches.read_quals)
+        return batches
+    if not args.input:
+        raise ValueError("no input: give INPUT (PairHMM text format) or --reads/--region/--haplotypes")
+    source = sys.stdin if args.input == "-" else args.input
+    min_qual = FORMAT_MIN_BASE_QUAL if args.min_base_qual is None else args.min_base_qual
+    return read_pairhmm_text(source, min_base_qual=min_qual)
+
+
+def _chunk_bounds(cells_per_batch: np.ndarray, chunk_cells: int) -> list[tuple[int, int]]:
+    """Consecutive batch ranges of about chunk_cells each (at least one batch per range)."""
+    bounds, start, acc = [], 0, 0
+    for b, cells in enumerate(cells_per_batch):
+        acc += int(cells)
+        if acc >= chunk_cells:
+            bounds.append((start, b + 1))
+            start, acc = b + 1, 0
+    if start < len(cells_per_batch):
+        bounds.append((start, len(cells_per_batch)))
+    return bounds
+
+
+def _run_pairhmm(args: argparse.Namespace) -> int:
+    from .plugin.pairhmm import pairhmm
+    from .plugin.pairhmm_text import write_likelihoods
+
+    batches = _load_pairhmm_input(args)
+    if args.server:
+        from .grpc import Client
+
+        with Client(args.server.split(",")) as client:
+            scorer = lambda part: client.pairhmm(part, double=args.double)  # noqa: E731
+    else:
+        scorer = lambda part: pairhmm(part, backend=args.backend, threads=args.threads,  # noqa: E731
+                                      double=args.double)
+    values = np.empty(batches.n_pairs, dtype=np.float64)
+    cells = batches.cells_per_batch()
+    show = args.progress == "always" or (args.progress == "auto" and sys.stderr.isatty())
+    chunks = _chunk_bounds(cells, PROGRESS_CHUNK_CELLS)
+    pair_starts = np.concatenate([[0], np.cumsum(batches.pairs_per_batch())])
+    from tqdm import tqdm
+
+    with tqdm(total=int(cells.sum()), unit="cell", unit_scale=True, disable=not show or len(chunks) < 2,
+              desc="pairhmm", file=sys.stderr) as bar:
+        for start, stop in chunks:
+            values[pair_starts[start]:pair_starts[stop]] = scorer(batches.select(start, stop))
+            bar.update(int(cells[start:stop].sum()))
+    out = sys.stdout if args.output == "-" else args.output
+    write_likelihoods(values, out, layout=args.layout, batches=batches)
+    return 0
+
+
+def _run_info(args: argparse.Namespace) -> int:
+    from .plugin.backend import gpu_status
+    from .plugin.pairhmm import available_cpu_isas
+
+    isas = available_cpu_isas()
+    usable, reason = gpu_status("pairhmm")
+    print(f"warpdp {__version__}")
+    print(f"CPU variants: {', '.join(isas)} (default: {isas[-1]})")
+    print(f"GPU (pairhmm): {'usable' if usable else 'not usable'}: {reason}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="warpdp", description="GPU and SIMD CPU dynamic-programming kernels "
+                                     "for genomics (GATK/GKL-exact Pair-HMM, ...)")
+    parser.add_argument("--version", action="version", version=f"warpdp {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log more (backend choice, timings)")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    _add_pairhmm_parser(subparsers)
+    info = subparsers.add_parser("info", help="show the CPU variants and GPU found")
+    info.set_defaults(run=_run_info)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        return args.run(args)
+    except (ValueError, TypeError, BackendUnavailableError, FileNotFoundError, RuntimeError) as exc:
+        print(f"warpdp: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
