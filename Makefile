@@ -1,0 +1,21 @@
+# The two commands of the README: `make run` (set up, then start the server) and `make test`.
+PYTHON ?= python3
+PIP_FLAGS ?= --quiet --disable-pip-version-check --root-user-action=ignore
+
+.PHONY: install run test bench-cpu check-cuda
+
+# Installs warpdp (building the Cython/C CPU backend in place) with its test dependencies.
+install:
+	$(PYTHON) -m pip install $(PIP_FLAGS) -e ".[dev]"
+
+run: install
+	$(PYTHON) -m warpdp serve
+
+test: install
+	$(PYTHON) -m pytest -q
+
+bench-cpu: install
+	$(PYTHON) benchmarks/pairhmm_cpu.py
+
+check-cuda:
+	bash scripts/check_cuda_sources.sh

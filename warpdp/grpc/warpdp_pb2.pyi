@@ -1,0 +1,139 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class PairHmmBatches(_message.Message):
+    __slots__ = ("read_bases", "read_quals", "read_ins", "read_del", "read_gcp", "read_offsets", "hap_bases", "hap_offsets", "batch_reads", "batch_haps")
+    READ_BASES_FIELD_NUMBER: _ClassVar[int]
+    READ_QUALS_FIELD_NUMBER: _ClassVar[int]
+    READ_INS_FIELD_NUMBER: _ClassVar[int]
+    READ_DEL_FIELD_NUMBER: _ClassVar[int]
+    READ_GCP_FIELD_NUMBER: _ClassVar[int]
+    READ_OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    HAP_BASES_FIELD_NUMBER: _ClassVar[int]
+    HAP_OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    BATCH_READS_FIELD_NUMBER: _ClassVar[int]
+    BATCH_HAPS_FIELD_NUMBER: _ClassVar[int]
+    read_bases: bytes
+    read_quals: bytes
+    read_ins: bytes
+    read_del: bytes
+    read_gcp: bytes
+    read_offsets: bytes
+    hap_bases: bytes
+    hap_offsets: bytes
+    batch_reads: bytes
+    batch_haps: bytes
+    def __init__(self, read_bases: _Optional[bytes] = ..., read_quals: _Optional[bytes] = ..., read_ins: _Optional[bytes] = ..., read_del: _Optional[bytes] = ..., read_gcp: _Optional[bytes] = ..., read_offsets: _Optional[bytes] = ..., hap_bases: _Optional[bytes] = ..., hap_offsets: _Optional[bytes] = ..., batch_reads: _Optional[bytes] = ..., batch_haps: _Optional[bytes] = ...) -> None: ...
+
+class PairHmmRequest(_message.Message):
+    __slots__ = ("batches", "use_double")
+    BATCHES_FIELD_NUMBER: _ClassVar[int]
+    USE_DOUBLE_FIELD_NUMBER: _ClassVar[int]
+    batches: PairHmmBatches
+    use_double: bool
+    def __init__(self, batches: _Optional[_Union[PairHmmBatches, _Mapping]] = ..., use_double: _Optional[bool] = ...) -> None: ...
+
+class PairHmmReply(_message.Message):
+    __slots__ = ("log10_likelihoods", "n_pairs", "chunk", "stats")
+    LOG10_LIKELIHOODS_FIELD_NUMBER: _ClassVar[int]
+    N_PAIRS_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_FIELD_NUMBER: _ClassVar[int]
+    STATS_FIELD_NUMBER: _ClassVar[int]
+    log10_likelihoods: bytes
+    n_pairs: int
+    chunk: int
+    stats: CallStats
+    def __init__(self, log10_likelihoods: _Optional[bytes] = ..., n_pairs: _Optional[int] = ..., chunk: _Optional[int] = ..., stats: _Optional[_Union[CallStats, _Mapping]] = ...) -> None: ...
+
+class CallStats(_message.Message):
+    __slots__ = ("backend", "cells", "queue_us", "compute_us", "coalesced_requests", "submission_cells")
+    BACKEND_FIELD_NUMBER: _ClassVar[int]
+    CELLS_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_US_FIELD_NUMBER: _ClassVar[int]
+    COMPUTE_US_FIELD_NUMBER: _ClassVar[int]
+    COALESCED_REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    SUBMISSION_CELLS_FIELD_NUMBER: _ClassVar[int]
+    backend: str
+    cells: int
+    queue_us: int
+    compute_us: int
+    coalesced_requests: int
+    submission_cells: int
+    def __init__(self, backend: _Optional[str] = ..., cells: _Optional[int] = ..., queue_us: _Optional[int] = ..., compute_us: _Optional[int] = ..., coalesced_requests: _Optional[int] = ..., submission_cells: _Optional[int] = ...) -> None: ...
+
+class ServerInfoRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ServerInfoReply(_message.Message):
+    __slots__ = ("version", "backend", "requested_backend", "algorithms", "devices", "limits", "batching", "token_required")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    BACKEND_FIELD_NUMBER: _ClassVar[int]
+    REQUESTED_BACKEND_FIELD_NUMBER: _ClassVar[int]
+    ALGORITHMS_FIELD_NUMBER: _ClassVar[int]
+    DEVICES_FIELD_NUMBER: _ClassVar[int]
+    LIMITS_FIELD_NUMBER: _ClassVar[int]
+    BATCHING_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_REQUIRED_FIELD_NUMBER: _ClassVar[int]
+    version: str
+    backend: str
+    requested_backend: str
+    algorithms: _containers.RepeatedCompositeFieldContainer[AlgorithmInfo]
+    devices: _containers.RepeatedCompositeFieldContainer[Device]
+    limits: Limits
+    batching: Batching
+    token_required: bool
+    def __init__(self, version: _Optional[str] = ..., backend: _Optional[str] = ..., requested_backend: _Optional[str] = ..., algorithms: _Optional[_Iterable[_Union[AlgorithmInfo, _Mapping]]] = ..., devices: _Optional[_Iterable[_Union[Device, _Mapping]]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., batching: _Optional[_Union[Batching, _Mapping]] = ..., token_required: _Optional[bool] = ...) -> None: ...
+
+class AlgorithmInfo(_message.Message):
+    __slots__ = ("name", "rpc", "backend", "detail")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    RPC_FIELD_NUMBER: _ClassVar[int]
+    BACKEND_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    rpc: str
+    backend: str
+    detail: str
+    def __init__(self, name: _Optional[str] = ..., rpc: _Optional[str] = ..., backend: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
+
+class Device(_message.Message):
+    __slots__ = ("kind", "index", "name", "memory_bytes", "cores", "detail")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
+    CORES_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    index: int
+    name: str
+    memory_bytes: int
+    cores: int
+    detail: str
+    def __init__(self, kind: _Optional[str] = ..., index: _Optional[int] = ..., name: _Optional[str] = ..., memory_bytes: _Optional[int] = ..., cores: _Optional[int] = ..., detail: _Optional[str] = ...) -> None: ...
+
+class Limits(_message.Message):
+    __slots__ = ("max_request_cells", "max_message_bytes")
+    MAX_REQUEST_CELLS_FIELD_NUMBER: _ClassVar[int]
+    MAX_MESSAGE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    max_request_cells: int
+    max_message_bytes: int
+    def __init__(self, max_request_cells: _Optional[int] = ..., max_message_bytes: _Optional[int] = ...) -> None: ...
+
+class Batching(_message.Message):
+    __slots__ = ("enabled", "max_wait_us", "max_batch_cells", "workers")
+    ENABLED_FIELD_NUMBER: _ClassVar[int]
+    MAX_WAIT_US_FIELD_NUMBER: _ClassVar[int]
+    MAX_BATCH_CELLS_FIELD_NUMBER: _ClassVar[int]
+    WORKERS_FIELD_NUMBER: _ClassVar[int]
+    enabled: bool
+    max_wait_us: int
+    max_batch_cells: int
+    workers: int
+    def __init__(self, enabled: _Optional[bool] = ..., max_wait_us: _Optional[int] = ..., max_batch_cells: _Optional[int] = ..., workers: _Optional[int] = ...) -> None: ...
