@@ -119,7 +119,7 @@ def plan_pairhmm_chunks(batches: PairHmmBatches, max_cells: int, max_bytes: int)
     req = pairhmm_request_bytes_per_batch(batches)
     rep = 8 * batches.pairs_per_batch()
     cum = [np.concatenate([[0], np.cumsum(a, dtype=np.int64)]) for a in (cells, req, rep)]
-    # The first offsets of the 4 offset arrays, sent once per message.
+    # budget - 32: the leading 0 of the four offset arrays, sent once per message.
     caps = (max_cells, budget - 32, budget)
     chunks: list[PairHmmBatches] = []
     i, n = 0, batches.n_batches
@@ -140,16 +140,18 @@ def _split_batch(batches: PairHmmBatches, b: int, max_cells: int, budget: int) -
     read_lens = np.diff(batches.read_offsets[r_lo:r_hi + 1])
     hap_lens = np.diff(batches.hap_offsets[h_lo:h_hi + 1])
     n_haps = len(hap_lens)
+    if len(read_lens) == 0 or n_haps == 0:
+        return []  # no pairs, nothing to score: leave it out
     hap_total = int(hap_lens.sum())
     hap_fixed = hap_total + 8 * n_haps
     # Per read: its cells against all haplotypes, its request bytes and its reply bytes.
     per_read = (read_lens * hap_total, 5 * read_lens + 8, np.full(len(read_lens), 8 * n_haps, dtype=np.int64))
-    caps = (max_cells, budget - hap_fixed, budget)
+    caps = (max_cells, budget - hap_fixed - 16, budget)
     cum = [np.concatenate([[0], np.cumsum(a, dtype=np.int64)]) for a in per_read]
     pieces: list[PairHmmBatches] = []
     r = 0
     while r < len(read_lens):
-        s = min(int(np.searchsorted(c, c[r] + cap, side="right")) - 1 for c, cap in zip(cum, caps)) if min(caps) > 0 else r
+        s = min(int(np.searchsorted(c, c[r] + cap, side="right")) - 1 for c, cap in zip(cum, caps))
         if s > r:
             pieces.append(sub_batch(batches, b, r, s, 0, n_haps))
             r = s
@@ -157,12 +159,11 @@ def _split_batch(batches: PairHmmBatches, b: int, max_cells: int, budget: int) -
         # One read against all haplotypes is too large: split the haplotypes.
         read_len = int(read_lens[r])
         per_hap = (read_len * hap_lens, hap_lens + 8, np.full(n_haps, 8, dtype=np.int64))
-        hcaps = (max_cells, budget - 5 * read_len - 8, budget)
+        hcaps = (max_cells, budget - 5 * read_len - 8 - 16, budget)
         hcum = [np.concatenate([[0], np.cumsum(a, dtype=np.int64)]) for a in per_hap]
         h = 0
         while h < n_haps:
-            t = min(int(np.searchsorted(c, c[h] + cap, side="right")) - 1 for c, cap in zip(hcum, hcaps)) \
-                if min(hcaps) > 0 else h
+            t = min(int(np.searchsorted(c, c[h] + cap, side="right")) - 1 for c, cap in zip(hcum, hcaps))
             if t <= h:
                 raise ValueError(f"batch {b}, read {r} x haplotype {h} alone ({read_len} x {int(hap_lens[h])} "
                                  f"= {read_len * int(hap_lens[h])} cells) exceeds the server's limits "
