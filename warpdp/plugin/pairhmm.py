@@ -4,6 +4,7 @@ Numerics are GKL's (the native library GATK HaplotypeCaller calls): see DESIGN.m
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -290,7 +291,8 @@ def pairhmm(
     ``--native-pair-hmm-use-double-precision``); otherwise float, with pairs whose float
     result falls below 1e-28 recomputed in double, as GKL does. ``threads`` bounds CPU
     threads (default: all cores). ``out`` may be a float64 array of ``n_pairs`` to fill.
-    ``cpu_isa`` forces a CPU variant ("scalar", "avx2", "avx512"; default: the best one).
+    ``cpu_isa`` forces a CPU variant ("scalar", "avx2", "avx512"; default: the environment
+    variable ``WARPDP_CPU_ISA`` if set, else the best one this CPU supports).
     """
     if not isinstance(batches, PairHmmBatches):
         raise TypeError(f"batches must be PairHmmBatches, not {type(batches).__name__} (see pack_batches)")
@@ -308,8 +310,9 @@ def pairhmm(
     else:
         from ..cython_cpu import pairhmm as cpu_pairhmm
 
+        cpu_isa = cpu_isa or os.environ.get("WARPDP_CPU_ISA") or None
         if cpu_isa is not None and cpu_isa not in cpu_pairhmm.ISA_NAMES:
-            raise ValueError(f"cpu_isa must be one of {', '.join(cpu_pairhmm.ISA_NAMES)}, not {cpu_isa!r}")
+            raise ValueError(f"cpu_isa (or WARPDP_CPU_ISA) must be one of {', '.join(cpu_pairhmm.ISA_NAMES)}, not {cpu_isa!r}")
         cpu_pairhmm.forward(batches, out, use_double=bool(double), threads=n_threads, isa=cpu_isa)
     return out
 
