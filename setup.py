@@ -1,7 +1,7 @@
 """Builds the CPU backend: Cython over C, one extension per algorithm.
 
 Every `warpdp/cython_cpu/<algorithm>.pyx` becomes the extension `warpdp.cython_cpu.<algorithm>`,
-compiled with its C sources `<algorithm>_*.c` and the shared `cpu_dispatch.c`. Every SIMD
+compiled with its C sources `<algorithm>_*.c` and the shared `cpu_common.c`. Every SIMD
 variant is compiled into the same extension (per-file `#pragma GCC target`), and the variant
 to run is chosen at run time from the CPU found, so the build itself never needs AVX-512 or
 AVX2 and the result runs on any x86-64 CPU.
@@ -22,7 +22,7 @@ def cpu_extension(pyx: Path) -> Extension:
     c_sources = sorted(str(c) for c in CPU_DIR.glob(f"{name}_*.c"))
     return Extension(
         f"warpdp.cython_cpu.{name}",
-        sources=[str(pyx), str(CPU_DIR / "cpu_dispatch.c"), *c_sources],
+        sources=[str(pyx), str(CPU_DIR / "cpu_common.c"), *c_sources],
         include_dirs=[str(CPU_DIR), np.get_include()],
         extra_compile_args=C_FLAGS,
         extra_link_args=["-fopenmp"],

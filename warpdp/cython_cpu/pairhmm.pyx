@@ -10,7 +10,7 @@ from libc.stdint cimport int64_t, uint8_t
 
 cnp.import_array()
 
-cdef extern from "cpu_dispatch.h":
+cdef extern from "cpu_common.h":
     int warpdp_cpu_supports(int isa)
     int warpdp_cpu_best_isa()
 

@@ -4,33 +4,12 @@
 #include <stdlib.h>
 #include <xmmintrin.h>
 #include <omp.h>
-#include "cpu_dispatch.h"
+#include "cpu_common.h"
 #include "pairhmm_kernel.h"
 #include "pairhmm_tables.h"
 
-void *pairhmm_workspace_reserve(pairhmm_workspace *ws, size_t bytes)
-{
-    if (bytes <= ws->capacity)
-        return ws->memory;
-    size_t capacity = bytes + bytes / 2;
-    void *memory = NULL;
-    if (posix_memalign(&memory, 64, capacity) != 0)
-        return NULL;
-    free(ws->memory);
-    ws->memory = memory;
-    ws->capacity = capacity;
-    return memory;
-}
-
-void pairhmm_workspace_free(pairhmm_workspace *ws)
-{
-    free(ws->memory);
-    ws->memory = NULL;
-    ws->capacity = 0;
-}
-
-typedef float (*float_kernel)(const pairhmm_pair *, pairhmm_workspace *);
-typedef double (*double_kernel)(const pairhmm_pair *, pairhmm_workspace *);
+typedef float (*float_kernel)(const pairhmm_pair *, warpdp_workspace *);
+typedef double (*double_kernel)(const pairhmm_pair *, warpdp_workspace *);
 
 typedef struct {
     int64_t read, hap;
@@ -38,7 +17,7 @@ typedef struct {
 
 /* GKL's rule: float result (scaled by 2^120); below 1e-28 redo in double (scaled by 2^1020).
    A negative kernel result means the workspace could not be allocated. */
-static int score_pair(const pairhmm_pair *pair, pairhmm_workspace *ws, int use_double,
+static int score_pair(const pairhmm_pair *pair, warpdp_workspace *ws, int use_double,
                       float_kernel kf, double_kernel kd, double *result)
 {
     if (!use_double) {
@@ -108,7 +87,7 @@ int pairhmm_forward_batches(const pairhmm_batches *b, double *out, int use_doubl
         /* Flush denormals to zero as GKL does; this thread's setting is restored after. */
         const unsigned int saved_csr = _mm_getcsr();
         _mm_setcsr(saved_csr | 0x8040);
-        pairhmm_workspace ws = {NULL, 0};
+        warpdp_workspace ws = {NULL, 0};
         #pragma omp for schedule(dynamic, 4)
         for (int64_t i = 0; i < n_pairs; i++) {
             const int64_t r = pairs[i].read, h = pairs[i].hap;
@@ -121,7 +100,7 @@ int pairhmm_forward_batches(const pairhmm_batches *b, double *out, int use_doubl
             if (score_pair(&pair, &ws, use_double, kf, kd, &out[i]) != 0)
                 failed = 1;
         }
-        pairhmm_workspace_free(&ws);
+        warpdp_workspace_free(&ws);
         _mm_setcsr(saved_csr);
     }
     free(pairs);

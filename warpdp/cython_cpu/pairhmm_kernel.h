@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "cpu_common.h"
 
 /* One pair, pointing into the caller's packed arrays. Qualities are raw phred values. */
 typedef struct {
@@ -12,24 +13,14 @@ typedef struct {
     int read_len, hap_len;
 } pairhmm_pair;
 
-/* Per-thread scratch memory, grown on demand and reused across pairs. */
-typedef struct {
-    void *memory;
-    size_t capacity;
-} pairhmm_workspace;
-
-/* Returns a 64-byte aligned buffer of at least `bytes`, or NULL when out of memory. */
-void *pairhmm_workspace_reserve(pairhmm_workspace *ws, size_t bytes);
-void pairhmm_workspace_free(pairhmm_workspace *ws);
-
 /* Each kernel returns sum_j (M[R][j] + X[R][j]) scaled by the precision's initial constant,
    or a negative value when the workspace could not be allocated. */
-float pairhmm_forward_float_scalar(const pairhmm_pair *pair, pairhmm_workspace *ws);
-double pairhmm_forward_double_scalar(const pairhmm_pair *pair, pairhmm_workspace *ws);
-float pairhmm_forward_float_avx2(const pairhmm_pair *pair, pairhmm_workspace *ws);
-double pairhmm_forward_double_avx2(const pairhmm_pair *pair, pairhmm_workspace *ws);
-float pairhmm_forward_float_avx512(const pairhmm_pair *pair, pairhmm_workspace *ws);
-double pairhmm_forward_double_avx512(const pairhmm_pair *pair, pairhmm_workspace *ws);
+float pairhmm_forward_float_scalar(const pairhmm_pair *pair, warpdp_workspace *ws);
+double pairhmm_forward_double_scalar(const pairhmm_pair *pair, warpdp_workspace *ws);
+float pairhmm_forward_float_avx2(const pairhmm_pair *pair, warpdp_workspace *ws);
+double pairhmm_forward_double_avx2(const pairhmm_pair *pair, warpdp_workspace *ws);
+float pairhmm_forward_float_avx512(const pairhmm_pair *pair, warpdp_workspace *ws);
+double pairhmm_forward_double_avx512(const pairhmm_pair *pair, warpdp_workspace *ws);
 
 /* Packed batches, the data model of the whole project (see DESIGN.md):
    read r spans [read_offsets[r], read_offsets[r+1]) of the five read arrays,

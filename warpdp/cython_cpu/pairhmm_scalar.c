@@ -6,10 +6,10 @@
 #include "pairhmm_tables.h"
 
 #define DEFINE_SCALAR_KERNEL(NAME, REAL, PH2PR, MM_TABLE, INITIAL)                          \
-REAL NAME(const pairhmm_pair *pair, pairhmm_workspace *ws)                                  \
+REAL NAME(const pairhmm_pair *pair, warpdp_workspace *ws)                                  \
 {                                                                                          \
     const int R = pair->read_len, H = pair->hap_len;                                       \
-    REAL *rows = pairhmm_workspace_reserve(ws, sizeof(REAL) * 6 * (size_t)(H + 1));        \
+    REAL *rows = warpdp_workspace_reserve(ws, sizeof(REAL) * 6 * (size_t)(H + 1));        \
     if (rows == NULL)                                                                      \
         return (REAL)-1;                                                                   \
     REAL *prev_m = rows, *prev_x = rows + (H + 1), *prev_y = rows + 2 * (H + 1);           \

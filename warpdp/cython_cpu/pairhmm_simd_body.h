@@ -18,7 +18,7 @@
  * are exactly those of the scalar kernel, so results are bit-identical to it.
  */
 
-REAL KERNEL_NAME(const pairhmm_pair *pair, pairhmm_workspace *ws)
+REAL KERNEL_NAME(const pairhmm_pair *pair, warpdp_workspace *ws)
 {
     const int R = pair->read_len, H = pair->hap_len;
     const int n_stripes = (R + LANES - 1) / LANES;
@@ -28,7 +28,7 @@ REAL KERNEL_NAME(const pairhmm_pair *pair, pairhmm_workspace *ws)
 
     size_t bytes = sizeof(REAL) * (size_t)(8 * rows_padded + 3 * row_stride + LANES)
                    + (size_t)rows_padded + (size_t)row_stride + 256;
-    char *memory = pairhmm_workspace_reserve(ws, bytes);
+    char *memory = warpdp_workspace_reserve(ws, bytes);
     if (memory == NULL)
         return (REAL)-1;
     REAL *p_mm = (REAL *)memory;

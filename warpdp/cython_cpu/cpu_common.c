@@ -1,4 +1,5 @@
-#include "cpu_dispatch.h"
+#include <stdlib.h>
+#include "cpu_common.h"
 
 int warpdp_cpu_supports(int isa)
 {
@@ -23,4 +24,25 @@ int warpdp_cpu_best_isa(void)
     if (warpdp_cpu_supports(WARPDP_ISA_AVX2))
         return WARPDP_ISA_AVX2;
     return WARPDP_ISA_SCALAR;
+}
+
+void *warpdp_workspace_reserve(warpdp_workspace *ws, size_t bytes)
+{
+    if (bytes <= ws->capacity)
+        return ws->memory;
+    size_t capacity = bytes + bytes / 2;
+    void *memory = NULL;
+    if (posix_memalign(&memory, 64, capacity) != 0)
+        return NULL;
+    free(ws->memory);
+    ws->memory = memory;
+    ws->capacity = capacity;
+    return memory;
+}
+
+void warpdp_workspace_free(warpdp_workspace *ws)
+{
+    free(ws->memory);
+    ws->memory = NULL;
+    ws->capacity = 0;
 }
