@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -48,6 +50,7 @@ def _add_pairhmm_parser(subparsers) -> None:
     bam.add_argument("--min-mapq", type=int, default=None, help="skip reads below this mapping quality (default 20)")
     p.add_argument("--server", default=None,
                    help="score through warpdp server(s) ADDRESS[,ADDRESS...] instead of in-process")
+    p.add_argument("--token-file", default=None, help="bearer token for --server (file holding it)")
     p.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
                    help="progress bar on stderr (auto: only when stderr is a terminal)")
     p.set_defaults(run=_run_pairhmm)
@@ -91,30 +94,35 @@ def _chunk_bounds(cells_per_batch: np.ndarray, chunk_cells: int) -> list[tuple[i
 
 
 def _run_pairhmm(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
     from .plugin.pairhmm import pairhmm
     from .plugin.pairhmm_text import write_likelihoods
 
     batches = _load_pairhmm_input(args)
-    if args.server:
-        from .grpc import Client
+    with contextlib.ExitStack() as stack:
+        if args.server:
+            from .grpc import Client
 
-        with Client(args.server.split(",")) as client:
-            scorer = lambda part: client.pairhmm(part, double=args.double)  # noqa: E731
-    else:
-        scorer = lambda part: pairhmm(part, backend=args.backend, threads=args.threads,  # noqa: E731
-                                      double=args.double)
-    values = np.empty(batches.n_pairs, dtype=np.float64)
-    cells = batches.cells_per_batch()
-    show = args.progress == "always" or (args.progress == "auto" and sys.stderr.isatty())
-    chunks = _chunk_bounds(cells, PROGRESS_CHUNK_CELLS)
-    pair_starts = np.concatenate([[0], np.cumsum(batches.pairs_per_batch())])
-    from tqdm import tqdm
+            token = Path(args.token_file).read_text().strip() if args.token_file else None
+            client = stack.enter_context(Client(args.server.split(","), token=token))
 
-    with tqdm(total=int(cells.sum()), unit="cell", unit_scale=True, disable=not show or len(chunks) < 2,
-              desc="pairhmm", file=sys.stderr) as bar:
-        for start, stop in chunks:
-            values[pair_starts[start]:pair_starts[stop]] = scorer(batches.select(start, stop))
-            bar.update(int(cells[start:stop].sum()))
+            def score(part):
+                return client.pairhmm(part, double=args.double)
+        else:
+            def score(part):
+                return pairhmm(part, backend=args.backend, threads=args.threads, double=args.double)
+
+        values = np.empty(batches.n_pairs, dtype=np.float64)
+        cells = batches.cells_per_batch()
+        show = args.progress == "always" or (args.progress == "auto" and sys.stderr.isatty())
+        chunks = _chunk_bounds(cells, PROGRESS_CHUNK_CELLS)
+        pair_starts = np.concatenate([[0], np.cumsum(batches.pairs_per_batch())])
+        with tqdm(total=int(cells.sum()), unit="cell", unit_scale=True, disable=not show or len(chunks) < 2,
+                  desc="pairhmm", file=sys.stderr) as bar:
+            for start, stop in chunks:
+                values[pair_starts[start]:pair_starts[stop]] = score(batches.select(start, stop))
+                bar.update(int(cells[start:stop].sum()))
     out = sys.stdout if args.output == "-" else args.output
     write_likelihoods(values, out, layout=args.layout, batches=batches)
     return 0
@@ -132,6 +140,17 @@ def _run_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_serve_parser(subparsers) -> None:
+    from .grpc.cli import add_serve_arguments, run_serve
+
+    p = subparsers.add_parser(
+        "serve", help="run the gRPC server (GPU if usable, else CPU)",
+        description="Serve every warpdp kernel over gRPC (package warpdp.v1), batching concurrent "
+                    "callers onto one backend. See docs/grpc.md.")
+    add_serve_arguments(p)
+    p.set_defaults(run=run_serve)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="warpdp", description="GPU and SIMD CPU dynamic-programming kernels "
                                      "for genomics (GATK/GKL-exact Pair-HMM, ...)")
@@ -139,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log more (backend choice, timings)")
     subparsers = parser.add_subparsers(dest="command", required=True)
     _add_pairhmm_parser(subparsers)
+    _add_serve_parser(subparsers)
     info = subparsers.add_parser("info", help="show the CPU variants and GPU found")
     info.set_defaults(run=_run_info)
     return parser
@@ -147,7 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+    # The server always says where it listens and what it runs on; other commands stay quiet.
+    verbose = args.verbose or args.command == "serve"
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         return args.run(args)
