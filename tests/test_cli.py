@@ -120,3 +120,15 @@ def test_bam_errors(tmp_path, capsys) -> None:
     assert "no usable reads in region" in capsys.readouterr().err
     assert main(["pairhmm", "--reads", str(bam_path), "--region", "chr1:900-1300"]) == 2
     assert "needs all of --reads, --region and --haplotypes" in capsys.readouterr().err
+
+
+def test_scoring_through_a_server_equals_in_process(tmp_path) -> None:
+    from warpdp.grpc import Server
+
+    with Server(host="127.0.0.1", port=0, backend="cpu") as server:
+        through = tmp_path / "server.out"
+        local = tmp_path / "local.out"
+        assert main(["pairhmm", str(shared_file("pairhmm", "tiny.in")), "--server", f"127.0.0.1:{server.port}",
+                     "-o", str(through)]) == 0
+        assert main(["pairhmm", str(shared_file("pairhmm", "tiny.in")), "--backend", "cpu", "-o", str(local)]) == 0
+        assert through.read_text() == local.read_text()

@@ -6,7 +6,6 @@ import contextlib
 import logging
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
@@ -48,9 +47,9 @@ def _add_pairhmm_parser(subparsers) -> None:
     bam.add_argument("--haplotypes", help="FASTA of haplotypes to score every read against")
     bam.add_argument("--reference", help="reference FASTA (CRAM only)")
     bam.add_argument("--min-mapq", type=int, default=None, help="skip reads below this mapping quality (default 20)")
-    p.add_argument("--server", default=None,
-                   help="score through warpdp server(s) ADDRESS[,ADDRESS...] instead of in-process")
-    p.add_argument("--token-file", default=None, help="bearer token for --server (file holding it)")
+    from .grpc.cli import add_client_arguments
+
+    add_client_arguments(p)
     p.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
                    help="progress bar on stderr (auto: only when stderr is a terminal)")
     p.set_defaults(run=_run_pairhmm)
@@ -101,11 +100,11 @@ def _run_pairhmm(args: argparse.Namespace) -> int:
 
     batches = _load_pairhmm_input(args)
     with contextlib.ExitStack() as stack:
-        if args.server:
-            from .grpc import Client
+        from .grpc.cli import client_from_args
 
-            token = Path(args.token_file).read_text().strip() if args.token_file else None
-            client = stack.enter_context(Client(args.server.split(","), token=token))
+        client = client_from_args(args)
+        if client is not None:
+            stack.enter_context(client)
 
             def score(part):
                 return client.pairhmm(part, double=args.double)
@@ -151,6 +150,91 @@ def _add_serve_parser(subparsers) -> None:
     p.set_defaults(run=run_serve)
 
 
+def _add_seedext_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "seedext", help="seed extension (BWA-MEM ksw_extend2 semantics)",
+        description="Extend seeds as BWA-MEM's ksw_extend2 does. Input: lines 'query<TAB>target<TAB>h0' "
+                    "(h0 = the seed's score), or with --targets, a FASTA/FASTQ of queries whose k-th record "
+                    "pairs with the k-th record of TARGETS (h0 from an 'h0=N' word in the query's header, "
+                    "else --h0). Output: one line per pair, in input order: score qle tle gtle gscore max_off.")
+    p.add_argument("input", help="pairs as TSV ('-' for stdin), or the queries FASTA/FASTQ with --targets")
+    p.add_argument("-o", "--output", default="-", help="output file (default: stdout)")
+    p.add_argument("--targets", default=None, help="FASTA/FASTQ of targets: INPUT is then the queries FASTA/FASTQ")
+    p.add_argument("--h0", type=int, default=None, help="h0 for FASTA queries whose header has no h0=N")
+    scoring = p.add_argument_group("scoring (BWA-MEM's defaults)")
+    scoring.add_argument("-a", type=int, default=1, help="match score (default 1)")
+    scoring.add_argument("-b", type=int, default=4, help="mismatch penalty (default 4); N scores -1")
+    scoring.add_argument("--o-del", type=int, default=6, help="deletion open penalty (default 6)")
+    scoring.add_argument("--e-del", type=int, default=1, help="deletion extension penalty (default 1)")
+    scoring.add_argument("--o-ins", type=int, default=6, help="insertion open penalty (default 6)")
+    scoring.add_argument("--e-ins", type=int, default=1, help="insertion extension penalty (default 1)")
+    scoring.add_argument("-w", type=int, default=100, help="band width (default 100)")
+    scoring.add_argument("--end-bonus", type=int, default=5, help="end bonus (default 5)")
+    scoring.add_argument("--zdrop", type=int, default=100, help="z-drop (default 100; 0 disables it)")
+    _add_backend_options(p)
+    p.set_defaults(run=_run_seedext)
+
+
+def _run_seedext(args: argparse.Namespace) -> int:
+    from .plugin.seedext import SeedExtParams, seed_extend_with
+    from .plugin.seedext_io import read_seedext_fasta, read_seedext_tsv, write_seedext_results
+
+    params = SeedExtParams(a=args.a, b=args.b, o_del=args.o_del, e_del=args.e_del, o_ins=args.o_ins,
+                           e_ins=args.e_ins, w=args.w, end_bonus=args.end_bonus, zdrop=args.zdrop)
+    params.validate()  # before reading a possibly large input
+    if args.targets:
+        pairs = read_seedext_fasta(args.input, args.targets, h0=args.h0)
+    else:
+        if args.h0 is not None:
+            raise ValueError("--h0 applies to FASTA input (--targets); TSV lines carry their own h0")
+        pairs = read_seedext_tsv(sys.stdin if args.input == "-" else args.input)
+    results = seed_extend_with(pairs, params, backend=args.backend, threads=args.threads)
+    write_seedext_results(results, sys.stdout if args.output == "-" else args.output)
+    return 0
+
+
+def _add_xdrop_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "xdrop", help="gapped X-drop seed extension (SeqAn 2 / BELLA / LOGAN semantics)",
+        description="Extend seeds of length k in both directions with gapped X-drop, as SeqAn 2's extendSeed "
+                    "(..., GappedXDrop()) does for BELLA and LOGAN. Input: LOGAN's text format, one pair per line "
+                    "'seqV posV seqH posH strand' (strand c: seqH is complemented and posH = len(seqH) - posH - k, "
+                    "as LOGAN's demo does); or with --seqs-h, INPUT is a FASTA/FASTQ of V sequences whose i-th "
+                    "record pairs with the i-th record of SEQS_H and the i-th line 'posV posH [strand]' of SEEDS. "
+                    "Output: one line per pair, in input order: score beginH endH beginV endV.")
+    p.add_argument("input", help="pairs in LOGAN's text format ('-' for stdin), or the V FASTA/FASTQ with --seqs-h")
+    p.add_argument("-k", type=int, required=True, help="seed length")
+    p.add_argument("-x", type=int, required=True, help="X-drop: cells more than X below the best score are dropped")
+    p.add_argument("--match", type=int, default=1, help="match score (default 1)")
+    p.add_argument("--mismatch", type=int, default=-1, help="mismatch score (default -1)")
+    p.add_argument("--gap", type=int, default=-1, help="gap score, linear (default -1)")
+    p.add_argument("--report", choices=("longest", "best"), default="longest",
+                   help="longest: SeqAn's longest extension (BELLA/LOGAN); best: the best-scoring cell "
+                        "(default: longest)")
+    p.add_argument("-o", "--output", default="-", help="output file (default: stdout)")
+    p.add_argument("--seqs-h", default=None, help="FASTA/FASTQ of H sequences: INPUT is then the V FASTA/FASTQ")
+    p.add_argument("--seeds", default=None, help="with --seqs-h: one line 'posV posH [strand]' per pair")
+    _add_backend_options(p)
+    p.set_defaults(run=_run_xdrop)
+
+
+def _run_xdrop(args: argparse.Namespace) -> int:
+    from .plugin.xdrop import check_scores, xdrop
+    from .plugin.xdrop_io import read_logan_text, read_xdrop_fastx, write_xdrop_results
+
+    check_scores(args.match, args.mismatch, args.gap, args.x)  # before reading a possibly large input
+    if args.seqs_h or args.seeds:
+        if not (args.seqs_h and args.seeds):
+            raise ValueError("FASTA/FASTQ input needs both --seqs-h and --seeds")
+        pairs = read_xdrop_fastx(args.input, args.seqs_h, args.seeds, k=args.k)
+    else:
+        pairs = read_logan_text(sys.stdin if args.input == "-" else args.input, k=args.k)
+    results = xdrop(pairs, k=args.k, x=args.x, match=args.match, mismatch=args.mismatch, gap=args.gap,
+                    report=args.report, backend=args.backend, threads=args.threads)
+    write_xdrop_results(results, sys.stdout if args.output == "-" else args.output)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="warpdp", description="GPU and SIMD CPU dynamic-programming kernels "
                                      "for genomics (GATK/GKL-exact Pair-HMM, ...)")
@@ -158,6 +242,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log more (backend choice, timings)")
     subparsers = parser.add_subparsers(dest="command", required=True)
     _add_pairhmm_parser(subparsers)
+    _add_seedext_parser(subparsers)
+    _add_xdrop_parser(subparsers)
     _add_serve_parser(subparsers)
     info = subparsers.add_parser("info", help="show the CPU variants and GPU found")
     info.set_defaults(run=_run_info)

@@ -15,6 +15,8 @@ typedef struct {
     int64_t read, hap;
 } pair_index;
 
+#define PAIRHMM_CELLS_PER_THREAD (2 << 20)
+
 /* GKL's rule: float result (scaled by 2^120); below 1e-28 redo in double (scaled by 2^1020).
    A negative kernel result means the workspace could not be allocated. */
 static int score_pair(const pairhmm_pair *pair, warpdp_workspace *ws, int use_double,
@@ -70,18 +72,24 @@ int pairhmm_forward_batches(const pairhmm_batches *b, double *out, int use_doubl
     pair_index *pairs = malloc(sizeof(pair_index) * (size_t)n_pairs);
     if (pairs == NULL)
         return -1;
-    int64_t p = 0;
+    int64_t p = 0, cells = 0;
     for (int64_t k = 0; k < b->n_batches; k++)
         for (int64_t r = b->batch_reads[k]; r < b->batch_reads[k + 1]; r++)
             for (int64_t h = b->batch_haps[k]; h < b->batch_haps[k + 1]; h++) {
                 pairs[p].read = r;
                 pairs[p].hap = h;
+                cells += (b->read_offsets[r + 1] - b->read_offsets[r]) * (b->hap_offsets[h + 1] - b->hap_offsets[h]);
                 p++;
             }
 
     int failed = 0;
     if (threads < 1)
         threads = omp_get_max_threads();
+    /* Waking a thread costs about as much as a few million cells, so small jobs (one GATK
+       active region, say) run on fewer threads than asked. */
+    const int64_t useful_threads = cells / PAIRHMM_CELLS_PER_THREAD + 1;
+    if (threads > useful_threads)
+        threads = (int)useful_threads;
     #pragma omp parallel num_threads(threads) reduction(| : failed)
     {
         /* Flush denormals to zero as GKL does; this thread's setting is restored after. */

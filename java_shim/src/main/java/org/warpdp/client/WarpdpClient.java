@@ -1,0 +1,185 @@
+package org.warpdp.client;
+
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
+
+import org.warpdp.client.spi.Transport;
+import org.warpdp.client.spi.Transports;
+
+/**
+ * Client of a warpdp server for JVM tools, using only plain Java types (gRPC stays private to the jar).
+ *
+ * <pre>{@code
+ * try (WarpdpClient client = WarpdpClient.connect("127.0.0.1:50051")) {
+ *     System.out.println(client.serverInfo().summary());
+ *     PairHmmBatches job = PairHmmBatches.builder()
+ *             .addHaplotype(hap).addRead(bases, quals, ins, del, gcp).endBatch()
+ *             .build();
+ *     double[] log10 = client.pairHmm(job, false);
+ * }
+ * }</pre>
+ *
+ * <p>Thread-safe; one client (one channel) serves any number of threads. Jobs larger than the server's
+ * limits (or {@link ClientOptions#maxCellsPerRequest()}) are split into several requests
+ * ({@link ChunkPlanner}) streamed in one PairHmmStream call per server. Calls that fail with UNAVAILABLE
+ * are retried {@link ClientOptions#retries()} times.
+ *
+ * <p>Adding an algorithm (X-drop, seed extension) follows the Pair-HMM pattern: a packed batches class
+ * like {@link PairHmmBatches}, a method on {@link Transport} and its gRPC implementation, and a method
+ * here that plans the requests and retries.
+ */
+public final class WarpdpClient implements AutoCloseable {
+    /** The gRPC service name, as registered with the server's health service. */
+    public static final String SERVICE = "warpdp.v1.Warpdp";
+
+    // Jobs this small go out without asking the server for its limits (any sane server accepts them).
+    private static final long SAFE_CELLS = 64_000_000L;
+    private static final long SAFE_BYTES = 3L << 20;
+    // A job that must be split goes in chunks of at most this size, so sending overlaps computing.
+    private static final long CHUNK_BYTES = 16L << 20;
+    // gRPC's default message limit, assumed when a server does not say.
+    private static final long DEFAULT_MESSAGE_BYTES = 4L << 20;
+
+    private final ClientOptions options;
+    private final Transport transport;
+    private final AtomicLong requestsSent = new AtomicLong();
+    private volatile ServerInfo serverInfo;
+
+    private WarpdpClient(ClientOptions options, Transport transport) {
+        this.options = options;
+        this.transport = transport;
+    }
+
+    /** A client for these options. Connecting happens on the first call, so this does not fail when the
+     * server is down; {@link #isServing()} tells. */
+    public static WarpdpClient connect(ClientOptions options) {
+        return new WarpdpClient(options, Transports.open(options));
+    }
+
+    public static WarpdpClient connect(String address) {
+        return connect(ClientOptions.of(address));
+    }
+
+    /** A client configured by {@code warpdp.*} system properties / {@code WARPDP_*} variables. */
+    public static WarpdpClient connect() {
+        return connect(ClientOptions.fromEnvironment());
+    }
+
+    public ClientOptions options() {
+        return options;
+    }
+
+    /**
+     * The server's health status for the warpdp service ("SERVING" when it takes calls), from the standard
+     * {@code grpc.health.v1} service. Throws {@link WarpdpException} when the server cannot be reached.
+     */
+    public String health() {
+        try {
+            return transport.health(SERVICE, options.connectTimeoutMillis());
+        } catch (WarpdpException e) {
+            if ("NOT_FOUND".equals(e.code())) { // a server that only reports its overall status
+                return transport.health("", options.connectTimeoutMillis());
+            }
+            throw e;
+        }
+    }
+
+    /** Whether the server is reachable and serving; never throws. */
+    public boolean isServing() {
+        try {
+            return "SERVING".equals(health());
+        } catch (RuntimeException e) {
+            return false;
+        }
+    }
+
+    /** Asks the server (and remembers its limits for splitting jobs). */
+    public ServerInfo serverInfo() {
+        ServerInfo info = retrying(() -> transport.serverInfo(options.connectTimeoutMillis()));
+        serverInfo = info;
+        return info;
+    }
+
+    /** Log10 likelihoods of the job: batch after batch, read-major inside a batch. */
+    public double[] pairHmm(PairHmmBatches job, boolean useDouble) {
+        double[] out = new double[Math.toIntExact(job.nPairs())];
+        pairHmm(job, useDouble, out, 0);
+        return out;
+    }
+
+    /**
+     * Like {@link #pairHmm(PairHmmBatches, boolean)}, writing the {@code job.nPairs()} results to {@code out}
+     * from {@code offset}.
+     *
+     * @param useDouble compute every pair in double precision (GATK's
+     *                  {@code --native-pair-hmm-use-double-precision}); otherwise float with GKL's
+     *                  double-precision recomputation of pairs below 1e-28
+     */
+    public void pairHmm(PairHmmBatches job, boolean useDouble, double[] out, int offset) {
+        long pairs = job.nPairs();
+        if (offset < 0 || offset + pairs > out.length) {
+            throw new IllegalArgumentException("the output array has " + out.length + " values; " + pairs
+                    + " results from offset " + offset + " do not fit");
+        }
+        if (pairs == 0) {
+            return;
+        }
+        List<PairHmmBatches> requests = plan(job);
+        requestsSent.addAndGet(requests.size());
+        retrying(() -> {
+            transport.pairHmm(requests, useDouble, out, offset, options.deadlineMillis());
+            return null;
+        });
+    }
+
+    /** Request messages sent by {@code pairHmm} so far (more than the calls when jobs were split). */
+    public long requestsSent() {
+        return requestsSent.get();
+    }
+
+    private List<PairHmmBatches> plan(PairHmmBatches job) {
+        long ownCells = options.maxCellsPerRequest() > 0 ? options.maxCellsPerRequest() : Long.MAX_VALUE;
+        if (job.cells() <= Math.min(ownCells, SAFE_CELLS) && job.requestBytes() <= SAFE_BYTES
+                && 8 * job.nPairs() <= SAFE_BYTES) {
+            return List.of(job);
+        }
+        ServerInfo info = serverInfo != null ? serverInfo : serverInfo();
+        long maxCells = Math.min(ownCells, info.maxRequestCells() > 0 ? info.maxRequestCells() : Long.MAX_VALUE);
+        long maxBytes = info.maxMessageBytes() > 0 ? info.maxMessageBytes() : DEFAULT_MESSAGE_BYTES;
+        if (job.cells() <= maxCells && job.requestBytes() <= maxBytes && 8 * job.nPairs() <= maxBytes) {
+            return List.of(job);
+        }
+        return ChunkPlanner.plan(job, maxCells, Math.min(maxBytes, CHUNK_BYTES));
+    }
+
+    // Every call is idempotent, so one that found no server (restart, failover) is simply repeated.
+    private <T> T retrying(Supplier<T> call) {
+        for (int attempt = 0; ; attempt++) {
+            try {
+                return call.get();
+            } catch (WarpdpException e) {
+                if (!e.isUnavailable() || attempt >= options.retries()) {
+                    throw e;
+                }
+                try {
+                    Thread.sleep(Math.min(5_000L, 250L << attempt));
+                } catch (InterruptedException ie) {
+                    Thread.currentThread().interrupt();
+                    throw e;
+                }
+            }
+        }
+    }
+
+    /** Shuts the channel down. */
+    @Override
+    public void close() {
+        transport.close();
+    }
+
+    @Override
+    public String toString() {
+        return "WarpdpClient[" + options.target() + "]";
+    }
+}

@@ -1,0 +1,34 @@
+package org.warpdp.client.spi;
+
+import java.util.List;
+
+import org.warpdp.client.PairHmmBatches;
+import org.warpdp.client.ServerInfo;
+import org.warpdp.client.WarpdpException;
+
+/**
+ * The wire side of {@link org.warpdp.client.WarpdpClient}, implemented over gRPC inside the jar's private
+ * class loader. Only JDK and {@code org.warpdp.client} types cross this boundary, so gRPC, protobuf,
+ * netty and guava never meet the versions an application (GATK) brings. Failures are
+ * {@link WarpdpException}s. A new algorithm adds one method here, taking its packed batches class.
+ */
+public interface Transport extends AutoCloseable {
+
+    /** Health status name of {@code service} ("SERVING", "NOT_SERVING", ...); throws when the call fails. */
+    String health(String service, long timeoutMillis);
+
+    ServerInfo serverInfo(long timeoutMillis);
+
+    /**
+     * Scores the requests (each within the server's limits) and writes their likelihoods, concatenated, to
+     * {@code out} from {@code offset}. One request is a unary call; several go over PairHmmStream.
+     *
+     * @param deadlineMillis per call; 0 for none
+     */
+    void pairHmm(List<PairHmmBatches> requests, boolean useDouble, double[] out, int offset,
+                 long deadlineMillis);
+
+    /** Shuts the channel down. */
+    @Override
+    void close();
+}

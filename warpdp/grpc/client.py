@@ -1,0 +1,288 @@
+"""`warpdp.grpc.Client`: the local scoring API (``warpdp.pairhmm``) against warpdp servers.
+
+    with Client("127.0.0.1:50051") as client:
+        likelihoods = client.pairhmm(batches)          # same values as warpdp.pairhmm(batches)
+
+Several addresses (``Client(["10.0.0.1:50051", "10.0.0.2:50051"])`` or ``"a:50051,b:50051"``)
+give one channel with gRPC's ``round_robin`` load balancing over them: calls are spread
+across the servers. Jobs too large for one message are split into chunks and streamed
+(one stream per server, in parallel, when there are several).
+"""
+from __future__ import annotations
+
+import ipaddress
+import socket
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import grpc
+import numpy as np
+
+from ..plugin.pairhmm import PairHmmBatches, check_output_array
+from . import _packing, warpdp_pb2, warpdp_pb2_grpc
+
+# Before the server's limits are known, jobs up to this size go in one message without
+# asking (they fit any sensibly configured server, including gRPC's default 4 MiB limit).
+_SAFE_CELLS = 64_000_000
+_SAFE_BYTES = 3 * 1024 * 1024
+# A streamed chunk is at most this large, so sending chunk k+1 overlaps computing chunk k.
+_CHUNK_BYTES = 16 * 1024 * 1024
+_URI_SCHEMES = ("dns:", "ipv4:", "ipv6:", "unix:", "unix-abstract:", "vsock:", "xds:")
+
+
+class ServiceError(RuntimeError):
+    """A call to a warpdp server failed; `code` is the grpc.StatusCode, `details` its message."""
+
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        super().__init__(f"{code.name}: {details}")
+        self.code = code
+        self.details = details
+
+
+class InvalidRequestError(ServiceError, ValueError):
+    """The server rejected the input (INVALID_ARGUMENT); also a ValueError, as local scoring raises."""
+
+
+def _service_error(error: grpc.RpcError) -> ServiceError:
+    code = error.code() if hasattr(error, "code") else grpc.StatusCode.UNKNOWN
+    details = (error.details() if hasattr(error, "details") else None) or str(error)
+    cls = InvalidRequestError if code == grpc.StatusCode.INVALID_ARGUMENT else ServiceError
+    return cls(code, details)
+
+
+def _split_host_port(address: str) -> tuple[str, str]:
+    if address.startswith("["):
+        host, sep, port = address[1:].partition("]:")
+    else:
+        host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ValueError(f"server address {address!r} must be HOST:PORT (or [IPv6]:PORT)")
+    return host, port
+
+
+def _target(addresses: list[str]) -> tuple[str, bool, str | None]:
+    """gRPC target for the addresses, whether to balance round_robin, and the TLS host name.
+
+    One address is used as given (a ``dns:///name:port`` target balances over every address
+    the name resolves to). A list becomes one ``ipv4:`` / ``ipv6:`` target holding every
+    server; host names in a list are resolved here, once.
+    """
+    if len(addresses) == 1:
+        address = addresses[0]
+        return address, address.startswith(_URI_SCHEMES), None
+    families, endpoints, names = set(), [], []
+    for address in addresses:
+        if address.startswith(_URI_SCHEMES):
+            raise ValueError(f"a list of servers must be HOST:PORT entries, not URIs ({address!r}); "
+                             f"use a single dns:///name:port target instead")
+        host, port = _split_host_port(address)
+        try:
+            ip = ipaddress.ip_address(host)
+        except ValueError:
+            names.append(host)
+            try:
+                infos = socket.getaddrinfo(host, int(port), socket.AF_INET, socket.SOCK_STREAM)
+            except socket.gaierror as exc:
+                raise ValueError(f"cannot resolve server {host!r} to an IPv4 address: {exc}") from None
+            ip = ipaddress.ip_address(infos[0][4][0])
+        families.add(ip.version)
+        endpoints.append(f"{ip}:{port}" if ip.version == 4 else f"[{ip}]:{port}")
+    if len(families) > 1:
+        raise ValueError("a list of servers must be all IPv4 or all IPv6 addresses")
+    scheme = "ipv4" if families == {4} else "ipv6"
+    return f"{scheme}:{','.join(endpoints)}", True, (names[0] if names else None)
+
+
+class Client:
+    """Scores through one or more warpdp servers; the same results as local scoring.
+
+    ``address_or_addresses``: ``"host:port"``, ``"host:port,host:port"``, a list of them, or
+    any gRPC target (``"dns:///name:port"`` balances over all its addresses).
+    ``token``: bearer token sent as ``authorization`` metadata. ``tls_ca``: PEM file (or
+    bytes) of the CA that signed the servers' certificates; enables TLS (``tls=True``
+    enables it with the system's CAs). ``timeout``: seconds per call (a whole streamed job
+    counts as one call); None = no deadline.
+    """
+
+    def __init__(self, address_or_addresses: str | Sequence[str], *, token: str | None = None,
+                 tls_ca: str | Path | bytes | None = None, tls: bool = False, timeout: float | None = None,
+                 wait_for_ready: bool = False, options: Sequence[tuple[str, Any]] = ()) -> None:
+        if isinstance(address_or_addresses, str):
+            addresses = [a.strip() for a in address_or_addresses.split(",") if a.strip()]
+        else:
+            addresses = [str(a).strip() for a in address_or_addresses if str(a).strip()]
+        if not addresses:
+            raise ValueError("no server address given")
+        if token is not None and (not token or any(c.isspace() for c in token)):
+            raise ValueError("token must be non-empty and contain no white space")
+        self.addresses = addresses
+        self.target, balanced, tls_name = _target(addresses)
+        self.timeout = timeout
+        self._wait_for_ready = wait_for_ready
+        channel_options: list[tuple[str, Any]] = [
+            ("grpc.max_send_message_length", -1),     # the server enforces its own limit
+            ("grpc.max_receive_message_length", -1),
+        ]
+        if balanced:
+            channel_options.append(("grpc.lb_policy_name", "round_robin"))
+        if tls_ca is not None or tls:
+            root = tls_ca if isinstance(tls_ca, (bytes, type(None))) else Path(tls_ca).read_bytes()
+            if tls_name is not None:
+                # Resolved host names: check the certificate against the name, not the IP.
+                channel_options.append(("grpc.ssl_target_name_override", tls_name))
+            channel_options.extend(options)
+            self._channel = grpc.secure_channel(self.target, grpc.ssl_channel_credentials(root_certificates=root),
+                                                options=channel_options)
+        else:
+            channel_options.extend(options)
+            self._channel = grpc.insecure_channel(self.target, options=channel_options)
+        self._stub = warpdp_pb2_grpc.WarpdpStub(self._channel)
+        self._metadata: tuple[tuple[str, str], ...] = (("authorization", f"Bearer {token}"),) if token else ()
+        self._info: warpdp_pb2.ServerInfoReply | None = None
+        self._info_lock = threading.Lock()
+
+    # -- public API --
+
+    def pairhmm(self, batches: PairHmmBatches, double: bool = False, *, out: np.ndarray | None = None,
+                timeout: float | None = None) -> np.ndarray:
+        """Log10 likelihoods of every pair of every batch, as :func:`warpdp.pairhmm` returns them.
+
+        Raises TypeError/ValueError for bad input (checked here first, as locally),
+        :class:`ServiceError` when a call fails (code UNAVAILABLE, RESOURCE_EXHAUSTED, ...).
+        """
+        if not isinstance(batches, PairHmmBatches):
+            raise TypeError(f"batches must be PairHmmBatches, not {type(batches).__name__} (see warpdp.pack_batches)")
+        batches.validate()
+        n_pairs = batches.n_pairs
+        if out is None:
+            out = np.empty(n_pairs, dtype=np.float64)
+        else:
+            check_output_array(out, n_pairs)
+        if n_pairs == 0:
+            return out
+        timeout = self.timeout if timeout is None else timeout
+        if self._info is None and self._fits(batches, _SAFE_CELLS, _SAFE_BYTES):
+            try:
+                self._unary(batches, double, out, timeout)
+                return out
+            except ServiceError as exc:
+                if exc.code != grpc.StatusCode.RESOURCE_EXHAUSTED:
+                    raise
+                # A server with smaller limits than assumed: learn them and split.
+        info = self.server_info(timeout=timeout)
+        max_cells = info.limits.max_request_cells
+        max_bytes = info.limits.max_message_bytes
+        if self._fits(batches, max_cells, max_bytes):
+            self._unary(batches, double, out, timeout)
+            return out
+        chunk_cells = max_cells
+        if info.batching.enabled:
+            # Chunks the size of one backend submission keep the server's pipeline full.
+            chunk_cells = min(max_cells, max(info.batching.max_batch_cells, 1))
+        chunks = _packing.plan_pairhmm_chunks(batches, chunk_cells, min(max_bytes, _CHUNK_BYTES))
+        self._streams(chunks, double, out, timeout)
+        return out
+
+    def server_info(self, *, timeout: float | None = None) -> warpdp_pb2.ServerInfoReply:
+        """The server's version, backend, devices, batching settings and limits (cached)."""
+        with self._info_lock:
+            if self._info is None:
+                try:
+                    self._info = self._stub.ServerInfo(warpdp_pb2.ServerInfoRequest(), metadata=self._metadata,
+                                                       timeout=self.timeout if timeout is None else timeout,
+                                                       wait_for_ready=self._wait_for_ready)
+                except grpc.RpcError as exc:
+                    raise _service_error(exc) from None
+            return self._info
+
+    def wait_ready(self, timeout: float = 10.0) -> None:
+        """Block until the channel is connected (grpc.FutureTimeoutError after `timeout`)."""
+        grpc.channel_ready_future(self._channel).result(timeout=timeout)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- internals --
+
+    @staticmethod
+    def _fits(batches: PairHmmBatches, max_cells: int, max_bytes: int) -> bool:
+        request_bytes = int(_packing.pairhmm_request_bytes_per_batch(batches).sum()) + 32 \
+            + _packing.REQUEST_FRAMING_BYTES
+        reply_bytes = 8 * batches.n_pairs + _packing.REQUEST_FRAMING_BYTES
+        return batches.n_cells <= max_cells and max(request_bytes, reply_bytes) <= max_bytes
+
+    def _unary(self, batches: PairHmmBatches, double: bool, out: np.ndarray, timeout: float | None) -> None:
+        request = _packing.pairhmm_request(batches, double)
+        try:
+            reply = self._stub.PairHmm(request, metadata=self._metadata, timeout=timeout,
+                                       wait_for_ready=self._wait_for_ready)
+        except grpc.RpcError as exc:
+            raise _service_error(exc) from None
+        _store(reply, out, 0, len(out), "PairHmm")
+
+    def _streams(self, chunks: list[PairHmmBatches], double: bool, out: np.ndarray, timeout: float | None) -> None:
+        offsets = np.concatenate([[0], np.cumsum([c.n_pairs for c in chunks])]).astype(np.int64)
+        n_streams = min(len(self.addresses), len(chunks))
+        if n_streams <= 1:
+            self._stream(chunks, offsets, double, out, timeout, [])
+            return
+        # Several servers: one stream per server (round_robin spreads the calls), each over a
+        # contiguous share of the chunks with about the same number of cells.
+        cells = np.cumsum([c.n_cells for c in chunks])
+        bounds = [0, *(int(np.searchsorted(cells, cells[-1] * k / n_streams)) + 1 for k in range(1, n_streams)),
+                  len(chunks)]
+        bounds = sorted(set(min(b, len(chunks)) for b in bounds))
+        calls: list[Any] = []
+        with ThreadPoolExecutor(max_workers=len(bounds) - 1, thread_name_prefix="warpdp-client") as pool:
+            futures = [pool.submit(self._stream, chunks[a:b], offsets[a:b + 1], double, out, timeout, calls)
+                       for a, b in zip(bounds[:-1], bounds[1:])]
+            try:
+                for future in futures:
+                    future.result()
+            except BaseException:
+                for call in list(calls):
+                    call.cancel()  # the job failed: stop the other streams too
+                raise
+
+    def _stream(self, chunks: list[PairHmmBatches], offsets: np.ndarray, double: bool, out: np.ndarray,
+                timeout: float | None, calls: list[Any]) -> None:
+        def requests() -> Any:
+            for chunk in chunks:
+                yield _packing.pairhmm_request(chunk, double)
+
+        try:
+            call = self._stub.PairHmmStream(requests(), metadata=self._metadata, timeout=timeout,
+                                            wait_for_ready=self._wait_for_ready)
+            calls.append(call)
+            received = 0
+            for reply in call:
+                if received >= len(chunks) or reply.chunk != received:
+                    raise ServiceError(grpc.StatusCode.INTERNAL,
+                                       f"PairHmmStream answered chunk {reply.chunk} where {received} was expected")
+                _store(reply, out, int(offsets[received]), int(offsets[received + 1]), f"chunk {received}")
+                received += 1
+        except grpc.RpcError as exc:
+            raise _service_error(exc) from None
+        if received != len(chunks):
+            raise ServiceError(grpc.StatusCode.INTERNAL,
+                               f"PairHmmStream ended after {received} of {len(chunks)} chunks")
+
+
+def _store(reply: warpdp_pb2.PairHmmReply, out: np.ndarray, start: int, stop: int, what: str) -> None:
+    values = np.frombuffer(reply.log10_likelihoods, dtype="<f8")
+    if len(values) != stop - start or reply.n_pairs != stop - start:
+        raise ServiceError(grpc.StatusCode.INTERNAL,
+                           f"{what}: the server returned {len(values)} likelihoods for {stop - start} pairs")
+    out[start:stop] = values
+
+
+__all__ = ["Client", "InvalidRequestError", "ServiceError"]

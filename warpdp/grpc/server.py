@@ -1,0 +1,1030 @@
+"""The warpdp gRPC server (`warpdp serve`): packed-batch RPCs with dynamic batching across callers.
+
+Request path: a gRPC handler thread decodes and validates a request (INVALID_ARGUMENT /
+RESOURCE_EXHAUSTED are answered there, so a bad request never reaches the backend), then
+queues it in the :class:`Batcher`. Batcher workers take queued requests of the same kind,
+concatenate them into one backend submission (batches are independent, so the results are
+split back by pair counts) and wake each caller with exactly its own results. A call that
+is cancelled or passes its deadline while queued is removed from the queue.
+"""
+from __future__ import annotations
+
+import collections
+import hmac
+import logging
+import math
+import platform
+import signal
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import grpc
+import numpy as np
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from ..plugin.backend import choose_backend, resolve_threads
+from ..plugin.pairhmm import PairHmmBatches, pairhmm
+from . import _packing, warpdp_pb2, warpdp_pb2_grpc
+
+logger = logging.getLogger("warpdp.grpc")
+
+SERVICE_NAME: str = warpdp_pb2.DESCRIPTOR.services_by_name["Warpdp"].full_name  # "warpdp.v1.Warpdp"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 50051
+DEFAULT_MAX_WAIT_MS = 2.0
+# A submission stops growing here. Also the chunk size clients stream large jobs in. The
+# GPU needs much larger submissions than the CPU to amortise its per-launch costs.
+DEFAULT_MAX_BATCH_CELLS = {"cpu": 256_000_000, "gpu": 2_000_000_000}
+DEFAULT_MAX_REQUEST_CELLS = 4_000_000_000
+DEFAULT_MAX_MESSAGE_MB = 64.0
+DEFAULT_HANDLER_THREADS = 128
+DEFAULT_GRACE_S = 30.0
+# Health checks stay open without a token, so load balancers and probes need no secret.
+_AUTH_EXEMPT_PREFIXES = ("/grpc.health.v1.Health/",)
+
+
+@dataclass
+class ServerConfig:
+    """Settings of one server; `warpdp serve` options map onto these one to one."""
+
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT                       # 0 = pick a free port (see Server.port)
+    backend: str = "auto"                          # "auto" | "cpu" | "gpu"
+    workers: int = 1                               # backend submissions running at once
+    threads: int | None = None                     # CPU threads per worker (default: cores / workers)
+    batching: bool = True                          # coalesce concurrent requests
+    max_wait_ms: float = DEFAULT_MAX_WAIT_MS       # longest a request waits for others to join it
+    max_batch_cells: int | None = None             # submission cap in cells (default: by backend)
+    max_request_cells: int = DEFAULT_MAX_REQUEST_CELLS  # per request message
+    max_message_mb: float = DEFAULT_MAX_MESSAGE_MB      # request (and reply) message size limit
+    tls_cert: str | Path | None = None             # PEM certificate chain
+    tls_key: str | Path | None = None              # PEM private key
+    tokens: Sequence[str] = ()                     # accepted bearer tokens; empty = no token needed
+    metrics_port: int | None = None                # Prometheus /metrics on host:port (0 = free port)
+    log_every: int = 1000                          # one summary log line per N requests (0 = never)
+    handler_threads: int = DEFAULT_HANDLER_THREADS  # concurrent RPCs served (each holds a thread)
+    grace_s: float = DEFAULT_GRACE_S               # how long shutdown waits for in-flight calls
+    warmup: bool = True                            # one tiny submission before serving
+
+    @property
+    def max_message_bytes(self) -> int:
+        return int(self.max_message_mb * 1024 * 1024)
+
+    def check(self) -> None:
+        """Raise ValueError naming the setting when one is out of range."""
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"port must be within 0..65535, not {self.port}")
+        for name in ("workers", "handler_threads", "max_batch_cells", "max_request_cells"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
+        if self.threads is not None and self.threads < 1:
+            raise ValueError(f"threads must be at least 1, not {self.threads}")
+        if not (self.max_wait_ms >= 0 and math.isfinite(self.max_wait_ms)):
+            raise ValueError(f"max_wait_ms must be a finite number >= 0, not {self.max_wait_ms}")
+        if not 0 < self.max_message_mb <= 2047:
+            raise ValueError(f"max_message_mb must be within (0, 2047] (gRPC's 2 GiB limit), not {self.max_message_mb}")
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("TLS needs both a certificate and a key (--tls-cert and --tls-key)")
+        if self.log_every < 0:
+            raise ValueError(f"log_every must be >= 0, not {self.log_every}")
+        if self.grace_s < 0:
+            raise ValueError(f"grace_s must be >= 0, not {self.grace_s}")
+        if any(not t or any(c.isspace() for c in t) for t in self.tokens):
+            raise ValueError("tokens must be non-empty and contain no white space")
+
+
+def read_token_file(path: str | Path) -> tuple[str, ...]:
+    """Accepted bearer tokens: one per line; blank lines and '#' comments are ignored.
+
+    Several lines let a token be rotated without a restart window.
+    """
+    text = Path(path).read_text()
+    tokens = tuple(line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#"))
+    if not tokens:
+        raise ValueError(f"token file {path} holds no token")
+    return tokens
+
+
+# ---------------------------------------------------------------------------------------
+# Metrics
+
+
+class Metrics:
+    """Prometheus metrics of one server (own registry, so several servers can share a process)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.requests = Counter("warpdp_requests", "RPCs finished, by method and status code",
+                                ["method", "code"], registry=r)
+        self.latency = Histogram("warpdp_request_seconds", "RPC latency inside the server", ["method"],
+                                 buckets=(.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5, 10, 30, 60),
+                                 registry=r)
+        self.queue_wait = Histogram("warpdp_queue_wait_seconds",
+                                    "Time a request waited before its backend submission started", ["algorithm"],
+                                    buckets=(.0001, .0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 5),
+                                    registry=r)
+        self.batch_requests = Histogram("warpdp_batch_requests", "Requests coalesced into one backend submission",
+                                        ["algorithm"], buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 1024), registry=r)
+        self.batch_cells = Histogram("warpdp_batch_cells", "DP cells of one backend submission", ["algorithm"],
+                                     buckets=tuple(float(4 ** k) for k in range(6, 17)), registry=r)
+        self.compute = Histogram("warpdp_compute_seconds", "Duration of one backend submission",
+                                 ["algorithm", "backend"],
+                                 buckets=(.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5, 10, 30),
+                                 registry=r)
+        self.cells = Counter("warpdp_cells", "DP cells computed", ["algorithm"], registry=r)
+        self.pairs = Counter("warpdp_pairs", "Pairs scored", ["algorithm"], registry=r)
+        self.dropped = Counter("warpdp_dropped_requests",
+                               "Queued requests dropped before reaching the backend (client gone)",
+                               ["reason"], registry=r)
+        self.queue_depth = Gauge("warpdp_queue_depth", "Requests waiting for a backend submission", registry=r)
+        self.in_flight = Gauge("warpdp_in_flight_requests", "RPCs being handled", registry=r)
+
+    def sample(self, name: str, labels: dict[str, str] | None = None) -> float:
+        """Current value of one sample (0 when absent); for tests and logs."""
+        value = self.registry.get_sample_value(name, labels or {})
+        return 0.0 if value is None else value
+
+
+# ---------------------------------------------------------------------------------------
+# Dynamic batching
+
+
+class Kernel(Protocol):
+    """What the batcher needs from an algorithm. Each algorithm (Pair-HMM, later X-drop, seed
+    extension) supplies one; `run` returns one output row per item, in order."""
+
+    name: str
+    backend: str
+
+    def merge(self, payloads: list[Any]) -> Any: ...
+
+    def run(self, payload: Any, key: Any) -> np.ndarray: ...
+
+
+class PairHmmKernel:
+    """Pair-HMM on the chosen backend; the batching key is the use_double flag (float and
+    double requests are never mixed in one submission)."""
+
+    name = "pairhmm"
+
+    def __init__(self, backend: str, threads: int) -> None:
+        self.backend = backend
+        self.threads = threads
+
+    def merge(self, payloads: list[PairHmmBatches]) -> PairHmmBatches:
+        return _packing.concat_pairhmm(payloads)
+
+    # Starting CPU threads costs more than a small submission's work (up to ~0.5 ms on a busy
+    # machine), so small submissions use fewer threads: at least this many cells per thread.
+    MIN_CELLS_PER_THREAD = 1_000_000
+
+    def run(self, payload: PairHmmBatches, key: bool) -> np.ndarray:
+        threads = self.threads
+        if self.backend == "cpu":
+            threads = max(1, min(threads, payload.n_cells // self.MIN_CELLS_PER_THREAD, payload.n_pairs))
+        return pairhmm(payload, backend=self.backend, threads=threads, double=bool(key))
+
+    def warmup(self) -> None:
+        # Compiles/loads the backend (NVRTC for the GPU) before the first caller pays for it.
+        from ..plugin.pairhmm import PairHmmRead, pack_batches
+
+        tiny = pack_batches([([PairHmmRead("ACGTACGT", "IIIIIIII")], ["ACGTTACGT"])])
+        for use_double in (False, True):
+            self.run(tiny, use_double)
+
+
+_QUEUED, _RUNNING, _DONE, _FAILED, _DROPPED = range(5)
+
+
+class WorkItem:
+    """One request in the batcher; the handler thread waits on `event`."""
+
+    __slots__ = ("kernel", "key", "payload", "cells", "n_out", "deadline", "enqueued", "state", "result",
+                 "error", "event", "queue_s", "compute_s", "coalesced", "submission_cells", "drop_reason")
+
+    def __init__(self, kernel: Kernel, key: Any, payload: Any, cells: int, n_out: int, deadline: float | None) -> None:
+        self.kernel, self.key, self.payload = kernel, key, payload
+        self.cells, self.n_out, self.deadline = cells, n_out, deadline
+        self.enqueued = time.monotonic()
+        self.state = _QUEUED
+        self.result: np.ndarray | None = None
+        self.error: BaseException | None = None
+        self.event = threading.Event()
+        self.queue_s = self.compute_s = 0.0
+        self.coalesced = 0
+        self.submission_cells = 0
+        self.drop_reason = ""
+
+
+class BatcherClosed(RuntimeError):
+    """The server is shutting down and takes no more work."""
+
+
+class Batcher:
+    """Coalesces queued requests of the same kernel and key into backend submissions.
+
+    A worker that is free takes the oldest request; while other requests are arriving (being
+    received and decoded by handler threads, see :meth:`arrive`) it waits for them until the
+    oldest request has been queued for ``max_wait_s`` or the queue holds ``max_batch_cells``,
+    then submits the oldest requests of the same kind up to ``max_batch_cells``. Nobody
+    arriving means nobody to wait for, so a lone caller is not delayed. Under load requests
+    queue while the workers compute, so a free worker finds a full batch at once. With
+    ``batching=False`` every request is its own submission.
+    """
+
+    def __init__(self, *, workers: int = 1, batching: bool = True, max_wait_s: float = 0.002,
+                 max_batch_cells: int = DEFAULT_MAX_BATCH_CELLS["cpu"], metrics: Metrics | None = None) -> None:
+        self._batching = batching
+        self._max_wait = max_wait_s
+        self._max_cells = max_batch_cells
+        self._metrics = metrics or Metrics()
+        self._cond = threading.Condition()
+        self._queue: collections.deque[WorkItem] = collections.deque()
+        self._queued_cells = 0
+        self._running = 0
+        self._arriving = 0       # requests received but not yet queued
+        self._draining = False   # shutting down: submit what is queued without waiting
+        self._closed = False     # no more submissions accepted
+        self._stopping = False   # workers exit
+        # Counters for logs and tests (the metrics carry the same under other names).
+        self.submissions = 0
+        self.completed = 0
+        self.dropped = 0
+        self._threads = [threading.Thread(target=self._loop, name=f"warpdp-batcher-{i}", daemon=True)
+                         for i in range(workers)]
+        for thread in self._threads:
+            thread.start()
+
+    # -- called by handler threads --
+
+    def arrive(self) -> None:
+        """A request is being received; pair with submit(..., arrived=True) or depart()."""
+        with self._cond:
+            self._arriving += 1
+
+    def depart(self) -> None:
+        """An arriving request will not be submitted (it was invalid)."""
+        with self._cond:
+            self._arriving -= 1
+            self._cond.notify_all()
+
+    def submit(self, kernel: Kernel, key: Any, payload: Any, *, cells: int, n_out: int,
+               deadline: float | None = None, arrived: bool = False) -> WorkItem:
+        item = WorkItem(kernel, key, payload, cells, n_out, deadline)
+        with self._cond:
+            if arrived:
+                self._arriving -= 1
+            if self._closed:
+                self._cond.notify_all()
+                raise BatcherClosed("the server is shutting down")
+            self._queue.append(item)
+            self._queued_cells += cells
+            self._metrics.queue_depth.set(len(self._queue))
+            self._cond.notify_all()
+        return item
+
+    def cancel(self, item: WorkItem, reason: str = "cancelled") -> bool:
+        """Drop a queued item (its caller is gone); True if it never reached the backend."""
+        with self._cond:
+            if item.state != _QUEUED:
+                return item.state == _DROPPED
+            self._queue.remove(item)
+            self._drop_locked(item, reason)
+            self._cond.notify_all()
+        return True
+
+    # -- lifecycle --
+
+    def drain(self) -> None:
+        """Stop waiting for requests to join batches: submit whatever is queued now."""
+        with self._cond:
+            self._draining = True
+            self._cond.notify_all()
+
+    def close(self, timeout: float | None = None) -> None:
+        """Refuse new work, fail what is still queued, let running submissions finish."""
+        with self._cond:
+            self._closed = self._draining = self._stopping = True
+            leftovers = list(self._queue)
+            self._queue.clear()
+            self._queued_cells = 0
+            for item in leftovers:
+                item.state, item.error = _FAILED, BatcherClosed("the server shut down before this request ran")
+                item.event.set()
+            self._cond.notify_all()
+        for thread in self._threads:
+            thread.join(timeout)
+
+    def wait_for(self, predicate: Callable[[Batcher], bool], timeout: float | None = None) -> bool:
+        """Block until predicate(self) holds (checked at every state change); for tests and tools."""
+        with self._cond:
+            return self._cond.wait_for(lambda: predicate(self), timeout)
+
+    @property
+    def queued(self) -> int:
+        return len(self._queue)
+
+    @property
+    def running(self) -> int:
+        return self._running
+
+    # -- workers --
+
+    def _drop_locked(self, item: WorkItem, reason: str) -> None:
+        self._queued_cells -= item.cells
+        item.state, item.drop_reason = _DROPPED, reason
+        self.dropped += 1
+        self._metrics.dropped.labels(reason).inc()
+        self._metrics.queue_depth.set(len(self._queue))
+        item.event.set()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                items = self._next_batch_locked()
+                if items is None:
+                    return
+                self._running += 1
+            try:
+                self._run(items)
+            finally:
+                with self._cond:
+                    self._running -= 1
+                    self._cond.notify_all()
+
+    def _next_batch_locked(self) -> list[WorkItem] | None:
+        while True:
+            if self._stopping:
+                return None
+            if not self._queue:
+                self._cond.wait()
+                continue
+            first = self._queue[0]
+            now = time.monotonic()
+            if first.deadline is not None and first.deadline <= now:
+                self._queue.popleft()
+                self._drop_locked(first, "deadline")
+                continue
+            if (self._batching and not self._draining and self._arriving > 0
+                    and self._queued_cells < self._max_cells):
+                remaining = first.enqueued + self._max_wait - now
+                if remaining > 0:
+                    self._cond.wait(remaining)
+                    continue  # re-check: an arrival, a cancellation, or the wait is over
+            return self._take_locked()
+
+    def _take_locked(self) -> list[WorkItem]:
+        first = self._queue.popleft()
+        taken, cells = [first], first.cells
+        if self._batching:
+            keep: collections.deque[WorkItem] = collections.deque()
+            now = time.monotonic()
+            for item in self._queue:
+                if item.deadline is not None and item.deadline <= now:
+                    self._drop_locked(item, "deadline")
+                elif (item.kernel is first.kernel and item.key == first.key
+                      and cells + item.cells <= self._max_cells):
+                    taken.append(item)
+                    cells += item.cells
+                else:
+                    keep.append(item)  # another kind, or over the cap: stays queued in order
+            self._queue = keep
+        self._queued_cells -= cells
+        start = time.monotonic()
+        for item in taken:
+            item.state = _RUNNING
+            item.queue_s = start - item.enqueued
+        self.submissions += 1
+        self._metrics.queue_depth.set(len(self._queue))
+        return taken
+
+    def _run(self, items: list[WorkItem]) -> None:
+        kernel, key = items[0].kernel, items[0].key
+        start = time.monotonic()
+        try:
+            payload = items[0].payload if len(items) == 1 else kernel.merge([it.payload for it in items])
+            out = kernel.run(payload, key)
+            expected = sum(it.n_out for it in items)
+            if len(out) != expected:
+                raise RuntimeError(f"{kernel.name} backend returned {len(out)} results for {expected} items")
+        except Exception as exc:
+            if len(items) > 1:
+                # Requests are validated one by one before they are queued, so this should not
+                # happen; if it does, no request may fail because of another: run them alone.
+                logger.warning("a coalesced %s submission of %d requests failed (%s: %s); running them one by one",
+                               kernel.name, len(items), type(exc).__name__, exc)
+                for item in items:
+                    self._run([item])
+                return
+            logger.exception("%s submission failed", kernel.name)
+            self._finish(items, None, exc, start, time.monotonic())
+            return
+        self._finish(items, out, None, start, time.monotonic())
+
+    def _finish(self, items: list[WorkItem], out: np.ndarray | None, error: BaseException | None,
+                start: float, end: float) -> None:
+        cells = sum(it.cells for it in items)
+        kernel = items[0].kernel
+        m = self._metrics
+        m.compute.labels(kernel.name, kernel.backend).observe(end - start)
+        m.batch_requests.labels(kernel.name).observe(len(items))
+        m.batch_cells.labels(kernel.name).observe(cells)
+        if out is not None:
+            m.cells.labels(kernel.name).inc(cells)
+            m.pairs.labels(kernel.name).inc(len(out))
+        position = 0
+        for item in items:
+            m.queue_wait.labels(kernel.name).observe(item.queue_s)
+            item.compute_s, item.coalesced, item.submission_cells = end - start, len(items), cells
+            if out is not None:
+                item.result = out[position:position + item.n_out]
+                position += item.n_out
+                item.state = _DONE
+            else:
+                item.state, item.error = _FAILED, error
+            item.payload = None  # the request's arrays are no longer needed
+        with self._cond:
+            self.completed += len(items)
+            self._cond.notify_all()
+        for item in items:
+            item.event.set()
+
+
+# ---------------------------------------------------------------------------------------
+# Service
+
+
+class _RpcFailure(Exception):
+    """A status to answer with; raised inside handlers, turned into context.abort at the top."""
+
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+class _CallStats:
+    """Counts for the one-line log every N requests."""
+
+    def __init__(self, every: int) -> None:
+        self.every = every
+        self.lock = threading.Lock()
+        self.reset(time.monotonic())
+
+    def reset(self, now: float) -> None:
+        self.since, self.count, self.errors, self.cells, self.latency_sum, self.latency_max = now, 0, 0, 0, 0.0, 0.0
+
+    def add(self, ok: bool, cells: int, latency: float, batcher: Batcher) -> None:
+        if self.every <= 0:
+            return
+        with self.lock:
+            self.count += 1
+            self.errors += not ok
+            self.cells += cells
+            self.latency_sum += latency
+            self.latency_max = max(self.latency_max, latency)
+            if self.count < self.every:
+                return
+            now = time.monotonic()
+            span = max(now - self.since, 1e-9)
+            logger.info("%d requests in %.1f s (%d errors): %.1f req/s, %.2f GCUPS, latency mean %.1f ms max %.1f ms; "
+                        "%d submissions so far, %d queued, %d dropped",
+                        self.count, span, self.errors, self.count / span, self.cells / span / 1e9,
+                        1e3 * self.latency_sum / self.count, 1e3 * self.latency_max,
+                        batcher.submissions, batcher.queued, batcher.dropped)
+            self.reset(now)
+
+
+class _StreamWindow:
+    """Chunks of one PairHmmStream call between the reader thread and the reply generator.
+
+    At most `size` chunks are submitted and not yet answered, which bounds the memory one
+    stream holds and lets chunk k+1 be queued while chunk k computes.
+    """
+
+    END = object()
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.cond = threading.Condition()
+        self.entries: collections.deque[Any] = collections.deque()
+        self.outstanding = 0
+        self.stopped = False
+        self.items: set[WorkItem] = set()
+
+    def wait_for_room(self) -> bool:
+        """Block while `size` chunks are outstanding; False once the call has ended."""
+        with self.cond:
+            while self.outstanding >= self.size and not self.stopped:
+                self.cond.wait()
+            return not self.stopped
+
+    def put(self, entry: Any, item: WorkItem | None = None, counts: bool = True) -> bool:
+        with self.cond:
+            if self.stopped:
+                return False
+            self.entries.append(entry)
+            if item is not None:
+                self.items.add(item)
+            if counts:
+                self.outstanding += 1
+            self.cond.notify_all()
+            return True
+
+    def get(self) -> Any:
+        with self.cond:
+            while not self.entries:
+                self.cond.wait()
+            return self.entries.popleft()
+
+    def answered(self, item: WorkItem | None) -> None:
+        with self.cond:
+            self.outstanding -= 1
+            self.items.discard(item)
+            self.cond.notify_all()
+
+    def stop(self) -> list[WorkItem]:
+        with self.cond:
+            self.stopped = True
+            self.entries.append(self.END)  # wakes a waiting get()
+            self.cond.notify_all()
+            return list(self.items)
+
+
+class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
+    def __init__(self, *, batcher: Batcher, kernel: PairHmmKernel, config: ServerConfig, metrics: Metrics,
+                 info: warpdp_pb2.ServerInfoReply) -> None:
+        self._batcher = batcher
+        self._kernel = kernel
+        self._config = config
+        self._metrics = metrics
+        self._info = info
+        self._stats = _CallStats(config.log_every)
+        self._stream_window = max(2, config.workers + 1)
+
+    # -- RPCs --
+
+    def ServerInfo(self, request: warpdp_pb2.ServerInfoRequest, context: grpc.ServicerContext) -> warpdp_pb2.ServerInfoReply:
+        self._metrics.requests.labels("ServerInfo", "OK").inc()
+        return self._info
+
+    def PairHmm(self, request: warpdp_pb2.PairHmmRequest, context: grpc.ServicerContext) -> warpdp_pb2.PairHmmReply:
+        start = time.monotonic()
+        code, cells = grpc.StatusCode.OK, 0
+        self._metrics.in_flight.inc()
+        self._batcher.arrive()  # lets the batcher wait for this request instead of going without it
+        arriving = True
+        try:
+            batches = self._decode(request.batches, "PairHmmRequest.batches")
+            cells = batches.n_cells
+            self._check_limits(batches, cells, "")
+            arriving = False
+            item = self._submit(batches, cells, request.use_double, context)
+            return self._reply(item, batches.n_pairs, cells, 0)
+        except _RpcFailure as failure:
+            code = failure.code
+            context.abort(failure.code, failure.message)
+        except Exception as exc:  # a bug: answer INTERNAL, keep serving
+            code = grpc.StatusCode.INTERNAL
+            logger.exception("PairHmm failed")
+            context.abort(code, f"internal error: {type(exc).__name__}: {exc}")
+        finally:
+            if arriving:
+                self._batcher.depart()
+            self._metrics.in_flight.dec()
+            self._done("PairHmm", code, cells, start)
+
+    def PairHmmStream(self, request_iterator: Any, context: grpc.ServicerContext) -> Any:
+        start = time.monotonic()
+        code, cells = grpc.StatusCode.OK, 0
+        window = _StreamWindow(self._stream_window)
+
+        def on_rpc_end() -> None:
+            for item in window.stop():
+                self._batcher.cancel(item, "cancelled")
+
+        self._metrics.in_flight.inc()
+        try:
+            if not context.add_callback(on_rpc_end):
+                raise _RpcFailure(grpc.StatusCode.CANCELLED, "the call ended before it started")
+            reader = threading.Thread(target=self._read_stream, args=(request_iterator, context, window),
+                                      name="warpdp-stream-reader", daemon=True)
+            reader.start()
+            while True:
+                entry = window.get()
+                if entry is _StreamWindow.END:
+                    break
+                if isinstance(entry, _RpcFailure):
+                    raise entry
+                index, item, n_pairs, chunk_cells = entry
+                reply = self._reply(item, n_pairs, chunk_cells, index)
+                window.answered(item)
+                cells += chunk_cells
+                yield reply
+        except _RpcFailure as failure:
+            code = failure.code
+            context.abort(failure.code, failure.message)
+        except Exception as exc:
+            code = grpc.StatusCode.INTERNAL
+            logger.exception("PairHmmStream failed")
+            context.abort(code, f"internal error: {type(exc).__name__}: {exc}")
+        finally:
+            on_rpc_end()
+            self._metrics.in_flight.dec()
+            self._done("PairHmmStream", code, cells, start)
+
+    # -- helpers --
+
+    def _read_stream(self, request_iterator: Any, context: grpc.ServicerContext, window: _StreamWindow) -> None:
+        index = -1
+        try:
+            for index, request in enumerate(request_iterator):
+                where = f"chunk {index}: "
+                batches = self._decode(request.batches, "PairHmmRequest.batches", where)
+                chunk_cells = batches.n_cells
+                self._check_limits(batches, chunk_cells, where)
+                if not window.wait_for_room():
+                    return  # the call ended
+                item = None
+                if batches.n_pairs:
+                    item = self._enqueue(batches, chunk_cells, request.use_double, context)
+                if not window.put((index, item, batches.n_pairs, chunk_cells), item):
+                    if item is not None:
+                        self._batcher.cancel(item, "cancelled")
+                    return
+            window.put(_StreamWindow.END, counts=False)
+        except _RpcFailure as failure:
+            window.put(failure, counts=False)
+        except Exception as exc:
+            # Reading fails when the client cancels or the deadline passes; the RPC is over then.
+            window.put(_RpcFailure(grpc.StatusCode.CANCELLED,
+                                   f"reading chunk {index + 1} failed: {type(exc).__name__}: {exc}"), counts=False)
+
+    def _decode(self, message: warpdp_pb2.PairHmmBatches, field: str, chunk: str = "") -> PairHmmBatches:
+        try:
+            return _packing.pairhmm_batches(message)
+        except (ValueError, TypeError) as exc:
+            raise _RpcFailure(grpc.StatusCode.INVALID_ARGUMENT, f"{chunk}invalid {field}: {exc}") from None
+
+    def _check_limits(self, batches: PairHmmBatches, cells: int, where: str) -> None:
+        limit = self._config.max_request_cells
+        if cells > limit:
+            raise _RpcFailure(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                              f"{where}the request has {cells} cells, over this server's limit of {limit} cells "
+                              f"per request; split it (warpdp.grpc.Client does) or use PairHmmStream")
+        reply_bytes = 8 * batches.n_pairs
+        if reply_bytes > self._config.max_message_bytes:
+            raise _RpcFailure(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                              f"{where}the reply would hold {batches.n_pairs} pairs ({reply_bytes} bytes), over this "
+                              f"server's message limit of {self._config.max_message_bytes} bytes; split the request")
+
+    def _enqueue(self, batches: PairHmmBatches, cells: int, use_double: bool,
+                 context: grpc.ServicerContext, arrived: bool = False) -> WorkItem:
+        remaining = context.time_remaining()
+        deadline = None if remaining is None else time.monotonic() + remaining
+        try:
+            return self._batcher.submit(self._kernel, bool(use_double), batches, cells=cells,
+                                        n_out=batches.n_pairs, deadline=deadline, arrived=arrived)
+        except BatcherClosed as exc:
+            raise _RpcFailure(grpc.StatusCode.UNAVAILABLE, str(exc)) from None
+
+    def _submit(self, batches: PairHmmBatches, cells: int, use_double: bool,
+                context: grpc.ServicerContext) -> WorkItem | None:
+        """Queue an arrived request (see Batcher.arrive)."""
+        if batches.n_pairs == 0:
+            self._batcher.depart()
+            return None
+        item = self._enqueue(batches, cells, use_double, context, arrived=True)
+        # Runs when the RPC ends for any reason: a cancelled or expired call leaves the queue.
+        if not context.add_callback(lambda: self._batcher.cancel(item, "cancelled")):
+            self._batcher.cancel(item, "cancelled")
+        return item
+
+    def _reply(self, item: WorkItem | None, n_pairs: int, cells: int, chunk: int) -> warpdp_pb2.PairHmmReply:
+        stats = warpdp_pb2.CallStats(backend=self._kernel.backend, cells=cells)
+        if item is None:  # nothing to score
+            return warpdp_pb2.PairHmmReply(log10_likelihoods=b"", n_pairs=0, chunk=chunk, stats=stats)
+        item.event.wait()
+        if item.state == _DROPPED:
+            code = grpc.StatusCode.DEADLINE_EXCEEDED if item.drop_reason == "deadline" else grpc.StatusCode.CANCELLED
+            raise _RpcFailure(code, f"the request was dropped before it ran ({item.drop_reason})")
+        if item.state == _FAILED:
+            error = item.error
+            if isinstance(error, BatcherClosed):
+                raise _RpcFailure(grpc.StatusCode.UNAVAILABLE, str(error))
+            if isinstance(error, (ValueError, TypeError)):
+                raise _RpcFailure(grpc.StatusCode.INVALID_ARGUMENT, f"invalid request: {error}")
+            raise _RpcFailure(grpc.StatusCode.INTERNAL, f"the backend failed: {type(error).__name__}: {error}")
+        assert item.result is not None
+        stats.queue_us = int(item.queue_s * 1e6)
+        stats.compute_us = int(item.compute_s * 1e6)
+        stats.coalesced_requests = item.coalesced
+        stats.submission_cells = item.submission_cells
+        return warpdp_pb2.PairHmmReply(log10_likelihoods=_packing.float64_bytes(item.result), n_pairs=n_pairs,
+                                       chunk=chunk, stats=stats)
+
+    def _done(self, method: str, code: grpc.StatusCode, cells: int, start: float) -> None:
+        latency = time.monotonic() - start
+        self._metrics.requests.labels(method, code.name).inc()
+        self._metrics.latency.labels(method).observe(latency)
+        self._stats.add(code == grpc.StatusCode.OK, cells, latency, self._batcher)
+
+
+# ---------------------------------------------------------------------------------------
+# Authentication
+
+
+class BearerTokenInterceptor(grpc.ServerInterceptor):
+    """UNAUTHENTICATED unless the call carries `authorization: Bearer <token>` with an accepted token."""
+
+    def __init__(self, tokens: Sequence[str], metrics: Metrics | None = None) -> None:
+        self._tokens = [t.encode() for t in tokens]
+        self._metrics = metrics
+
+    def _accepts(self, value: str | None) -> bool:
+        if not value or value[:7].lower() != "bearer ":
+            return False
+        presented = value[7:].strip().encode()
+        ok = False
+        for token in self._tokens:  # compare with every token, in constant time
+            ok |= hmac.compare_digest(presented, token)
+        return ok
+
+    def intercept_service(self, continuation: Callable, handler_call_details: grpc.HandlerCallDetails) -> Any:
+        method = handler_call_details.method
+        if method.startswith(_AUTH_EXEMPT_PREFIXES):
+            return continuation(handler_call_details)
+        metadata = handler_call_details.invocation_metadata or ()
+        values = [v for k, v in metadata if k == "authorization"]
+        if values and self._accepts(values[0] if isinstance(values[0], str) else values[0].decode()):
+            return continuation(handler_call_details)
+        handler = continuation(handler_call_details)
+        if handler is None:
+            return None
+        message = ("a bearer token is required: send metadata 'authorization: Bearer <token>'" if not values
+                   else "the bearer token is not accepted")
+        if self._metrics is not None:
+            self._metrics.requests.labels(method.rsplit("/", 1)[-1], "UNAUTHENTICATED").inc()
+        return _denying_handler(handler, message)
+
+
+def _denying_handler(handler: grpc.RpcMethodHandler, message: str) -> grpc.RpcMethodHandler:
+    def deny(request_or_iterator: Any, context: grpc.ServicerContext) -> Any:
+        context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+
+    # Same shape (streaming or not) as the real method, so the call is answered properly.
+    make = {
+        (False, False): grpc.unary_unary_rpc_method_handler,
+        (False, True): grpc.unary_stream_rpc_method_handler,
+        (True, False): grpc.stream_unary_rpc_method_handler,
+        (True, True): grpc.stream_stream_rpc_method_handler,
+    }[(handler.request_streaming, handler.response_streaming)]
+    return make(deny, request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer)
+
+
+# ---------------------------------------------------------------------------------------
+# Server
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _devices(backend: str, threads_total: int) -> list[warpdp_pb2.Device]:
+    if backend == "gpu":
+        devices = []
+        try:
+            import cupy
+
+            for index in range(cupy.cuda.runtime.getDeviceCount()):
+                props = cupy.cuda.runtime.getDeviceProperties(index)
+                name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+                devices.append(warpdp_pb2.Device(kind="gpu", index=index, name=name,
+                                                 memory_bytes=int(props["totalGlobalMem"]),
+                                                 cores=int(props["multiProcessorCount"]),
+                                                 detail=f"compute capability {props['major']}.{props['minor']}"))
+        except Exception as exc:  # informational only
+            logger.warning("could not list GPU devices: %s", exc)
+        return devices
+    from ..plugin.pairhmm import available_cpu_isas
+
+    return [warpdp_pb2.Device(kind="cpu", index=0, name=_cpu_name(), cores=threads_total,
+                              detail=available_cpu_isas()[-1])]
+
+
+def _format_address(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
+
+
+class Server:
+    """A warpdp gRPC server. ``Server(config).start()`` serves until :meth:`stop`.
+
+    Usable as a context manager (stops with the configured grace on exit).
+    """
+
+    def __init__(self, config: ServerConfig | None = None, **settings: Any) -> None:
+        if config is not None and settings:
+            raise TypeError("pass a ServerConfig or keyword settings, not both")
+        self.config = config if config is not None else ServerConfig(**settings)
+        self.config.check()
+        self.metrics = Metrics()
+        self.port: int | None = None
+        self.metrics_port: int | None = None
+        self.backend: str | None = None
+        self._grpc: grpc.Server | None = None
+        self._batcher: Batcher | None = None
+        self._health: health.HealthServicer | None = None
+        self._metrics_http: Any = None
+        self._stop_lock = threading.Lock()
+        self._stopped = threading.Event()
+
+    @property
+    def address(self) -> str:
+        """host:port where the server listens (after start)."""
+        if self.port is None:
+            raise RuntimeError("the server is not started")
+        return _format_address(self.config.host, self.port)
+
+    @property
+    def batcher(self) -> Batcher:
+        if self._batcher is None:
+            raise RuntimeError("the server is not started")
+        return self._batcher
+
+    def start(self) -> Server:
+        cfg = self.config
+        if self._grpc is not None:
+            raise RuntimeError("the server is already started")
+        # Raises BackendUnavailableError when --backend gpu cannot run here.
+        self.backend = choose_backend(cfg.backend, "pairhmm")
+        if self.backend == "cpu":
+            threads = cfg.threads or max(1, resolve_threads(None) // cfg.workers)
+        else:
+            threads = cfg.threads or 1
+        kernel = PairHmmKernel(self.backend, threads)
+        if cfg.warmup:
+            kernel.warmup()
+        if self.backend == "cpu":
+            from ..plugin.pairhmm import available_cpu_isas
+
+            detail = f"CPU {available_cpu_isas()[-1]}, {threads} thread(s) x {cfg.workers} worker(s)"
+        else:
+            detail = f"GPU, {cfg.workers} worker(s)"
+
+        max_batch_cells = cfg.max_batch_cells or DEFAULT_MAX_BATCH_CELLS[self.backend]
+        self._batcher = Batcher(workers=cfg.workers, batching=cfg.batching, max_wait_s=cfg.max_wait_ms / 1e3,
+                                max_batch_cells=max_batch_cells, metrics=self.metrics)
+        from .. import __version__
+
+        info = warpdp_pb2.ServerInfoReply(
+            version=__version__, backend=self.backend, requested_backend=cfg.backend,
+            algorithms=[warpdp_pb2.AlgorithmInfo(name="pairhmm", rpc="PairHmm", backend=self.backend, detail=detail)],
+            devices=_devices(self.backend, threads * cfg.workers),
+            limits=warpdp_pb2.Limits(max_request_cells=cfg.max_request_cells,
+                                     max_message_bytes=cfg.max_message_bytes),
+            batching=warpdp_pb2.Batching(enabled=cfg.batching, max_wait_us=int(cfg.max_wait_ms * 1000),
+                                         max_batch_cells=max_batch_cells, workers=cfg.workers),
+            token_required=bool(cfg.tokens),
+        )
+        servicer = WarpdpServicer(batcher=self._batcher, kernel=kernel, config=cfg, metrics=self.metrics, info=info)
+        interceptors = [BearerTokenInterceptor(cfg.tokens, self.metrics)] if cfg.tokens else []
+        options = [
+            ("grpc.max_receive_message_length", cfg.max_message_bytes),
+            ("grpc.max_send_message_length", -1),  # replies are bounded by the checks above
+            # gRPC sets SO_REUSEPORT by default, which would let a second server silently
+            # share a port; fail with "address in use" instead.
+            ("grpc.so_reuseport", 0),
+        ]
+        server = grpc.server(ThreadPoolExecutor(max_workers=cfg.handler_threads, thread_name_prefix="warpdp-rpc"),
+                             interceptors=interceptors, options=options)
+        warpdp_pb2_grpc.add_WarpdpServicer_to_server(servicer, server)
+        self._health = health.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
+        reflection.enable_server_reflection(
+            (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
+            server)
+
+        address = _format_address(cfg.host, cfg.port)
+        try:
+            if cfg.tls_cert is not None:
+                key = Path(cfg.tls_key).read_bytes()  # type: ignore[arg-type]
+                cert = Path(cfg.tls_cert).read_bytes()
+                port = server.add_secure_port(address, grpc.ssl_server_credentials([(key, cert)]))
+            else:
+                port = server.add_insecure_port(address)
+        except RuntimeError as exc:
+            self._batcher.close(0)
+            raise OSError(f"cannot listen on {address}: {exc}") from None
+        if port == 0:
+            self._batcher.close(0)
+            raise OSError(f"cannot listen on {address} (in use, or not an address of this machine)")
+        server.start()
+        self._grpc, self.port = server, port
+        self._health.set("", health_pb2.HealthCheckResponse.SERVING)
+        self._health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
+
+        if cfg.metrics_port is not None:
+            from prometheus_client import start_http_server
+
+            httpd, _thread = start_http_server(cfg.metrics_port, addr=cfg.host, registry=self.metrics.registry)
+            self._metrics_http = httpd
+            self.metrics_port = httpd.server_address[1]
+
+        security = ("TLS" if cfg.tls_cert else "plaintext") + (", bearer token required" if cfg.tokens else "")
+        logger.info("warpdp serve: listening on %s (%s); backend %s (requested %s): %s", self.address, security,
+                    self.backend.upper(), cfg.backend, detail)
+        batching = (f"max wait {cfg.max_wait_ms:g} ms, max {max_batch_cells} cells per submission"
+                    if cfg.batching else "off")
+        logger.info("warpdp serve: batching %s; limits %d cells and %d bytes per request%s", batching,
+                    cfg.max_request_cells, cfg.max_message_bytes,
+                    f"; metrics on http://{_format_address(cfg.host, self.metrics_port)}/metrics"
+                    if self.metrics_port is not None else "")
+        return self
+
+    def stop(self, grace: float | None = None) -> None:
+        """Stop accepting calls, let in-flight calls finish (up to `grace` seconds, default
+        config.grace_s), then stop. Safe to call more than once and from any thread."""
+        if self._grpc is None:
+            return
+        grace = self.config.grace_s if grace is None else grace
+        with self._stop_lock:
+            if self._stopped.is_set():
+                return
+            logger.info("warpdp serve: stopping (finishing in-flight calls, up to %g s)", grace)
+            assert self._health is not None and self._batcher is not None
+            self._health.enter_graceful_shutdown()
+            self._batcher.drain()
+            self._grpc.stop(grace).wait()
+            self._batcher.close(timeout=max(grace, 1.0))
+            if self._metrics_http is not None:
+                self._metrics_http.shutdown()
+                self._metrics_http.server_close()
+            self._stopped.set()
+            logger.info("warpdp serve: stopped")
+
+    def force_stop(self) -> None:
+        """Cancel in-flight calls now (a second SIGINT/SIGTERM)."""
+        if self._grpc is not None:
+            self._grpc.stop(0)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the server has stopped; False on timeout."""
+        return self._stopped.wait(timeout)
+
+    def __enter__(self) -> Server:
+        if self._grpc is None:
+            self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def serve(config: ServerConfig | None = None, *, ready: Callable[[Server], None] | None = None,
+          **settings: Any) -> int:
+    """Run a server in the foreground until SIGTERM or SIGINT, then shut down gracefully
+    (a second signal cancels what is still running). Returns the exit status (0).
+
+    Must run in the main thread (signal handlers); `ready` is called once listening.
+    """
+    server = Server(config, **settings).start()
+    stop_requested = threading.Event()
+    received: list[int] = []
+
+    def on_signal(signum: int, frame: object) -> None:
+        received.append(signum)
+        if stop_requested.is_set():
+            logger.warning("warpdp serve: second %s, cancelling in-flight calls", signal.Signals(signum).name)
+            server.force_stop()
+        stop_requested.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        if ready is not None:
+            ready(server)
+        while not stop_requested.wait(3600):
+            pass
+        logger.info("warpdp serve: %s received", signal.Signals(received[0]).name)
+        server.stop()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0
+
+
+__all__ = ["Batcher", "BearerTokenInterceptor", "Metrics", "PairHmmKernel", "SERVICE_NAME", "Server",
+           "ServerConfig", "WarpdpServicer", "read_token_file", "serve"]
