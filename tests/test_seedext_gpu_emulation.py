@@ -1,0 +1,326 @@
+"""The GPU seed-extension kernel's logic, run on the CPU (no GPU needed).
+
+``warpdp/kernels/seedext.cu`` is compiled as host C++ (g++) with its warp intrinsics
+emulated: every lane of a subwarp is a fiber (ucontext) on one OS thread, run until its next
+warp collective, and a shuffle or reduction reads what all lanes posted. Each kernel configuration the launcher uses
+then runs real pairs and must give the CPU backend's answers exactly. This checks the
+algorithm (tiles, the F scan, the state writes, the trimming, the bookkeeping), not the CUDA
+specifics, which the `gpu` tests check on a device.
+
+By default a sample runs; WARPDP_EMULATE_ALL=1 runs all 500 reference pairs through every
+configuration (minutes).
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import warpdp
+from conftest import shared_file
+from warpdp.kernels import seedext as gpu_module
+
+CU_SOURCE = Path(gpu_module.__file__).with_name("seedext.cu")
+FULL = os.environ.get("WARPDP_EMULATE_ALL") == "1"
+
+HARNESS = r"""
+#include <ucontext.h>
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(x)
+#define __align__(x)
+struct EmuDim { unsigned x = 0, y = 0, z = 0; };
+static EmuDim threadIdx, blockIdx;  /* switched with the running lane */
+static int *emu_shared = nullptr;
+static int emu_G = 1;
+#define WARPDP_DYNAMIC_SHARED(type, name) type *name = (type *)emu_shared
+
+/* Lanes are fibers on one OS thread, resumed round-robin; a lane runs until its next warp
+   collective. Collective k of a subwarp uses slot bank k % 2, so a lane that has read the
+   result of collective k can post for k + 1 while slower lanes still read bank k. */
+struct Lane { ucontext_t ctx; std::vector<char> stack; unsigned tid = 0; long long count = 0; bool done = false; };
+static std::vector<Lane> emu_lanes;
+static std::vector<long long> emu_slots;  /* [subwarp][bank][lane] */
+static ucontext_t emu_scheduler;
+static int emu_current = 0;
+
+static long long *bank(long long count) {
+    const int sub = (int)threadIdx.x / emu_G;
+    return &emu_slots[((size_t)sub * 2 + (size_t)(count & 1)) * 32];
+}
+/* Post v, wait until every lane of the subwarp has posted, return the bank to read. */
+static long long *collective(long long v) {
+    Lane &me = emu_lanes[emu_current];
+    long long *slots = bank(me.count++);
+    slots[threadIdx.x % emu_G] = v;
+    swapcontext(&me.ctx, &emu_scheduler);
+    return slots;
+}
+template <class T> T __shfl_sync(unsigned, T v, int src, int width) { return (T)collective(v)[src % width]; }
+template <class T> T __shfl_up_sync(unsigned, T v, unsigned d, int width) {
+    const int t = (int)(threadIdx.x % emu_G) % width;
+    return (T)collective(v)[t >= (int)d ? t - (int)d : t];
+}
+int __reduce_max_sync(unsigned, int v) {
+    long long *s = collective(v);
+    long long r = s[0];
+    for (int k = 1; k < emu_G; k++) r = std::max(r, s[k]);
+    return (int)r;
+}
+int __reduce_min_sync(unsigned, int v) {
+    long long *s = collective(v);
+    long long r = s[0];
+    for (int k = 1; k < emu_G; k++) r = std::min(r, s[k]);
+    return (int)r;
+}
+void __syncwarp(unsigned) { collective(0); }
+int atomicAdd(int *p, int v) { const int old = *p; *p += v; return old; }
+
+#include SEEDEXT_CU
+using namespace warpdp_seedext;
+static void *emu_params = nullptr;
+
+/* The layout the Python launcher writes (seedext.py, _ChunkPlan.fill). */
+static_assert(offsetof(Params, scratch) == 64 && offsetof(Params, state_ints) == 72);
+static_assert(offsetof(Params, n) == 80 && offsetof(Params, qmax) == 84 && offsetof(Params, a) == 88);
+static_assert(offsetof(Params, zdrop) == 120);
+
+template <class T> static std::vector<T> read_array(FILE *f) {
+    long long n;
+    if (fread(&n, 8, 1, f) != 1) exit(3);
+    std::vector<T> v(n > 0 ? n : 1);
+    if (n > 0 && fread(v.data(), sizeof(T), n, f) != (size_t)n) exit(3);
+    return v;
+}
+
+template <int G, int C, bool SHARED> static void lane_main() {
+    extend_kernel<G, C, SHARED>(reinterpret_cast<const Params *>(emu_params));
+    emu_lanes[emu_current].done = true;
+    swapcontext(&emu_lanes[emu_current].ctx, &emu_scheduler);
+}
+
+template <int G, int C, bool SHARED> static void run(Params &p, int n_sub) {
+    emu_G = G;
+    emu_params = &p;
+    std::vector<int> shared(SHARED ? (size_t)(THREADS / G) * p.state_ints : 1);
+    std::vector<int> scratch(SHARED ? 1 : (size_t)(THREADS / G) * p.state_ints);
+    emu_shared = shared.data();
+    p.scratch = scratch.data();
+    emu_slots.assign((size_t)n_sub * 2 * 32, 0);
+    emu_lanes = std::vector<Lane>(n_sub * G);
+    for (int tid = 0; tid < n_sub * G; tid++) {
+        Lane &lane = emu_lanes[tid];
+        lane.tid = tid;
+        lane.stack.resize(1 << 18);
+        getcontext(&lane.ctx);
+        lane.ctx.uc_stack.ss_sp = lane.stack.data();
+        lane.ctx.uc_stack.ss_size = lane.stack.size();
+        lane.ctx.uc_link = nullptr;
+        makecontext(&lane.ctx, (void (*)())lane_main<G, C, SHARED>, 0);
+    }
+    for (bool running = true; running;) {
+        running = false;
+        for (int k = 0; k < n_sub * G; k++) {
+            if (emu_lanes[k].done) continue;
+            emu_current = k;
+            threadIdx.x = emu_lanes[k].tid;
+            swapcontext(&emu_scheduler, &emu_lanes[k].ctx);
+            running = true;
+        }
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc != 6) return 2;
+    FILE *f = fopen(argv[1], "rb");
+    if (!f) return 2;
+    const int G = atoi(argv[2]), C = atoi(argv[3]), shared = atoi(argv[4]), n_sub = atoi(argv[5]);
+    int par[9];
+    if (fread(par, 4, 9, f) != 9) return 3;
+    auto query = read_array<unsigned char>(f);
+    auto target = read_array<unsigned char>(f);
+    auto qoff = read_array<long long>(f);
+    auto toff = read_array<long long>(f);
+    auto h0 = read_array<int>(f);
+    fclose(f);
+    const int n = (int)qoff.size() - 1;
+    std::vector<int> order(n > 0 ? n : 1), out((size_t)(n > 0 ? n : 1) * 6, -99);
+    int qmax = 0, counter = 0;
+    for (int k = 0; k < n; k++) {
+        order[k] = n - 1 - k;  /* any order: each result goes to its own row */
+        qmax = std::max(qmax, (int)(qoff[k + 1] - qoff[k]));
+    }
+    Params p{};
+    p.query = query.data(); p.target = target.data();
+    p.query_offsets = qoff.data(); p.target_offsets = toff.data();
+    p.h0 = h0.data(); p.order = order.data(); p.counter = &counter; p.out = out.data();
+    p.state_ints = STATE_INTS(qmax);
+    p.n = n; p.qmax = qmax;
+    p.a = par[0]; p.b = par[1]; p.o_del = par[2]; p.e_del = par[3]; p.o_ins = par[4]; p.e_ins = par[5];
+    p.w = par[6]; p.end_bonus = par[7]; p.zdrop = par[8];
+    bool ran = false;
+    DISPATCH
+    if (!ran) return 4;
+    for (int k = 0; k < n; k++)
+        printf("%d %d %d %d %d %d\n", out[k * 6], out[k * 6 + 1], out[k * 6 + 2], out[k * 6 + 3],
+               out[k * 6 + 4], out[k * 6 + 5]);
+    return 0;
+}
+"""
+
+PARAM_ORDER = ("a", "b", "o_del", "e_del", "o_ins", "e_ins", "w", "end_bonus", "zdrop")
+DEFAULTS = dict(a=1, b=4, o_del=6, e_del=1, o_ins=6, e_ins=1, w=100, end_bonus=5, zdrop=100)
+ALT = dict(a=2, b=5, o_del=5, e_del=2, o_ins=7, e_ins=1, w=30, end_bonus=0, zdrop=50)
+
+
+def test_nvcc_check_list_matches_launcher() -> None:
+    """The .cu's explicit instantiations are exactly the launcher's configurations."""
+    text = CU_SOURCE.read_text()
+    block = text[text.index("#ifdef WARPDP_NVCC_CHECK"):]
+    listed = set(re.findall(r"extend_kernel<(\d+), (\d+), (true|false)>", block))
+    wanted = {(str(c.lanes), str(c.cols), "true" if c.shared else "false") for c in gpu_module.KERNEL_CONFIGS}
+    assert listed == wanted
+
+
+def test_chunks_cover_all_pairs() -> None:
+    qo = np.array([0, 5, 5, 9, 20, 21], dtype=np.int64)
+    to = np.array([0, 3, 10, 10, 11, 30], dtype=np.int64)
+    for pairs_per, size in ((1, 10**9), (2, 10**9), (10, 9), (10, 1)):
+        chunks = gpu_module.split_chunks(qo, to, pairs_per, size)
+        assert chunks[0][0] == 0 and chunks[-1][1] == 5
+        assert all(a[1] == b[0] for a, b in zip(chunks, chunks[1:]))
+        assert all(0 < stop - start <= pairs_per for start, stop in chunks)
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory) -> Path:
+    compiler = shutil.which("g++")
+    if compiler is None:
+        pytest.skip("g++ not found: the GPU kernel cannot be emulated here")
+    directory = tmp_path_factory.mktemp("seedext_emulation")
+    dispatch = "\n    ".join(
+        f"if (!ran && G == {c.lanes} && C == {c.cols} && shared == {int(c.shared)}) "
+        f"{{ run<{c.lanes}, {c.cols}, {'true' if c.shared else 'false'}>(p, n_sub); ran = true; }}"
+        for c in gpu_module.KERNEL_CONFIGS)
+    source = HARNESS.replace("DISPATCH", dispatch)
+    (directory / "harness.cpp").write_text(source)
+    binary = directory / "harness"
+    state = "2 * ((q) + 2) + ((q) + 3) / 4 + 1"
+    assert gpu_module.state_ints(100) == 2 * 102 + 103 // 4 + 1
+    result = subprocess.run([compiler, "-std=c++17", "-O1", f'-DSEEDEXT_CU="{CU_SOURCE}"',
+                             f"-DSTATE_INTS(q)=({state})", str(directory / "harness.cpp"), "-o", str(binary)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return binary
+
+
+def emulate(binary: Path, pairs: warpdp.SeedExtPairs, params: dict, config, tmp_path: Path,
+            subwarps: int = 2) -> np.ndarray:
+    path = tmp_path / "input.bin"
+    with open(path, "wb") as f:
+        f.write(struct.pack("9i", *[params[k] for k in PARAM_ORDER]))
+        for array, dtype in ((pairs.query, np.uint8), (pairs.target, np.uint8), (pairs.query_offsets, np.int64),
+                             (pairs.target_offsets, np.int64), (pairs.h0, np.int32)):
+            data = np.ascontiguousarray(array, dtype=dtype)
+            f.write(struct.pack("q", len(data)))
+            f.write(data.tobytes())
+    result = subprocess.run([str(binary), str(path), str(config.lanes), str(config.cols), str(int(config.shared)),
+                             str(subwarps)], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    return np.array(result.stdout.split(), dtype=np.int32).reshape(-1, 6)
+
+
+def assert_config_matches(binary, pairs, params, config, tmp_path) -> None:
+    want = warpdp.seed_extend(pairs, backend="cpu", **params).table
+    got = emulate(binary, pairs, params, config, tmp_path)
+    bad = np.flatnonzero((got != want).any(axis=1))
+    assert len(bad) == 0, f"{config.name}: pair {bad[0]} got {got[bad[0]]}, want {want[bad[0]]}"
+
+
+@pytest.mark.parametrize("config", gpu_module.KERNEL_CONFIGS, ids=lambda c: c.name.split("::")[1])
+def test_reference_pairs(harness, config, tmp_path) -> None:
+    pairs = warpdp.read_seedext_tsv(shared_file("seedext", "bwamem-like-500.tsv"))
+    if not FULL:
+        # Fewer pairs for the wide subwarps (more threads to schedule per pair).
+        count = {4: 10, 8: 8, 16: 5}[config.lanes]
+        pairs = pairs.select(0, count)
+    for params in (DEFAULTS, ALT):
+        assert_config_matches(harness, pairs, params, config, tmp_path)
+
+
+def random_items(rng: np.random.Generator, n: int) -> list[tuple[bytes, bytes, int]]:
+    alphabet = np.frombuffer(b"ACGTNacgt-", dtype=np.uint8)
+    items = []
+    for _ in range(n):
+        tlen, qlen = int(rng.integers(0, 70)), int(rng.integers(0, 50))
+        target = rng.choice(alphabet[:5], tlen)
+        if rng.random() < 0.7 and tlen:
+            query = np.resize(target, qlen).copy()
+            flips = rng.random(qlen) < rng.choice([0.0, 0.05, 0.2])
+            query[flips] = rng.choice(alphabet, int(flips.sum()))
+        else:
+            query = rng.choice(alphabet, qlen)
+        items.append((query.tobytes(), target.tobytes(), int(rng.choice([0, 1, 5, 19, 40, 120, 40000]))))
+    return items
+
+
+@pytest.mark.parametrize("config", [gpu_module.BINS[0], gpu_module.BINS[3]], ids=lambda c: c.name.split("::")[1])
+def test_random_pairs_and_parameters(harness, config, tmp_path) -> None:
+    """Empty sequences, N, tiny bands, z-drop, h0 0 and large: the small configurations take
+    such queries in several tiles per row."""
+    rng = np.random.default_rng(5)
+    for trial in range(6 if not FULL else 40):
+        params = dict(a=int(rng.choice([0, 1, 2, 5])), b=int(rng.choice([0, 1, 4, 9])),
+                      o_del=int(rng.choice([0, 1, 6, 20])), e_del=int(rng.choice([1, 2, 7])),
+                      o_ins=int(rng.choice([0, 1, 6, 20])), e_ins=int(rng.choice([1, 3, 5])),
+                      w=int(rng.choice([0, 1, 2, 5, 30, 2**31 - 1])), end_bonus=int(rng.choice([0, 5, 50])),
+                      zdrop=int(rng.choice([0, 1, 5, 20, 100])))
+        pairs = warpdp.pack_seed_pairs(random_items(rng, 8))
+        assert_config_matches(harness, pairs, params, config, tmp_path)
+
+
+def indel_items(rng: np.random.Generator, n: int) -> list[tuple[bytes, bytes, int]]:
+    """Queries with long insertions and deletions, so that insertion runs (F) cross tile
+    boundaries and rows need several tiles."""
+    acgt = np.frombuffer(b"ACGT", dtype=np.uint8)
+    items = []
+    for _ in range(n):
+        target = acgt[rng.integers(0, 4, int(rng.integers(120, 220)))]
+        parts, pos = [], 0
+        while pos < len(target) - 20:
+            step = int(rng.integers(10, 40))
+            parts.append(target[pos:pos + step])
+            pos += step
+            if rng.random() < 0.5:
+                parts.append(acgt[rng.integers(0, 4, int(rng.integers(5, 40)))])  # insertion
+            else:
+                pos += int(rng.integers(1, 15))  # deletion
+        query = np.concatenate(parts)[:160]
+        items.append((query.tobytes(), target.tobytes(), int(rng.choice([30, 60, 150]))))
+    # An insertion longer than two tiles of the narrowest configuration, paid for by h0.
+    target = acgt[rng.integers(0, 4, 200)]
+    query = np.concatenate([target[:30], acgt[rng.integers(0, 4, 90)], target[30:100]])
+    items.append((query.tobytes(), target.tobytes(), 150))
+    return items
+
+
+@pytest.mark.parametrize("config", [gpu_module.BINS[0], gpu_module.BINS[2]], ids=lambda c: c.name.split("::")[1])
+def test_insertions_across_tiles(harness, config, tmp_path) -> None:
+    rng = np.random.default_rng(8)
+    pairs = warpdp.pack_seed_pairs(indel_items(rng, 6))
+    for params in (DEFAULTS, dict(DEFAULTS, o_ins=0, e_ins=1, zdrop=0, w=2**31 - 1)):
+        assert_config_matches(harness, pairs, params, config, tmp_path)

@@ -1,0 +1,109 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""CPU backend of gapped X-drop seed extension (C kernels with AVX-512 / AVX2 / scalar variants).
+
+Inputs are the packed arrays of :class:`warpdp.plugin.xdrop.XdropPairs`, already validated by the
+plugin layer (seeds inside their sequences, bases ACGTN, scores checked); this module only hands
+their buffers to C with the GIL released.
+"""
+from libc.stdint cimport int64_t, uint8_t
+
+cdef extern from "cpu_common.h":
+    int warpdp_cpu_supports(int isa)
+    int warpdp_cpu_best_isa()
+
+cdef extern from "xdrop_kernel.h":
+    ctypedef struct xdrop_params:
+        int64_t match, mismatch, gap, x
+        int best_mode
+    ctypedef struct xdrop_pairs:
+        const uint8_t *h_bases
+        const uint8_t *v_bases
+        const int64_t *h_offsets
+        const int64_t *v_offsets
+        const int64_t *h_pos
+        const int64_t *v_pos
+        int64_t n_pairs
+    ctypedef struct xdrop_outputs:
+        int64_t *score
+        int64_t *begin_h
+        int64_t *end_h
+        int64_t *begin_v
+        int64_t *end_v
+        int64_t *cells
+    int xdrop_run(const xdrop_pairs *pairs, int64_t k, const xdrop_params *p, xdrop_outputs *out,
+                  int threads, int isa, int64_t *bad_pair) nogil
+
+ISA_NAMES = ("scalar", "avx2", "avx512")
+
+
+def available_isas() -> list[str]:
+    """The SIMD variants this CPU can run, slowest first."""
+    return [name for code, name in enumerate(ISA_NAMES) if warpdp_cpu_supports(code)]
+
+
+def best_isa() -> str:
+    """The variant used unless one is asked for."""
+    return ISA_NAMES[warpdp_cpu_best_isa()]
+
+
+cdef const uint8_t* _bytes_ptr(const uint8_t[::1] view):
+    # Zero-length arrays have no element to take the address of.
+    return &view[0] if view.shape[0] > 0 else NULL
+
+
+cdef int64_t* _out_ptr(int64_t[::1] view):
+    return &view[0] if view.shape[0] > 0 else NULL
+
+
+def extend(pairs, int64_t k, int64_t match, int64_t mismatch, int64_t gap, int64_t x, bint best_mode,
+           int64_t[::1] score not None, int64_t[::1] begin_h not None, int64_t[::1] end_h not None,
+           int64_t[::1] begin_v not None, int64_t[::1] end_v not None, int64_t[::1] cells not None,
+           *, int threads=0, str isa=None) -> int:
+    """Fill the six per-pair output arrays for every pair of ``pairs`` (already validated).
+
+    Returns -1, or the first pair with a byte other than A, C, G, T, N (either case), whose
+    outputs are then left as they were.
+    """
+    cdef int isa_code = warpdp_cpu_best_isa() if isa is None else ISA_NAMES.index(isa)
+    cdef const uint8_t[::1] h_bases = pairs.h_bases
+    cdef const uint8_t[::1] v_bases = pairs.v_bases
+    cdef const int64_t[::1] h_offsets = pairs.h_offsets
+    cdef const int64_t[::1] v_offsets = pairs.v_offsets
+    cdef const int64_t[::1] h_pos = pairs.h_pos
+    cdef const int64_t[::1] v_pos = pairs.v_pos
+    cdef int64_t n = h_pos.shape[0]
+    for name, view in (("score", score), ("begin_h", begin_h), ("end_h", end_h), ("begin_v", begin_v),
+                       ("end_v", end_v), ("cells", cells)):
+        if view.shape[0] != n:
+            raise ValueError(f"{name} has {view.shape[0]} entries but there are {n} pairs")
+    cdef xdrop_pairs c_pairs
+    c_pairs.h_bases = _bytes_ptr(h_bases)
+    c_pairs.v_bases = _bytes_ptr(v_bases)
+    c_pairs.h_offsets = &h_offsets[0]
+    c_pairs.v_offsets = &v_offsets[0]
+    c_pairs.h_pos = &h_pos[0] if n > 0 else NULL
+    c_pairs.v_pos = &v_pos[0] if n > 0 else NULL
+    c_pairs.n_pairs = n
+    cdef xdrop_params params
+    params.match = match
+    params.mismatch = mismatch
+    params.gap = gap
+    params.x = x
+    params.best_mode = best_mode
+    cdef xdrop_outputs out
+    out.score = _out_ptr(score)
+    out.begin_h = _out_ptr(begin_h)
+    out.end_h = _out_ptr(end_h)
+    out.begin_v = _out_ptr(begin_v)
+    out.end_v = _out_ptr(end_v)
+    out.cells = _out_ptr(cells)
+    cdef int status
+    cdef int64_t bad_pair = -1
+    with nogil:
+        status = xdrop_run(&c_pairs, k, &params, &out, threads, isa_code, &bad_pair)
+    if status == -1:
+        raise MemoryError("warpdp: out of memory during X-drop extension")
+    if status == -2:
+        raise ValueError(f"warpdp: the {ISA_NAMES[isa_code]!r} CPU variant cannot run on this CPU "
+                         f"(available: {', '.join(available_isas())})")
+    return bad_pair

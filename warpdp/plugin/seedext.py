@@ -1,0 +1,355 @@
+"""Seed extension with BWA-MEM's ``ksw_extend2`` semantics: packed pairs, parameters, results
+and the entry point :func:`seed_extend`.
+
+For each (query, target, h0) — the read part past a seed, the reference window, the seed's
+score — the extension is a banded affine-gap DP anchored at the start of both sequences,
+with BWA's 5x5 matrix (a on the diagonal, -b off it, -1 against N), separate deletion and
+insertion open/extend penalties, band w (narrowed as BWA narrows it), end bonus (only used to
+narrow the band, as in ksw_extend2) and z-drop. The answers are exactly what ksw_extend2
+returns; see DESIGN.md "Seed extension" and :class:`SeedExtResults`.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .backend import choose_backend, resolve_threads
+from .pairhmm import sequence_bytes
+
+SequenceInput = str | bytes | bytearray | np.ndarray
+
+# Bounds that keep every variant's arithmetic exact (BWA's own types: an int8 matrix, int scores).
+MAX_MATCH_SCORE = 127
+MAX_GAP_COST = 16383
+MAX_SCORE = 2**30
+MAX_SEQUENCE_LENGTH = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class SeedExtParams:
+    """Scoring and search parameters (BWA-MEM's defaults).
+
+    a: match score; b: mismatch penalty (a pair with N scores -1); o_del/e_del and o_ins/e_ins:
+    a deletion (insertion) of length k costs o + k*e; w: band width; end_bonus: bonus for
+    reaching the query end (ksw_extend2 only uses it to narrow the band); zdrop: z-drop
+    threshold (0 disables it).
+    """
+
+    a: int = 1
+    b: int = 4
+    o_del: int = 6
+    e_del: int = 1
+    o_ins: int = 6
+    e_ins: int = 1
+    w: int = 100
+    end_bonus: int = 5
+    zdrop: int = 100
+
+    def validate(self) -> None:
+        """Raise TypeError/ValueError naming the parameter that is out of range."""
+        limits = {
+            "a": (0, MAX_MATCH_SCORE), "b": (0, MAX_MATCH_SCORE),
+            "o_del": (0, MAX_GAP_COST), "e_del": (1, MAX_GAP_COST),
+            "o_ins": (0, MAX_GAP_COST), "e_ins": (1, MAX_GAP_COST),
+            "w": (0, 2**31 - 1), "end_bonus": (0, MAX_SCORE), "zdrop": (0, MAX_SCORE),
+        }
+        for name, (low, high) in limits.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+            if not low <= value <= high:
+                extra = " (0 disables z-drop)" if name == "zdrop" else ""
+                raise ValueError(f"{name} must be within {low}..{high}{extra}, not {value}")
+
+
+@dataclass(frozen=True)
+class SeedExtPairs:
+    """Many seed extensions in packed form (the project's data model, DESIGN.md).
+
+    Pair ``k`` extends ``query[query_offsets[k]:query_offsets[k+1]]`` against
+    ``target[target_offsets[k]:target_offsets[k+1]]`` from a seed scoring ``h0[k]``.
+    Sequences are ASCII bytes: A, C, G, T (either case); anything else is N. Queries and
+    targets may be empty (the answer is then what ksw_extend2 gives for them).
+    """
+
+    query: np.ndarray
+    query_offsets: np.ndarray
+    target: np.ndarray
+    target_offsets: np.ndarray
+    h0: np.ndarray
+
+    @property
+    def n_pairs(self) -> int:
+        return len(self.h0)
+
+    def __len__(self) -> int:
+        return len(self.h0)
+
+    def query_lengths(self) -> np.ndarray:
+        return np.diff(self.query_offsets)
+
+    def target_lengths(self) -> np.ndarray:
+        return np.diff(self.target_offsets)
+
+    def select(self, start: int, stop: int) -> SeedExtPairs:
+        """Pairs ``start:stop`` as a new packed set (used to chunk long inputs)."""
+        q0, q1 = int(self.query_offsets[start]), int(self.query_offsets[stop])
+        t0, t1 = int(self.target_offsets[start]), int(self.target_offsets[stop])
+        return SeedExtPairs(
+            query=self.query[q0:q1], query_offsets=self.query_offsets[start:stop + 1] - q0,
+            target=self.target[t0:t1], target_offsets=self.target_offsets[start:stop + 1] - t0,
+            h0=self.h0[start:stop],
+        )
+
+    @classmethod
+    def from_arrays(cls, *, query: object, query_offsets: object, target: object, target_offsets: object,
+                    h0: object) -> SeedExtPairs:
+        """Build from arrays of any integer layout, checking dtypes and consistency."""
+        h0_array = np.asarray(h0)
+        if h0_array.dtype.kind not in "iu":
+            raise TypeError(f"h0 must hold integers, not {h0_array.dtype}")
+        if h0_array.ndim != 1:
+            raise ValueError(f"h0 must be 1-D, not {h0_array.ndim}-D")
+        _check_h0_range(h0_array)
+        pairs = cls(
+            query=_byte_array(query, "query"), query_offsets=_offset_array(query_offsets, "query_offsets"),
+            target=_byte_array(target, "target"), target_offsets=_offset_array(target_offsets, "target_offsets"),
+            h0=np.ascontiguousarray(h0_array, dtype=np.int32),
+        )
+        pairs.validate()
+        return pairs
+
+    def validate(self) -> None:
+        """Raise ValueError/TypeError naming the field when the arrays are inconsistent."""
+        for name in ("query", "target"):
+            _check_array(getattr(self, name), name, np.uint8)
+        for name in ("query_offsets", "target_offsets"):
+            _check_array(getattr(self, name), name, np.int64)
+        _check_array(self.h0, "h0", np.int32)
+        n = len(self.h0)
+        for name, data in (("query_offsets", self.query), ("target_offsets", self.target)):
+            offsets = getattr(self, name)
+            if len(offsets) != n + 1:
+                raise ValueError(f"{name} has {len(offsets)} entries but h0 has {n} pairs (expected {n + 1})")
+            if offsets[0] != 0:
+                raise ValueError(f"{name} must start at 0, not {offsets[0]}")
+            if offsets[-1] != len(data):
+                raise ValueError(f"{name} must end at {len(data)} (the length it indexes), not {offsets[-1]}")
+            steps = np.diff(offsets)
+            if n and steps.min() < 0:
+                k = int(np.argmin(steps))
+                raise ValueError(f"{name} must not decrease (pair {k}: {offsets[k]} -> {offsets[k + 1]})")
+            if n and steps.max() > MAX_SEQUENCE_LENGTH:
+                raise ValueError(f"a sequence in {name} is longer than {MAX_SEQUENCE_LENGTH} bases")
+        _check_h0_range(self.h0)
+
+
+def _check_h0_range(h0: np.ndarray) -> None:
+    if len(h0) == 0:
+        return
+    low, high = int(h0.min()), int(h0.max())
+    if low < 0:
+        raise ValueError(f"h0 must be >= 0 (the seed's score), but pair {int(np.argmin(h0))} has {low}")
+    if high > MAX_SCORE:
+        raise ValueError(f"h0 must be at most {MAX_SCORE}, but pair {int(np.argmax(h0))} has {high}")
+
+
+def _check_array(array: object, name: str, dtype: type) -> None:
+    if not isinstance(array, np.ndarray) or array.dtype != dtype or array.ndim != 1:
+        raise TypeError(f"{name} must be a 1-D numpy array of {np.dtype(dtype).name}")
+    if not array.flags.c_contiguous:
+        raise ValueError(f"{name} must be C-contiguous")
+
+
+def _byte_array(value: object, name: str) -> np.ndarray:
+    if isinstance(value, (bytes, bytearray)):
+        return np.frombuffer(bytes(value), dtype=np.uint8)
+    if not isinstance(value, np.ndarray):
+        raise TypeError(f"{name} must be a numpy uint8 array or bytes, not {type(value).__name__}")
+    if value.dtype != np.uint8:
+        raise TypeError(f"{name} must have dtype uint8, not {value.dtype}")
+    return np.ascontiguousarray(value.reshape(-1))
+
+
+def _offset_array(value: object, name: str) -> np.ndarray:
+    array = np.asarray(value)
+    if array.dtype.kind not in "iu":
+        raise TypeError(f"{name} must hold integers (int32/int64), not {array.dtype}")
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, not {array.ndim}-D")
+    return np.ascontiguousarray(array, dtype=np.int64)
+
+
+RESULT_FIELDS = ("score", "qle", "tle", "gtle", "gscore", "max_off")
+
+
+@dataclass(frozen=True)
+class SeedExtResults:
+    """What ksw_extend2 returns for each pair, as one (n_pairs, 6) int32 table.
+
+    Columns (also available as attributes, each an int32 view of its column):
+      score   best score (h0 when nothing beats the seed);
+      qle     query length of the best extension (0: none);
+      tle     target length of the best extension (0: none);
+      gtle    target length where the extension reaching the query end scores best (0: none);
+      gscore  that score (-1: the query end was never reached);
+      max_off largest distance from the diagonal among the successive best cells.
+    """
+
+    table: np.ndarray
+
+    def __post_init__(self) -> None:
+        table = self.table
+        if not isinstance(table, np.ndarray) or table.dtype != np.int32 or table.ndim != 2 or table.shape[1] != 6:
+            raise TypeError("table must be an (n_pairs, 6) numpy array of int32")
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    @property
+    def score(self) -> np.ndarray:
+        return self.table[:, 0]
+
+    @property
+    def qle(self) -> np.ndarray:
+        return self.table[:, 1]
+
+    @property
+    def tle(self) -> np.ndarray:
+        return self.table[:, 2]
+
+    @property
+    def gtle(self) -> np.ndarray:
+        return self.table[:, 3]
+
+    @property
+    def gscore(self) -> np.ndarray:
+        return self.table[:, 4]
+
+    @property
+    def max_off(self) -> np.ndarray:
+        return self.table[:, 5]
+
+
+def pack_seed_pairs(items: Iterable[tuple[SequenceInput, SequenceInput, int]]) -> SeedExtPairs:
+    """Pack ``[(query, target, h0), ...]`` (str, bytes or uint8 arrays) into the packed form."""
+    queries, targets, h0s = [], [], []
+    for k, item in enumerate(items):
+        try:
+            query, target, h0 = item
+        except (TypeError, ValueError):
+            raise TypeError(f"pair {k}: expected (query, target, h0), not {item!r:.80}") from None
+        queries.append(sequence_bytes(query, f"pair {k} query"))
+        targets.append(sequence_bytes(target, f"pair {k} target"))
+        if isinstance(h0, bool) or not isinstance(h0, (int, np.integer)):
+            raise TypeError(f"pair {k}: h0 must be an int, not {type(h0).__name__}")
+        if not 0 <= h0 <= MAX_SCORE:
+            raise ValueError(f"pair {k}: h0 must be within 0..{MAX_SCORE}, not {h0}")
+        h0s.append(int(h0))
+
+    def concat(parts: list[np.ndarray]) -> np.ndarray:
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint8)
+
+    def offsets(parts: list[np.ndarray]) -> np.ndarray:
+        return np.concatenate([[0], np.cumsum([len(p) for p in parts], dtype=np.int64)]).astype(np.int64)
+
+    return SeedExtPairs.from_arrays(query=concat(queries), query_offsets=offsets(queries),
+                                    target=concat(targets), target_offsets=offsets(targets),
+                                    h0=np.array(h0s, dtype=np.int64))
+
+
+def check_score_range(pairs: SeedExtPairs, params: SeedExtParams) -> None:
+    """Every pair's best possible score must stay below MAX_SCORE (BWA's int arithmetic)."""
+    if pairs.n_pairs == 0:
+        return
+    reach = np.minimum(pairs.query_lengths(), pairs.target_lengths())
+    bound = pairs.h0.astype(np.int64) + np.int64(params.a) * reach
+    worst = int(np.argmax(bound))
+    if bound[worst] > MAX_SCORE:
+        raise ValueError(f"pair {worst}: h0 + a * min(query length, target length) = {int(bound[worst])} "
+                         f"exceeds {MAX_SCORE}")
+
+
+def seed_extend(
+    pairs: SeedExtPairs,
+    *,
+    a: int = 1,
+    b: int = 4,
+    o_del: int = 6,
+    e_del: int = 1,
+    o_ins: int = 6,
+    e_ins: int = 1,
+    w: int = 100,
+    end_bonus: int = 5,
+    zdrop: int = 100,
+    backend: str = "auto",
+    threads: int | None = None,
+    cpu_isa: str | None = None,
+) -> SeedExtResults:
+    """Extend every pair as BWA's ``ksw_extend2`` does; results in input order.
+
+    Parameters are BWA-MEM's (defaults shown; see :class:`SeedExtParams`). ``threads`` bounds
+    CPU threads (default: all cores). ``cpu_isa`` forces a CPU variant ("scalar", "avx2",
+    "avx512"; default: the environment variable ``WARPDP_CPU_ISA`` if set, else the best one
+    this CPU supports). Every backend and variant gives the same answers.
+    """
+    params = SeedExtParams(a=a, b=b, o_del=o_del, e_del=e_del, o_ins=o_ins, e_ins=e_ins, w=w,
+                           end_bonus=end_bonus, zdrop=zdrop)
+    return seed_extend_with(pairs, params, backend=backend, threads=threads, cpu_isa=cpu_isa)
+
+
+def seed_extend_with(
+    pairs: SeedExtPairs,
+    params: SeedExtParams,
+    *,
+    backend: str = "auto",
+    threads: int | None = None,
+    cpu_isa: str | None = None,
+) -> SeedExtResults:
+    """:func:`seed_extend` with the parameters as one :class:`SeedExtParams` (for services)."""
+    if not isinstance(pairs, SeedExtPairs):
+        raise TypeError(f"pairs must be SeedExtPairs, not {type(pairs).__name__} (see pack_seed_pairs)")
+    if not isinstance(params, SeedExtParams):
+        raise TypeError(f"params must be SeedExtParams, not {type(params).__name__}")
+    params.validate()
+    pairs.validate()
+    check_score_range(pairs, params)
+    n_threads = resolve_threads(threads)
+    table = np.empty((pairs.n_pairs, 6), dtype=np.int32)
+    chosen = choose_backend(backend, "seedext")
+    if chosen == "gpu":
+        from ..kernels import seedext as gpu_seedext
+
+        gpu_seedext.extend(pairs, params, table)
+    else:
+        from ..cython_cpu import seedext as cpu_seedext
+
+        cpu_isa = cpu_isa or os.environ.get("WARPDP_CPU_ISA") or None
+        if cpu_isa is not None and cpu_isa not in cpu_seedext.ISA_NAMES:
+            raise ValueError(f"cpu_isa (or WARPDP_CPU_ISA) must be one of {', '.join(cpu_seedext.ISA_NAMES)}, "
+                             f"not {cpu_isa!r}")
+        cpu_seedext.extend(pairs, params, table, threads=n_threads, isa=cpu_isa)
+    return SeedExtResults(table)
+
+
+def seedext_cpu_isas() -> list[str]:
+    """CPU variants of seed extension this machine can run, slowest first (the last is the default)."""
+    from ..cython_cpu import seedext as cpu_seedext
+
+    return cpu_seedext.available_isas()
+
+
+def seedext_cells(pairs: SeedExtPairs, params: SeedExtParams | None = None, *,
+                  threads: int | None = None) -> np.ndarray:
+    """The DP cells ksw_extend2 computes for each pair (int64): the work GCUPS figures count."""
+    params = params or SeedExtParams()
+    params.validate()
+    pairs.validate()
+    check_score_range(pairs, params)
+    from ..cython_cpu import seedext as cpu_seedext
+
+    return cpu_seedext.count_cells(pairs, params, threads=resolve_threads(threads))
+

@@ -1,0 +1,389 @@
+"""Gapped X-drop seed extension: packed data model, validation and the entry points.
+
+Semantics are SeqAn 2's ``extendSeed(seed, seqH, seqV, EXTEND_BOTH, Score<int, Simple>(match,
+mismatch, gap), X, GappedXDrop())`` as BELLA and LOGAN call it (DESIGN.md, "X-drop seed
+extension"): the seed of length ``k`` at ``(pos_h, pos_v)`` is extended to the left on the
+prefixes and to the right on the suffixes, each on anti-diagonals with linear gaps, cells
+more than ``x`` below the best score so far being dropped.
+
+Two reporting modes:
+
+- ``"longest"`` (default): SeqAn's longest extension and its score, reproduced exactly
+  (score and all four coordinates). The total is ``left + right + k * match`` as BELLA and
+  LOGAN report it. Computed in int64 where int32 could overflow, so any scores work. One
+  deliberate difference: with some scores (mismatch < gap) SeqAn can find no defined cell at
+  the place it looks and returns its int32 "undefined" as that direction's score; warpdp then
+  leaves that side of the seed unchanged, as SeqAn does, and scores it 0.
+- ``"best"``: the best-scoring cell of each direction (the classic X-drop result); among
+  equal scores the one on the earliest anti-diagonal, then the smallest V offset. The empty
+  extension (score 0) counts, so a direction never scores below 0.
+
+Bases are compared for equality, case-insensitively: N matches N (as SeqAn's Simple score on
+Dna5 does) and mismatches A, C, G, T. Bytes other than A, C, G, T, N (either case) are errors.
+The seed itself is not checked: it scores ``k * match`` whatever its bases.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .backend import choose_backend, resolve_threads
+from .pairhmm import SequenceInput, sequence_bytes
+
+REPORTS = ("longest", "best")
+
+# Scores must fit int32 (as SeqAn's Score<int>); x and lengths keep every int64 sum exact.
+_MAX_SCORE = 2**31 - 1
+_MAX_X = 2**62
+_MAX_SEQUENCE_LENGTH = 2**31 - 1
+
+# Allowed sequence bytes.
+_IS_BASE = np.zeros(256, dtype=bool)
+_IS_BASE[np.frombuffer(b"ACGTNacgtn", dtype=np.uint8)] = True
+
+
+@dataclass(frozen=True)
+class XdropPairs:
+    """Seed-extension pairs in packed form (the project's data model, DESIGN.md).
+
+    Pair ``i`` extends a seed starting at ``h_pos[i]`` in
+    ``H = h_bases[h_offsets[i]:h_offsets[i+1]]`` (SeqAn's database, "horizontal") and at
+    ``v_pos[i]`` in ``V = v_bases[v_offsets[i]:v_offsets[i+1]]`` (the query, "vertical").
+    The seed length ``k`` is a parameter of :func:`xdrop`. Bases are ASCII bytes.
+    """
+
+    h_bases: np.ndarray
+    h_offsets: np.ndarray
+    v_bases: np.ndarray
+    v_offsets: np.ndarray
+    h_pos: np.ndarray
+    v_pos: np.ndarray
+
+    @property
+    def n_pairs(self) -> int:
+        return len(self.h_pos)
+
+    def __len__(self) -> int:
+        return self.n_pairs
+
+    def h_lengths(self) -> np.ndarray:
+        return np.diff(self.h_offsets)
+
+    def v_lengths(self) -> np.ndarray:
+        return np.diff(self.v_offsets)
+
+    def h_sequence(self, i: int) -> bytes:
+        return self.h_bases[self.h_offsets[i]:self.h_offsets[i + 1]].tobytes()
+
+    def v_sequence(self, i: int) -> bytes:
+        return self.v_bases[self.v_offsets[i]:self.v_offsets[i + 1]].tobytes()
+
+    def select(self, start: int, stop: int) -> XdropPairs:
+        """Pairs ``start:stop`` as a new packed set (for chunking long inputs)."""
+        h0, h1 = int(self.h_offsets[start]), int(self.h_offsets[stop])
+        v0, v1 = int(self.v_offsets[start]), int(self.v_offsets[stop])
+        return XdropPairs(
+            h_bases=self.h_bases[h0:h1], h_offsets=self.h_offsets[start:stop + 1] - h0,
+            v_bases=self.v_bases[v0:v1], v_offsets=self.v_offsets[start:stop + 1] - v0,
+            h_pos=self.h_pos[start:stop], v_pos=self.v_pos[start:stop],
+        )
+
+    @classmethod
+    def from_arrays(cls, **arrays: object) -> XdropPairs:
+        """Build from arrays of any integer layout (bases as uint8 or bytes), then :meth:`validate`."""
+        converted: dict[str, np.ndarray] = {}
+        for name in _BYTE_FIELDS:
+            if name not in arrays:
+                raise TypeError(f"XdropPairs.from_arrays is missing {name}")
+            converted[name] = _byte_array(arrays.pop(name), name)
+        for name in _INT_FIELDS:
+            if name not in arrays:
+                raise TypeError(f"XdropPairs.from_arrays is missing {name}")
+            converted[name] = _int_array(arrays.pop(name), name)
+        if arrays:
+            raise TypeError(f"unexpected field(s) for XdropPairs: {', '.join(sorted(arrays))}")
+        pairs = cls(**converted)
+        pairs.validate()
+        return pairs
+
+    def validate(self, k: int | None = None) -> None:
+        """Raise TypeError/ValueError naming the field when the arrays are inconsistent.
+
+        With ``k``, also check that every seed lies inside both its sequences. Bases are
+        checked during extension (where they are read anyway), or by :meth:`check_bases`.
+        """
+        for name in _BYTE_FIELDS:
+            array = getattr(self, name)
+            if not isinstance(array, np.ndarray) or array.dtype != np.uint8 or array.ndim != 1:
+                raise TypeError(f"{name} must be a 1-D numpy array of uint8")
+            if not array.flags.c_contiguous:
+                raise ValueError(f"{name} must be C-contiguous")
+        for name in _INT_FIELDS:
+            array = getattr(self, name)
+            if not isinstance(array, np.ndarray) or array.dtype != np.int64 or array.ndim != 1:
+                raise TypeError(f"{name} must be a 1-D numpy array of int64")
+            if not array.flags.c_contiguous:
+                raise ValueError(f"{name} must be C-contiguous")
+        n = len(self.h_pos)
+        if len(self.v_pos) != n:
+            raise ValueError(f"v_pos has {len(self.v_pos)} entries but h_pos has {n}")
+        for name, bases in (("h_offsets", self.h_bases), ("v_offsets", self.v_bases)):
+            offsets = getattr(self, name)
+            if len(offsets) != n + 1:
+                raise ValueError(f"{name} must have n_pairs + 1 = {n + 1} entries, not {len(offsets)}")
+            if offsets[0] != 0:
+                raise ValueError(f"{name} must start at 0, not {offsets[0]}")
+            if offsets[-1] != len(bases):
+                raise ValueError(f"{name} must end at {len(bases)} (the number of bases), not {offsets[-1]}")
+            steps = np.diff(offsets)
+            if n and int(steps.min()) < 0:
+                i = int(np.flatnonzero(steps < 0)[0])
+                raise ValueError(f"{name} must not decrease (pair {i}: {offsets[i]} -> {offsets[i + 1]})")
+            if n and int(steps.max()) > _MAX_SEQUENCE_LENGTH:
+                raise ValueError(f"{name}: a sequence is longer than {_MAX_SEQUENCE_LENGTH} bases")
+        for name in ("h_pos", "v_pos"):
+            pos = getattr(self, name)
+            if n and int(pos.min()) < 0:
+                i = int(np.flatnonzero(pos < 0)[0])
+                raise ValueError(f"seed of pair {i} lies outside its sequence: {name}[{i}] = {pos[i]} is negative")
+        if k is not None:
+            _check_k(k)
+            for name, lengths in (("h_pos", self.h_lengths()), ("v_pos", self.v_lengths())):
+                pos = getattr(self, name)
+                outside = np.flatnonzero(pos + k > lengths)
+                if len(outside):
+                    i = int(outside[0])
+                    seq = name[0].upper()
+                    raise ValueError(f"seed of pair {i} lies outside {seq}: {name}[{i}] = {pos[i]} with k = {k} "
+                                     f"needs {pos[i] + k} bases but {seq} has {lengths[i]}")
+
+    def check_bases(self) -> None:
+        """Raise ValueError naming the first byte that is not A, C, G, T or N (either case)."""
+        for field, offsets in (("h_bases", self.h_offsets), ("v_bases", self.v_offsets)):
+            bases = getattr(self, field)
+            bad = np.flatnonzero(~_IS_BASE[bases])
+            if len(bad):
+                at = int(bad[0])
+                pair = int(np.searchsorted(offsets, at, side="right")) - 1
+                byte = int(bases[at])
+                shown = repr(chr(byte)) if 32 <= byte < 127 else f"byte {byte}"
+                raise ValueError(f"{field}: pair {pair} has {shown} at position {at - int(offsets[pair])}; "
+                                 "only A, C, G, T and N (either case) are allowed")
+
+
+_BYTE_FIELDS = ("h_bases", "v_bases")
+_INT_FIELDS = ("h_offsets", "v_offsets", "h_pos", "v_pos")
+
+
+def _byte_array(value: object, name: str) -> np.ndarray:
+    if isinstance(value, (bytes, bytearray)):
+        return np.frombuffer(bytes(value), dtype=np.uint8)
+    if not isinstance(value, np.ndarray):
+        raise TypeError(f"{name} must be a numpy uint8 array or bytes, not {type(value).__name__}")
+    if value.dtype != np.uint8:
+        raise TypeError(f"{name} must have dtype uint8, not {value.dtype}")
+    return np.ascontiguousarray(value.reshape(-1))
+
+
+def _int_array(value: object, name: str) -> np.ndarray:
+    array = np.asarray(value)
+    if array.dtype.kind not in "iu" or array.dtype == np.bool_:
+        raise TypeError(f"{name} must hold integers (int32/int64), not {array.dtype}")
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, not {array.ndim}-D")
+    if array.dtype == np.uint64 and len(array) and int(array.max()) > np.iinfo(np.int64).max:
+        raise ValueError(f"{name} has values beyond int64")
+    return np.ascontiguousarray(array, dtype=np.int64)
+
+
+def _check_int(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    return int(value)
+
+
+def _check_k(k: object) -> int:
+    k = _check_int(k, "k")
+    if k <= 0:
+        raise ValueError(f"k (the seed length) must be at least 1, not {k}")
+    return k
+
+
+def check_scores(match: object, mismatch: object, gap: object, x: object) -> tuple[int, int, int, int]:
+    """Validated (match, mismatch, gap, x): match > 0 > mismatch, gap; 0 <= x <= 2^62."""
+    match, mismatch, gap, x = (_check_int(v, n) for v, n in ((match, "match"), (mismatch, "mismatch"),
+                                                              (gap, "gap"), (x, "x")))
+    if match <= 0:
+        raise ValueError(f"match must be positive, not {match}")
+    if mismatch >= 0:
+        raise ValueError(f"mismatch must be negative, not {mismatch}")
+    if gap >= 0:
+        raise ValueError(f"gap must be negative, not {gap}")
+    for name, value in (("match", match), ("mismatch", mismatch), ("gap", gap)):
+        if abs(value) > _MAX_SCORE:
+            raise ValueError(f"{name} must be within -{_MAX_SCORE}..{_MAX_SCORE}, not {value}")
+    if not 0 <= x <= _MAX_X:
+        raise ValueError(f"x (the X-drop) must be within 0..2^62, not {x}")
+    return match, mismatch, gap, x
+
+
+@dataclass(frozen=True)
+class XdropPair:
+    """One pair for the convenience API: a seed at ``pos_h`` in ``seq_h`` and ``pos_v`` in ``seq_v``."""
+
+    seq_h: SequenceInput
+    pos_h: int
+    seq_v: SequenceInput
+    pos_v: int
+
+
+def pack_xdrop_pairs(pairs: Iterable[XdropPair | tuple[SequenceInput, int, SequenceInput, int]]) -> XdropPairs:
+    """Pack pairs given as :class:`XdropPair` or ``(seq_h, pos_h, seq_v, pos_v)`` tuples.
+
+    Sequences are str, bytes or 1-D uint8 arrays; bases are checked here.
+    """
+    h_parts, v_parts, h_pos, v_pos = [], [], [], []
+    for i, pair in enumerate(pairs):
+        if isinstance(pair, XdropPair):
+            seq_h, pos_h, seq_v, pos_v = pair.seq_h, pair.pos_h, pair.seq_v, pair.pos_v
+        elif isinstance(pair, tuple) and len(pair) == 4:
+            seq_h, pos_h, seq_v, pos_v = pair
+        else:
+            raise TypeError(f"pair {i}: expected XdropPair or (seq_h, pos_h, seq_v, pos_v), not {type(pair).__name__}")
+        h_parts.append(sequence_bytes(seq_h, f"pair {i} seq_h"))
+        v_parts.append(sequence_bytes(seq_v, f"pair {i} seq_v"))
+        h_pos.append(_check_int(pos_h, f"pair {i} pos_h"))
+        v_pos.append(_check_int(pos_v, f"pair {i} pos_v"))
+    packed = XdropPairs.from_arrays(
+        h_bases=_concat(h_parts), h_offsets=_offsets(h_parts),
+        v_bases=_concat(v_parts), v_offsets=_offsets(v_parts),
+        h_pos=np.array(h_pos, dtype=np.int64), v_pos=np.array(v_pos, dtype=np.int64),
+    )
+    packed.check_bases()
+    return packed
+
+
+def _concat(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint8)
+
+
+def _offsets(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum([len(p) for p in parts], dtype=np.int64)]).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class XdropResults:
+    """Per-pair results, int64 arrays in input order.
+
+    ``score`` is left + right + k * match; ``[begin_h, end_h)`` and ``[begin_v, end_v)`` are the
+    extended seed in H and V (0-based, end exclusive, SeqAn's seed positions); ``cells`` counts
+    the DP cells computed for the pair (both directions), for GCUPS.
+    """
+
+    score: np.ndarray
+    begin_h: np.ndarray
+    end_h: np.ndarray
+    begin_v: np.ndarray
+    end_v: np.ndarray
+    cells: np.ndarray
+
+    COLUMNS = ("score", "begin_h", "end_h", "begin_v", "end_v")
+
+    def __len__(self) -> int:
+        return len(self.score)
+
+    @property
+    def n_cells(self) -> int:
+        return int(self.cells.sum())
+
+    def as_array(self) -> np.ndarray:
+        """An (n_pairs, 5) int64 array with columns score, begin_h, end_h, begin_v, end_v."""
+        return np.stack([getattr(self, c) for c in self.COLUMNS], axis=1) if len(self) else \
+            np.zeros((0, 5), dtype=np.int64)
+
+    @classmethod
+    def empty(cls, n_pairs: int) -> XdropResults:
+        return cls(*(np.zeros(n_pairs, dtype=np.int64) for _ in range(6)))
+
+
+def xdrop(
+    pairs: XdropPairs,
+    *,
+    k: int,
+    x: int,
+    match: int = 1,
+    mismatch: int = -1,
+    gap: int = -1,
+    report: str = "longest",
+    backend: str = "auto",
+    threads: int | None = None,
+    cpu_isa: str | None = None,
+    devices: Sequence[int] | None = None,
+) -> XdropResults:
+    """Extend the seed of every pair in both directions with gapped X-drop (see the module doc).
+
+    ``k`` is the seed length, ``x`` the X-drop; ``report`` is "longest" (SeqAn/BELLA/LOGAN) or
+    "best". ``threads`` bounds CPU threads (default: all cores). ``cpu_isa`` forces a CPU
+    variant ("scalar", "avx2", "avx512"; default: the environment variable ``WARPDP_CPU_ISA``
+    if set, else the best one this CPU supports). ``devices`` lists the GPUs to spread the
+    pairs over (default: the current one). Both backends give the same results.
+    """
+    if not isinstance(pairs, XdropPairs):
+        raise TypeError(f"pairs must be XdropPairs, not {type(pairs).__name__} (see pack_xdrop_pairs)")
+    k = _check_k(k)
+    match, mismatch, gap, x = check_scores(match, mismatch, gap, x)
+    if report not in REPORTS:
+        raise ValueError(f"report must be one of {', '.join(REPORTS)}, not {report!r}")
+    pairs.validate(k)
+    n_threads = resolve_threads(threads)
+    results = XdropResults.empty(pairs.n_pairs)
+    chosen = choose_backend(backend, "xdrop")
+    if chosen == "gpu":
+        from ..kernels import xdrop as gpu_xdrop
+
+        gpu_xdrop.extend(pairs, results, k=k, x=x, match=match, mismatch=mismatch, gap=gap,
+                         best=report == "best", devices=devices)
+        return results
+    from ..cython_cpu import xdrop as cpu_xdrop
+
+    cpu_isa = cpu_isa or os.environ.get("WARPDP_CPU_ISA") or None
+    if cpu_isa is not None and cpu_isa not in cpu_xdrop.ISA_NAMES:
+        raise ValueError(f"cpu_isa (or WARPDP_CPU_ISA) must be one of {', '.join(cpu_xdrop.ISA_NAMES)}, "
+                         f"not {cpu_isa!r}")
+    bad = cpu_xdrop.extend(pairs, k, match, mismatch, gap, x, report == "best", results.score,
+                           results.begin_h, results.end_h, results.begin_v, results.end_v, results.cells,
+                           threads=n_threads, isa=cpu_isa)
+    if bad >= 0:
+        pairs.check_bases()  # names the byte; the kernel only knows the pair
+        raise ValueError(f"pair {bad} has a byte other than A, C, G, T and N")
+    return results
+
+
+def xdrop_pair(
+    seq_h: SequenceInput,
+    pos_h: int,
+    seq_v: SequenceInput,
+    pos_v: int,
+    *,
+    k: int,
+    x: int,
+    match: int = 1,
+    mismatch: int = -1,
+    gap: int = -1,
+    report: str = "longest",
+    backend: str = "cpu",
+) -> tuple[int, int, int, int, int]:
+    """One pair: ``(score, begin_h, end_h, begin_v, end_v)``."""
+    results = xdrop(pack_xdrop_pairs([(seq_h, pos_h, seq_v, pos_v)]), k=k, x=x, match=match,
+                    mismatch=mismatch, gap=gap, report=report, backend=backend, threads=1)
+    return tuple(int(v) for v in results.as_array()[0])  # type: ignore[return-value]
+
+
+def xdrop_cpu_isas() -> list[str]:
+    """CPU variants this machine can run for X-drop, slowest first (the last is the default)."""
+    from ..cython_cpu import xdrop as cpu_xdrop
+
+    return cpu_xdrop.available_isas()
