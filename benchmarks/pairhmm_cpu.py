@@ -10,35 +10,20 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_common import commit, cpu_name  # noqa: E402
 import warpdp  # noqa: E402
 from pairhmm_workloads import gatk_like_batches  # noqa: E402
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
-def commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              check=True, cwd=Path(__file__).parent).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def median_seconds(batches, repeats: int, **options) -> float:
@@ -69,7 +54,7 @@ def main() -> int:
 
     cores = len(os.sched_getaffinity(0))
     isas = warpdp.available_cpu_isas()
-    print(f"machine: {cpu_model()}, {cores} cores; variants: {', '.join(isas)}; commit {commit()}")
+    print(f"machine: {cpu_name()}, {cores} cores; variants: {', '.join(isas)}; commit {commit()}")
     print(f"command: python {' '.join(sys.argv)}\n")
     print("| input | pairs | cells | variant | threads | median s | GCUPS |")
     print("| --- | ---: | ---: | --- | ---: | ---: | ---: |")

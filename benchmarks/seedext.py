@@ -15,16 +15,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-import warpdp
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_common import commit, cpu_name  # noqa: E402
+import warpdp  # noqa: E402
 from warpdp.plugin.seedext import SeedExtPairs, SeedExtParams, seedext_cells
 
 ACGT = np.frombuffer(b"ACGT", dtype=np.uint8)
@@ -65,22 +66,8 @@ def long_pairs(n: int, *, seed: int = 2) -> SeedExtPairs:
     return bwa_like_pairs(n, seed=seed, query_len=(1000, 1000), target_extra=(500, 500))
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
-def commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              check=True, cwd=Path(__file__).parent).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def median_seconds(pairs: SeedExtPairs, repeats: int, **options) -> tuple[float, float]:
@@ -111,7 +98,7 @@ def main() -> int:
 
     threads = args.threads or len(os.sched_getaffinity(0))
     options = dict(backend=args.backend, threads=threads, cpu_isa=args.isa)
-    print(f"machine: {cpu_model()}, {len(os.sched_getaffinity(0))} cores; CPU variants: "
+    print(f"machine: {cpu_name()}, {len(os.sched_getaffinity(0))} cores; CPU variants: "
           f"{', '.join(warpdp.seedext_cpu_isas())}; commit {commit()}")
     print(f"command: python {' '.join(sys.argv)}\n")
     print(f"load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())}\n")

@@ -17,15 +17,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_common import commit, cpu_name  # noqa: E402
 from warpdp.plugin.backend import choose_backend
 from warpdp.plugin.xdrop import XdropPairs, xdrop, xdrop_cpu_isas
 
@@ -81,22 +82,8 @@ def make_workload(n_pairs: int, *, seed: int = 1, min_len: int = 2500, max_len: 
                                   h_pos=np.array(h_pos, dtype=np.int64), v_pos=np.array(v_pos, dtype=np.int64))
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
-def commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              check=True, cwd=Path(__file__).parent).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     threads = args.threads or cores
     where = (f"CPU {args.cpu_isa or xdrop_cpu_isas()[-1]}, {threads} thread(s)" if chosen == "cpu"
              else "GPU")
-    print(f"machine: {cpu_model()}, {cores} cores; backend: {where}; commit {commit()}; "
+    print(f"machine: {cpu_name()}, {cores} cores; backend: {where}; commit {commit()}; "
           f"load average {os.getloadavg()[0]:.1f}")
     print(f"command: python {' '.join(sys.argv)}")
     print(f"workload: {args.pairs} pairs, {len(pairs.v_bases) + len(pairs.h_bases)} bases "

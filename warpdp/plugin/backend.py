@@ -68,3 +68,17 @@ def resolve_threads(threads: int | None) -> int:
     if threads < 1:
         raise ValueError(f"threads must be at least 1, not {threads}")
     return threads
+
+
+def cpu_name() -> str:
+    """The CPU's model name, for logs, server info and benchmark reports."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or platform.machine() or "unknown CPU"

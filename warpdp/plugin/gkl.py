@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .packed import offsets_of
 from .pairhmm import PairHmmBatches, check_output_array, pairhmm
 
 
@@ -93,9 +94,9 @@ class GklPairHmm:
             read_bases=packed(columns["readBases"]), read_quals=packed(columns["readQuals"]),
             read_ins=packed(columns["insertionGOP"]), read_del=packed(columns["deletionGOP"]),
             read_gcp=packed(columns["overallGCP"]),
-            read_offsets=np.concatenate([[0], np.cumsum(read_lengths)]),
+            read_offsets=offsets_of(read_lengths),
             hap_bases=packed(haplotypes),
-            hap_offsets=np.concatenate([[0], np.cumsum([len(h) for h in haplotypes])]),
+            hap_offsets=offsets_of([len(h) for h in haplotypes]),
             batch_reads=np.array([0, n_reads]), batch_haps=np.array([0, n_haps]),
         )
         pairhmm(batches, backend=self.backend, threads=self.max_number_of_threads,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .backend import choose_backend, resolve_threads
+from .packed import byte_array, check_array, check_offsets, concat, int64_array, offsets_of
 
 # GATK's defaults when a read carries no BI/BD tags, and its constant gap continuation penalty.
 DEFAULT_INSERTION_QUAL = 45
@@ -95,9 +96,9 @@ class PairHmmBatches:
         """Build from arrays of any layout, checking dtypes and consistency (see :meth:`validate`)."""
         converted = {}
         for name in _BYTE_FIELDS:
-            converted[name] = _byte_array(arrays.pop(name), name)
+            converted[name] = byte_array(arrays.pop(name), name)
         for name in _OFFSET_FIELDS:
-            converted[name] = _offset_array(arrays.pop(name), name)
+            converted[name] = int64_array(arrays.pop(name), name)
         if arrays:
             raise TypeError(f"unexpected field(s) for PairHmmBatches: {', '.join(sorted(arrays))}")
         batches = cls(**converted)
@@ -107,75 +108,24 @@ class PairHmmBatches:
     def validate(self) -> None:
         """Raise ValueError/TypeError naming the field when the arrays are inconsistent."""
         for name in _BYTE_FIELDS:
-            array = getattr(self, name)
-            if not isinstance(array, np.ndarray) or array.dtype != np.uint8 or array.ndim != 1:
-                raise TypeError(f"{name} must be a 1-D numpy array of uint8")
-            if not array.flags.c_contiguous:
-                raise ValueError(f"{name} must be C-contiguous")
+            check_array(getattr(self, name), name, np.uint8)
         for name in _OFFSET_FIELDS:
-            array = getattr(self, name)
-            if not isinstance(array, np.ndarray) or array.dtype != np.int64 or array.ndim != 1:
-                raise TypeError(f"{name} must be a 1-D numpy array of int64")
-            if not array.flags.c_contiguous:
-                raise ValueError(f"{name} must be C-contiguous")
+            check_array(getattr(self, name), name, np.int64)
         n_bases = len(self.read_bases)
         for name in ("read_quals", "read_ins", "read_del", "read_gcp"):
             if len(getattr(self, name)) != n_bases:
                 raise ValueError(f"{name} has {len(getattr(self, name))} values but read_bases has {n_bases}")
-        _check_offsets(self.read_offsets, "read_offsets", len(self.read_bases), "read", nonempty=True)
-        _check_offsets(self.hap_offsets, "hap_offsets", len(self.hap_bases), "haplotype", nonempty=True)
-        _check_offsets(self.batch_reads, "batch_reads", self.n_reads, "batch", nonempty=False)
-        _check_offsets(self.batch_haps, "batch_haps", self.n_haps, "batch", nonempty=False)
+        check_offsets(self.read_offsets, "read_offsets", len(self.read_bases), "read", nonempty=True)
+        check_offsets(self.hap_offsets, "hap_offsets", len(self.hap_bases), "haplotype", nonempty=True)
+        check_offsets(self.batch_reads, "batch_reads", self.n_reads, "batch")
+        check_offsets(self.batch_haps, "batch_haps", self.n_haps, "batch")
         if len(self.batch_reads) != len(self.batch_haps):
             raise ValueError(f"batch_reads describes {len(self.batch_reads) - 1} batches "
                              f"but batch_haps describes {len(self.batch_haps) - 1}")
-        _check_lengths_fit(self.read_offsets, "read")
-        _check_lengths_fit(self.hap_offsets, "haplotype")
 
 
 _BYTE_FIELDS = ("read_bases", "read_quals", "read_ins", "read_del", "read_gcp", "hap_bases")
 _OFFSET_FIELDS = ("read_offsets", "hap_offsets", "batch_reads", "batch_haps")
-_MAX_SEQUENCE_LENGTH = 2**31 - 1
-
-
-def _byte_array(value: object, name: str) -> np.ndarray:
-    if isinstance(value, (bytes, bytearray)):
-        return np.frombuffer(bytes(value), dtype=np.uint8)
-    if not isinstance(value, np.ndarray):
-        raise TypeError(f"{name} must be a numpy uint8 array or bytes, not {type(value).__name__}")
-    if value.dtype != np.uint8:
-        raise TypeError(f"{name} must have dtype uint8, not {value.dtype}")
-    return np.ascontiguousarray(value.reshape(-1))
-
-
-def _offset_array(value: object, name: str) -> np.ndarray:
-    array = np.asarray(value)
-    if array.dtype.kind not in "iu":
-        raise TypeError(f"{name} must hold integers (int32/int64), not {array.dtype}")
-    if array.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, not {array.ndim}-D")
-    return np.ascontiguousarray(array, dtype=np.int64)
-
-
-def _check_offsets(offsets: np.ndarray, name: str, total: int, item: str, *, nonempty: bool) -> None:
-    if len(offsets) < 1:
-        raise ValueError(f"{name} must have at least one entry (0)")
-    if offsets[0] != 0:
-        raise ValueError(f"{name} must start at 0, not {offsets[0]}")
-    if offsets[-1] != total:
-        raise ValueError(f"{name} must end at {total} (the length it indexes), not {offsets[-1]}")
-    steps = np.diff(offsets)
-    bad = np.flatnonzero(steps <= 0) if nonempty else np.flatnonzero(steps < 0)
-    if len(bad):
-        i = int(bad[0])
-        if steps[i] < 0:
-            raise ValueError(f"{name} must not decrease ({item} {i}: {offsets[i]} -> {offsets[i + 1]})")
-        raise ValueError(f"{item} {i} is empty ({name}[{i}] == {name}[{i + 1}] == {offsets[i]})")
-
-
-def _check_lengths_fit(offsets: np.ndarray, item: str) -> None:
-    if len(offsets) > 1 and int(np.diff(offsets).max()) > _MAX_SEQUENCE_LENGTH:
-        raise ValueError(f"a {item} is longer than {_MAX_SEQUENCE_LENGTH} bases")
 
 
 @dataclass(frozen=True)
@@ -261,18 +211,11 @@ def pack_batches(batches: Iterable[tuple[Sequence[PairHmmRead], Sequence[Sequenc
             hap_lens.append(len(hap_array))
         batch_n_reads.append(len(reads))
         batch_n_haps.append(len(haplotypes))
-
-    def concat(parts: list[np.ndarray]) -> np.ndarray:
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint8)
-
-    def offsets(lengths: list[int]) -> np.ndarray:
-        return np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).astype(np.int64)
-
     return PairHmmBatches.from_arrays(
         read_bases=concat(bases), read_quals=concat(quals), read_ins=concat(ins),
-        read_del=concat(dels), read_gcp=concat(gcps), read_offsets=offsets(read_lens),
-        hap_bases=concat(hap_parts), hap_offsets=offsets(hap_lens),
-        batch_reads=offsets(batch_n_reads), batch_haps=offsets(batch_n_haps),
+        read_del=concat(dels), read_gcp=concat(gcps), read_offsets=offsets_of(read_lens),
+        hap_bases=concat(hap_parts), hap_offsets=offsets_of(hap_lens),
+        batch_reads=offsets_of(batch_n_reads), batch_haps=offsets_of(batch_n_haps),
     )
 
 

@@ -11,6 +11,7 @@ import os
 
 import numpy as np
 
+from .packed import offsets_of
 from .pairhmm import DEFAULT_DELETION_QUAL, DEFAULT_GCP, DEFAULT_INSERTION_QUAL, PairHmmBatches
 
 logger = logging.getLogger("warpdp")
@@ -111,9 +112,9 @@ def read_bam_region(
         read_bases=packed(columns["bases"]), read_quals=packed(columns["quals"]),
         read_ins=packed(columns["ins"]), read_del=packed(columns["del"]),
         read_gcp=np.full(n_bases, DEFAULT_GCP, dtype=np.uint8),
-        read_offsets=np.concatenate([[0], np.cumsum(lengths)]),
+        read_offsets=offsets_of(lengths),
         hap_bases=packed(haplotypes),
-        hap_offsets=np.concatenate([[0], np.cumsum([len(h) for h in haplotypes])]),
+        hap_offsets=offsets_of([len(h) for h in haplotypes]),
         batch_reads=np.array([0, len(read_names)]), batch_haps=np.array([0, len(haplotypes)]),
     )
     return batches, read_names, hap_names

@@ -13,6 +13,7 @@ from typing import IO, TextIO
 
 import numpy as np
 
+from .packed import offsets_of
 from .pairhmm import PairHmmBatches
 
 PathOrFile = str | os.PathLike | IO[str]
@@ -95,11 +96,11 @@ def read_pairhmm_text(source: PathOrFile, *, min_base_qual: int = FORMAT_MIN_BAS
         read_ins=phred(ins, "insertion GOP"),
         read_del=phred(dels, "deletion GOP"),
         read_gcp=phred(gcps, "GCP"),
-        read_offsets=np.concatenate([[0], np.cumsum(read_lens, dtype=np.int64)]),
+        read_offsets=offsets_of(read_lens),
         hap_bases=np.frombuffer(b"".join(haps), dtype=np.uint8),
-        hap_offsets=np.concatenate([[0], np.cumsum(hap_lens, dtype=np.int64)]),
-        batch_reads=np.concatenate([[0], np.cumsum(batch_reads, dtype=np.int64)]),
-        batch_haps=np.concatenate([[0], np.cumsum(batch_haps, dtype=np.int64)]),
+        hap_offsets=offsets_of(hap_lens),
+        batch_reads=offsets_of(batch_reads),
+        batch_haps=offsets_of(batch_haps),
     )
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .backend import choose_backend, resolve_threads
+from .packed import byte_array, check_array, check_offsets, concat, int64_array, offsets_of
 from .pairhmm import sequence_bytes
 
 SequenceInput = str | bytes | bytearray | np.ndarray
@@ -25,7 +26,6 @@ SequenceInput = str | bytes | bytearray | np.ndarray
 MAX_MATCH_SCORE = 127
 MAX_GAP_COST = 16383
 MAX_SCORE = 2**30
-MAX_SEQUENCE_LENGTH = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -115,8 +115,8 @@ class SeedExtPairs:
             raise ValueError(f"h0 must be 1-D, not {h0_array.ndim}-D")
         _check_h0_range(h0_array)
         pairs = cls(
-            query=_byte_array(query, "query"), query_offsets=_offset_array(query_offsets, "query_offsets"),
-            target=_byte_array(target, "target"), target_offsets=_offset_array(target_offsets, "target_offsets"),
+            query=byte_array(query, "query"), query_offsets=int64_array(query_offsets, "query_offsets"),
+            target=byte_array(target, "target"), target_offsets=int64_array(target_offsets, "target_offsets"),
             h0=np.ascontiguousarray(h0_array, dtype=np.int32),
         )
         pairs.validate()
@@ -125,25 +125,16 @@ class SeedExtPairs:
     def validate(self) -> None:
         """Raise ValueError/TypeError naming the field when the arrays are inconsistent."""
         for name in ("query", "target"):
-            _check_array(getattr(self, name), name, np.uint8)
+            check_array(getattr(self, name), name, np.uint8)
         for name in ("query_offsets", "target_offsets"):
-            _check_array(getattr(self, name), name, np.int64)
-        _check_array(self.h0, "h0", np.int32)
+            check_array(getattr(self, name), name, np.int64)
+        check_array(self.h0, "h0", np.int32)
         n = len(self.h0)
         for name, data in (("query_offsets", self.query), ("target_offsets", self.target)):
             offsets = getattr(self, name)
             if len(offsets) != n + 1:
                 raise ValueError(f"{name} has {len(offsets)} entries but h0 has {n} pairs (expected {n + 1})")
-            if offsets[0] != 0:
-                raise ValueError(f"{name} must start at 0, not {offsets[0]}")
-            if offsets[-1] != len(data):
-                raise ValueError(f"{name} must end at {len(data)} (the length it indexes), not {offsets[-1]}")
-            steps = np.diff(offsets)
-            if n and steps.min() < 0:
-                k = int(np.argmin(steps))
-                raise ValueError(f"{name} must not decrease (pair {k}: {offsets[k]} -> {offsets[k + 1]})")
-            if n and steps.max() > MAX_SEQUENCE_LENGTH:
-                raise ValueError(f"a sequence in {name} is longer than {MAX_SEQUENCE_LENGTH} bases")
+            check_offsets(offsets, name, len(data), "pair")
         _check_h0_range(self.h0)
 
 
@@ -155,32 +146,6 @@ def _check_h0_range(h0: np.ndarray) -> None:
         raise ValueError(f"h0 must be >= 0 (the seed's score), but pair {int(np.argmin(h0))} has {low}")
     if high > MAX_SCORE:
         raise ValueError(f"h0 must be at most {MAX_SCORE}, but pair {int(np.argmax(h0))} has {high}")
-
-
-def _check_array(array: object, name: str, dtype: type) -> None:
-    if not isinstance(array, np.ndarray) or array.dtype != dtype or array.ndim != 1:
-        raise TypeError(f"{name} must be a 1-D numpy array of {np.dtype(dtype).name}")
-    if not array.flags.c_contiguous:
-        raise ValueError(f"{name} must be C-contiguous")
-
-
-def _byte_array(value: object, name: str) -> np.ndarray:
-    if isinstance(value, (bytes, bytearray)):
-        return np.frombuffer(bytes(value), dtype=np.uint8)
-    if not isinstance(value, np.ndarray):
-        raise TypeError(f"{name} must be a numpy uint8 array or bytes, not {type(value).__name__}")
-    if value.dtype != np.uint8:
-        raise TypeError(f"{name} must have dtype uint8, not {value.dtype}")
-    return np.ascontiguousarray(value.reshape(-1))
-
-
-def _offset_array(value: object, name: str) -> np.ndarray:
-    array = np.asarray(value)
-    if array.dtype.kind not in "iu":
-        raise TypeError(f"{name} must hold integers (int32/int64), not {array.dtype}")
-    if array.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, not {array.ndim}-D")
-    return np.ascontiguousarray(array, dtype=np.int64)
 
 
 RESULT_FIELDS = ("score", "qle", "tle", "gtle", "gscore", "max_off")
@@ -249,15 +214,8 @@ def pack_seed_pairs(items: Iterable[tuple[SequenceInput, SequenceInput, int]]) -
         if not 0 <= h0 <= MAX_SCORE:
             raise ValueError(f"pair {k}: h0 must be within 0..{MAX_SCORE}, not {h0}")
         h0s.append(int(h0))
-
-    def concat(parts: list[np.ndarray]) -> np.ndarray:
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint8)
-
-    def offsets(parts: list[np.ndarray]) -> np.ndarray:
-        return np.concatenate([[0], np.cumsum([len(p) for p in parts], dtype=np.int64)]).astype(np.int64)
-
-    return SeedExtPairs.from_arrays(query=concat(queries), query_offsets=offsets(queries),
-                                    target=concat(targets), target_offsets=offsets(targets),
+    return SeedExtPairs.from_arrays(query=concat(queries), query_offsets=offsets_of([len(q) for q in queries]),
+                                    target=concat(targets), target_offsets=offsets_of([len(t) for t in targets]),
                                     h0=np.array(h0s, dtype=np.int64))
 
 

@@ -19,6 +19,7 @@ from typing import IO, TextIO
 
 import numpy as np
 
+from .packed import offsets_of
 from .seedext import MAX_SCORE, SeedExtPairs, SeedExtResults
 
 PathOrFile = str | os.PathLike | IO[str]
@@ -32,12 +33,11 @@ def _open_text(source: PathOrFile) -> tuple[TextIO, bool, str]:
 
 
 def _packed(queries: list[bytes], targets: list[bytes], h0s: list[int]) -> SeedExtPairs:
-    def offsets(parts: list[bytes]) -> np.ndarray:
-        return np.concatenate([[0], np.cumsum([len(p) for p in parts], dtype=np.int64)]).astype(np.int64)
-
     return SeedExtPairs.from_arrays(
-        query=np.frombuffer(b"".join(queries), dtype=np.uint8).copy(), query_offsets=offsets(queries),
-        target=np.frombuffer(b"".join(targets), dtype=np.uint8).copy(), target_offsets=offsets(targets),
+        query=np.frombuffer(b"".join(queries), dtype=np.uint8).copy(),
+        query_offsets=offsets_of([len(q) for q in queries]),
+        target=np.frombuffer(b"".join(targets), dtype=np.uint8).copy(),
+        target_offsets=offsets_of([len(t) for t in targets]),
         h0=np.array(h0s, dtype=np.int64))
 
 

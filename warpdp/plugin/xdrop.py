@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .backend import choose_backend, resolve_threads
+from .packed import byte_array, check_array, check_offsets, concat, int64_array, offsets_of
 from .pairhmm import SequenceInput, sequence_bytes
 
 REPORTS = ("longest", "best")
@@ -38,7 +39,6 @@ REPORTS = ("longest", "best")
 # Scores must fit int32 (as SeqAn's Score<int>); x and lengths keep every int64 sum exact.
 _MAX_SCORE = 2**31 - 1
 _MAX_X = 2**62
-_MAX_SEQUENCE_LENGTH = 2**31 - 1
 
 # Allowed sequence bytes.
 _IS_BASE = np.zeros(256, dtype=bool)
@@ -98,11 +98,11 @@ class XdropPairs:
         for name in _BYTE_FIELDS:
             if name not in arrays:
                 raise TypeError(f"XdropPairs.from_arrays is missing {name}")
-            converted[name] = _byte_array(arrays.pop(name), name)
+            converted[name] = byte_array(arrays.pop(name), name)
         for name in _INT_FIELDS:
             if name not in arrays:
                 raise TypeError(f"XdropPairs.from_arrays is missing {name}")
-            converted[name] = _int_array(arrays.pop(name), name)
+            converted[name] = int64_array(arrays.pop(name), name)
         if arrays:
             raise TypeError(f"unexpected field(s) for XdropPairs: {', '.join(sorted(arrays))}")
         pairs = cls(**converted)
@@ -116,17 +116,9 @@ class XdropPairs:
         checked during extension (where they are read anyway), or by :meth:`check_bases`.
         """
         for name in _BYTE_FIELDS:
-            array = getattr(self, name)
-            if not isinstance(array, np.ndarray) or array.dtype != np.uint8 or array.ndim != 1:
-                raise TypeError(f"{name} must be a 1-D numpy array of uint8")
-            if not array.flags.c_contiguous:
-                raise ValueError(f"{name} must be C-contiguous")
+            check_array(getattr(self, name), name, np.uint8)
         for name in _INT_FIELDS:
-            array = getattr(self, name)
-            if not isinstance(array, np.ndarray) or array.dtype != np.int64 or array.ndim != 1:
-                raise TypeError(f"{name} must be a 1-D numpy array of int64")
-            if not array.flags.c_contiguous:
-                raise ValueError(f"{name} must be C-contiguous")
+            check_array(getattr(self, name), name, np.int64)
         n = len(self.h_pos)
         if len(self.v_pos) != n:
             raise ValueError(f"v_pos has {len(self.v_pos)} entries but h_pos has {n}")
@@ -134,16 +126,7 @@ class XdropPairs:
             offsets = getattr(self, name)
             if len(offsets) != n + 1:
                 raise ValueError(f"{name} must have n_pairs + 1 = {n + 1} entries, not {len(offsets)}")
-            if offsets[0] != 0:
-                raise ValueError(f"{name} must start at 0, not {offsets[0]}")
-            if offsets[-1] != len(bases):
-                raise ValueError(f"{name} must end at {len(bases)} (the number of bases), not {offsets[-1]}")
-            steps = np.diff(offsets)
-            if n and int(steps.min()) < 0:
-                i = int(np.flatnonzero(steps < 0)[0])
-                raise ValueError(f"{name} must not decrease (pair {i}: {offsets[i]} -> {offsets[i + 1]})")
-            if n and int(steps.max()) > _MAX_SEQUENCE_LENGTH:
-                raise ValueError(f"{name}: a sequence is longer than {_MAX_SEQUENCE_LENGTH} bases")
+            check_offsets(offsets, name, len(bases), "pair")
         for name in ("h_pos", "v_pos"):
             pos = getattr(self, name)
             if n and int(pos.min()) < 0:
@@ -176,27 +159,6 @@ class XdropPairs:
 
 _BYTE_FIELDS = ("h_bases", "v_bases")
 _INT_FIELDS = ("h_offsets", "v_offsets", "h_pos", "v_pos")
-
-
-def _byte_array(value: object, name: str) -> np.ndarray:
-    if isinstance(value, (bytes, bytearray)):
-        return np.frombuffer(bytes(value), dtype=np.uint8)
-    if not isinstance(value, np.ndarray):
-        raise TypeError(f"{name} must be a numpy uint8 array or bytes, not {type(value).__name__}")
-    if value.dtype != np.uint8:
-        raise TypeError(f"{name} must have dtype uint8, not {value.dtype}")
-    return np.ascontiguousarray(value.reshape(-1))
-
-
-def _int_array(value: object, name: str) -> np.ndarray:
-    array = np.asarray(value)
-    if array.dtype.kind not in "iu" or array.dtype == np.bool_:
-        raise TypeError(f"{name} must hold integers (int32/int64), not {array.dtype}")
-    if array.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, not {array.ndim}-D")
-    if array.dtype == np.uint64 and len(array) and int(array.max()) > np.iinfo(np.int64).max:
-        raise ValueError(f"{name} has values beyond int64")
-    return np.ascontiguousarray(array, dtype=np.int64)
 
 
 def _check_int(value: object, name: str) -> int:
@@ -258,20 +220,12 @@ def pack_xdrop_pairs(pairs: Iterable[XdropPair | tuple[SequenceInput, int, Seque
         h_pos.append(_check_int(pos_h, f"pair {i} pos_h"))
         v_pos.append(_check_int(pos_v, f"pair {i} pos_v"))
     packed = XdropPairs.from_arrays(
-        h_bases=_concat(h_parts), h_offsets=_offsets(h_parts),
-        v_bases=_concat(v_parts), v_offsets=_offsets(v_parts),
+        h_bases=concat(h_parts), h_offsets=offsets_of([len(p) for p in h_parts]),
+        v_bases=concat(v_parts), v_offsets=offsets_of([len(p) for p in v_parts]),
         h_pos=np.array(h_pos, dtype=np.int64), v_pos=np.array(v_pos, dtype=np.int64),
     )
     packed.check_bases()
     return packed
-
-
-def _concat(parts: list[np.ndarray]) -> np.ndarray:
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint8)
-
-
-def _offsets(parts: list[np.ndarray]) -> np.ndarray:
-    return np.concatenate([[0], np.cumsum([len(p) for p in parts], dtype=np.int64)]).astype(np.int64)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from .packed import offsets_of
 from .pairhmm_text import PathOrFile, _open_text
 from .xdrop import XdropPairs, XdropResults, _check_k
 
@@ -63,12 +64,9 @@ class _Pairs:
         self.h_pos.append(ph)
 
     def packed(self) -> XdropPairs:
-        def offsets(parts: list[bytes]) -> np.ndarray:
-            return np.concatenate([[0], np.cumsum([len(p) for p in parts], dtype=np.int64)]).astype(np.int64)
-
         return XdropPairs.from_arrays(
-            h_bases=np.frombuffer(b"".join(self.h), dtype=np.uint8), h_offsets=offsets(self.h),
-            v_bases=np.frombuffer(b"".join(self.v), dtype=np.uint8), v_offsets=offsets(self.v),
+            h_bases=np.frombuffer(b"".join(self.h), dtype=np.uint8), h_offsets=offsets_of([len(h) for h in self.h]),
+            v_bases=np.frombuffer(b"".join(self.v), dtype=np.uint8), v_offsets=offsets_of([len(v) for v in self.v]),
             h_pos=np.array(self.h_pos, dtype=np.int64), v_pos=np.array(self.v_pos, dtype=np.int64),
         )
 
