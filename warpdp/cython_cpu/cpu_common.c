@@ -11,7 +11,9 @@ int warpdp_cpu_supports(int isa)
     case WARPDP_ISA_AVX2:
         return __builtin_cpu_supports("avx2") != 0;
     case WARPDP_ISA_AVX512:
-        return __builtin_cpu_supports("avx512f") != 0;
+        /* The project's AVX-512 level: F and BW (16-bit lanes), on every AVX-512 CPU but
+           the Xeon Phi. */
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
     default:
         return 0;
     }

@@ -10,9 +10,7 @@ from libc.stdint cimport int64_t, uint8_t
 
 cnp.import_array()
 
-cdef extern from "cpu_common.h":
-    int warpdp_cpu_supports(int isa)
-    int warpdp_cpu_best_isa()
+include "cpu_common.pxi"
 
 cdef extern from "pairhmm_kernel.h":
     ctypedef struct pairhmm_batches:
@@ -30,28 +28,10 @@ cdef extern from "pairhmm_kernel.h":
     int pairhmm_forward_batches(const pairhmm_batches *batches, double *out, int use_double,
                                 int threads, int isa) nogil
 
-ISA_NAMES = ("scalar", "avx2", "avx512")
-
-
-def available_isas() -> list[str]:
-    """The SIMD variants this CPU can run, slowest first."""
-    return [name for code, name in enumerate(ISA_NAMES) if warpdp_cpu_supports(code)]
-
-
-def best_isa() -> str:
-    """The variant used unless one is asked for."""
-    return ISA_NAMES[warpdp_cpu_best_isa()]
-
-
-cdef const uint8_t* _bytes_ptr(const uint8_t[::1] view):
-    # Zero-length arrays have no element to take the address of.
-    return &view[0] if view.shape[0] > 0 else NULL
-
-
 def forward(batches, double[::1] out not None, *, bint use_double=False, int threads=0,
             str isa=None) -> None:
     """Fill ``out`` with the log10 likelihood of every pair of ``batches`` (GKL numerics)."""
-    cdef int isa_code = warpdp_cpu_best_isa() if isa is None else ISA_NAMES.index(isa)
+    cdef int code = isa_code(isa)
     cdef const uint8_t[::1] read_bases = batches.read_bases
     cdef const uint8_t[::1] read_quals = batches.read_quals
     cdef const uint8_t[::1] read_ins = batches.read_ins
@@ -63,13 +43,13 @@ def forward(batches, double[::1] out not None, *, bint use_double=False, int thr
     cdef const int64_t[::1] batch_reads = batches.batch_reads
     cdef const int64_t[::1] batch_haps = batches.batch_haps
     cdef pairhmm_batches c_batches
-    c_batches.read_bases = _bytes_ptr(read_bases)
-    c_batches.read_quals = _bytes_ptr(read_quals)
-    c_batches.read_ins = _bytes_ptr(read_ins)
-    c_batches.read_del = _bytes_ptr(read_del)
-    c_batches.read_gcp = _bytes_ptr(read_gcp)
+    c_batches.read_bases = bytes_ptr(read_bases)
+    c_batches.read_quals = bytes_ptr(read_quals)
+    c_batches.read_ins = bytes_ptr(read_ins)
+    c_batches.read_del = bytes_ptr(read_del)
+    c_batches.read_gcp = bytes_ptr(read_gcp)
     c_batches.read_offsets = &read_offsets[0]
-    c_batches.hap_bases = _bytes_ptr(hap_bases)
+    c_batches.hap_bases = bytes_ptr(hap_bases)
     c_batches.hap_offsets = &hap_offsets[0]
     c_batches.batch_reads = &batch_reads[0]
     c_batches.batch_haps = &batch_haps[0]
@@ -77,11 +57,11 @@ def forward(batches, double[::1] out not None, *, bint use_double=False, int thr
     cdef int status
     with nogil:
         status = pairhmm_forward_batches(&c_batches, &out[0] if out.shape[0] > 0 else NULL,
-                                         use_double, threads, isa_code)
+                                         use_double, threads, code)
     if status == -1:
         raise MemoryError("warpdp: out of memory while scoring Pair-HMM batches")
     if status == -2:
-        raise ValueError(f"warpdp: the {ISA_NAMES[isa_code]!r} CPU variant cannot run on this CPU "
+        raise ValueError(f"warpdp: the {ISA_NAMES[code]!r} CPU variant cannot run on this CPU "
                          f"(available: {', '.join(available_isas())})")
 
 

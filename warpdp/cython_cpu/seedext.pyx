@@ -28,27 +28,11 @@ cdef extern from "seedext_kernel.h":
     int seedext_count_cells(const seedext_batch *batch, const seedext_params *p, seedext_result *out,
                             int64_t *cells, int threads) nogil
     int SEEDEXT_INT16_LIMIT
-    int seedext_isa_supported(int isa)
-    int seedext_best_isa()
 
-ISA_NAMES = ("scalar", "avx2", "avx512")
+include "cpu_common.pxi"
+
 # Scores (h0 + a * min(query length, target length)) up to this run in 16-bit lanes.
 INT16_LIMIT = SEEDEXT_INT16_LIMIT
-
-
-def available_isas() -> list[str]:
-    """The variants this CPU can run, slowest first."""
-    return [name for code, name in enumerate(ISA_NAMES) if seedext_isa_supported(code)]
-
-
-def best_isa() -> str:
-    """The variant used unless one is asked for."""
-    return ISA_NAMES[seedext_best_isa()]
-
-
-cdef const uint8_t* _bytes_ptr(const uint8_t[::1] view):
-    # Zero-length arrays have no element to take the address of.
-    return &view[0] if view.shape[0] > 0 else NULL
 
 
 cdef class _Packed:
@@ -65,8 +49,8 @@ cdef class _Packed:
         self.query_offsets = pairs.query_offsets
         self.target_offsets = pairs.target_offsets
         self.h0 = pairs.h0
-        self.batch.query = _bytes_ptr(self.query)
-        self.batch.target = _bytes_ptr(self.target)
+        self.batch.query = bytes_ptr(self.query)
+        self.batch.target = bytes_ptr(self.target)
         self.batch.query_offsets = &self.query_offsets[0]
         self.batch.target_offsets = &self.target_offsets[0]
         self.batch.h0 = &self.h0[0] if self.h0.shape[0] > 0 else NULL
@@ -89,16 +73,16 @@ def extend(pairs, params, int32_t[:, ::1] out not None, *, int threads=0, str is
     ``pairs`` has the packed arrays of SeedExtPairs; ``params`` the attributes a, b, o_del,
     e_del, o_ins, e_ins, w, end_bonus, zdrop (already validated).
     """
-    cdef int isa_code = seedext_best_isa() if isa is None else ISA_NAMES.index(isa)
+    cdef int code = isa_code(isa)
     cdef _Packed packed = _Packed(pairs, params)
     cdef seedext_result *rows = _rows(out, packed.batch.n_pairs)
     cdef int status
     with nogil:
-        status = seedext_extend_batch(&packed.batch, &packed.params, rows, threads, isa_code)
+        status = seedext_extend_batch(&packed.batch, &packed.params, rows, threads, code)
     if status == -1:
         raise MemoryError("warpdp: out of memory during seed extension")
     if status == -2:
-        raise ValueError(f"warpdp: the {ISA_NAMES[isa_code]!r} CPU variant cannot run on this CPU "
+        raise ValueError(f"warpdp: the {ISA_NAMES[code]!r} CPU variant cannot run on this CPU "
                          f"(available: {', '.join(available_isas())})")
 
 

@@ -75,23 +75,6 @@ int seedext_count_cells(const seedext_batch *b, const seedext_params *p, seedext
     return run_scalar(b, p, out, cells, threads < 1 ? omp_get_max_threads() : threads);
 }
 
-int seedext_isa_supported(int isa)
-{
-    /* The AVX-512 kernels use 16-bit lanes (AVX-512BW), present on every AVX-512 CPU but
-       the Xeon Phi. */
-    if (isa == WARPDP_ISA_AVX512)
-        return warpdp_cpu_supports(isa) && __builtin_cpu_supports("avx512bw");
-    return warpdp_cpu_supports(isa);
-}
-
-int seedext_best_isa(void)
-{
-    for (int isa = WARPDP_ISA_AVX512; isa > WARPDP_ISA_SCALAR; isa--)
-        if (seedext_isa_supported(isa))
-            return isa;
-    return WARPDP_ISA_SCALAR;
-}
-
 int seedext_extend_batch(const seedext_batch *b, const seedext_params *p, seedext_result *out,
                          int threads, int isa)
 {
@@ -117,7 +100,7 @@ int seedext_extend_batch(const seedext_batch *b, const seedext_params *p, seedex
     default:
         return -2;
     }
-    if (!seedext_isa_supported(isa))
+    if (!warpdp_cpu_supports(isa))
         return -2;
     if (threads < 1)
         threads = omp_get_max_threads();

@@ -36,10 +36,6 @@ int32_t seedext_band(int32_t qlen, const seedext_params *p);
    keeps their lane arithmetic in 32 bits). */
 #define SEEDEXT_SIMD_MAX_LENGTH (1 << 16)
 
-/* Whether this CPU can run the seed-extension variant isa, and the best one it can. */
-int seedext_isa_supported(int isa);
-int seedext_best_isa(void);
-
 /* The readable reference: returns 0, or -1 when the workspace could not be allocated.
    When cells is not NULL, the number of DP cells computed is added to it. */
 int seedext_extend_scalar(const seedext_pair *pair, const seedext_params *p, seedext_result *result,

@@ -7,9 +7,7 @@ their buffers to C with the GIL released.
 """
 from libc.stdint cimport int64_t, uint8_t
 
-cdef extern from "cpu_common.h":
-    int warpdp_cpu_supports(int isa)
-    int warpdp_cpu_best_isa()
+include "cpu_common.pxi"
 
 cdef extern from "xdrop_kernel.h":
     ctypedef struct xdrop_params:
@@ -33,24 +31,6 @@ cdef extern from "xdrop_kernel.h":
     int xdrop_run(const xdrop_pairs *pairs, int64_t k, const xdrop_params *p, xdrop_outputs *out,
                   int threads, int isa, int64_t *bad_pair) nogil
 
-ISA_NAMES = ("scalar", "avx2", "avx512")
-
-
-def available_isas() -> list[str]:
-    """The SIMD variants this CPU can run, slowest first."""
-    return [name for code, name in enumerate(ISA_NAMES) if warpdp_cpu_supports(code)]
-
-
-def best_isa() -> str:
-    """The variant used unless one is asked for."""
-    return ISA_NAMES[warpdp_cpu_best_isa()]
-
-
-cdef const uint8_t* _bytes_ptr(const uint8_t[::1] view):
-    # Zero-length arrays have no element to take the address of.
-    return &view[0] if view.shape[0] > 0 else NULL
-
-
 cdef int64_t* _out_ptr(int64_t[::1] view):
     return &view[0] if view.shape[0] > 0 else NULL
 
@@ -64,7 +44,7 @@ def extend(pairs, int64_t k, int64_t match, int64_t mismatch, int64_t gap, int64
     Returns -1, or the first pair with a byte other than A, C, G, T, N (either case), whose
     outputs are then left as they were.
     """
-    cdef int isa_code = warpdp_cpu_best_isa() if isa is None else ISA_NAMES.index(isa)
+    cdef int code = isa_code(isa)
     cdef const uint8_t[::1] h_bases = pairs.h_bases
     cdef const uint8_t[::1] v_bases = pairs.v_bases
     cdef const int64_t[::1] h_offsets = pairs.h_offsets
@@ -77,8 +57,8 @@ def extend(pairs, int64_t k, int64_t match, int64_t mismatch, int64_t gap, int64
         if view.shape[0] != n:
             raise ValueError(f"{name} has {view.shape[0]} entries but there are {n} pairs")
     cdef xdrop_pairs c_pairs
-    c_pairs.h_bases = _bytes_ptr(h_bases)
-    c_pairs.v_bases = _bytes_ptr(v_bases)
+    c_pairs.h_bases = bytes_ptr(h_bases)
+    c_pairs.v_bases = bytes_ptr(v_bases)
     c_pairs.h_offsets = &h_offsets[0]
     c_pairs.v_offsets = &v_offsets[0]
     c_pairs.h_pos = &h_pos[0] if n > 0 else NULL
@@ -100,10 +80,10 @@ def extend(pairs, int64_t k, int64_t match, int64_t mismatch, int64_t gap, int64
     cdef int status
     cdef int64_t bad_pair = -1
     with nogil:
-        status = xdrop_run(&c_pairs, k, &params, &out, threads, isa_code, &bad_pair)
+        status = xdrop_run(&c_pairs, k, &params, &out, threads, code, &bad_pair)
     if status == -1:
         raise MemoryError("warpdp: out of memory during X-drop extension")
     if status == -2:
-        raise ValueError(f"warpdp: the {ISA_NAMES[isa_code]!r} CPU variant cannot run on this CPU "
+        raise ValueError(f"warpdp: the {ISA_NAMES[code]!r} CPU variant cannot run on this CPU "
                          f"(available: {', '.join(available_isas())})")
     return bad_pair
