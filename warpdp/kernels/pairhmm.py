@@ -1,0 +1,757 @@
+"""GPU backend of the Pair-HMM forward algorithm: the CuPy launcher for ``pairhmm.cu``.
+
+The plugin layer (:func:`warpdp.plugin.pairhmm.pairhmm`) validates the packed batches and calls
+:func:`forward`. This module
+
+* cuts the input into chunks (whole batches, or runs of reads of one large batch) and copies
+  each chunk's packed arrays through pinned host buffers; two chunks are in flight, so the host
+  prepares and copies chunk c+1 while the GPU computes chunk c;
+* on the GPU, per chunk: turns the haplotype bytes into column codes and the offsets into work
+  items (one read against a run of its batch's haplotypes, whose pairs are consecutive in the
+  output), grouped by read-length bin and longest first inside a bin;
+* launches one templated kernel configuration per non-empty bin, each on its own stream; and
+* runs GKL's float-then-double rule on the GPU: the float kernels queue the pairs whose result is
+  below 1e-28 and one double-precision launch per chunk recomputes them.
+
+CuPy is imported only when a GPU function runs, so importing this module needs no GPU.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["forward", "device_info", "KERNEL_CONFIGS"]
+
+# Tuning knobs, read once at import (for experiments; the defaults are the measured best):
+# WARPDP_PAIRHMM_WARPS = warps per block for every configuration (2 or 4),
+# WARPDP_PAIRHMM_NVRTC_OPTIONS = extra NVRTC options (e.g. -DWARPDP_STEP_UNROLL=2).
+_WARPS_OVERRIDE = int(os.environ.get("WARPDP_PAIRHMM_WARPS", "0"))
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    """One template instantiation of ``forward_kernel<Real, G, T, MULTI>``."""
+
+    real: str           # "float" or "double"
+    lanes: int          # G: lanes of a subwarp (one work item per subwarp)
+    rows: int           # T: read rows per lane
+    multi: bool         # reads longer than G*T are computed strip after strip
+    max_read_len: int   # longest read this bin takes (0: no limit)
+    block_warps: int = 4  # warps per block: 2 where shared memory, not registers, limits occupancy
+
+    @property
+    def warps(self) -> int:
+        return _WARPS_OVERRIDE or self.block_warps
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps
+
+    @property
+    def name(self) -> str:
+        return (f"warpdp_pairhmm::forward_kernel<{self.real}, {self.lanes}, {self.rows}, "
+                f"{'true' if self.multi else 'false'}>")
+
+    @property
+    def strip_rows(self) -> int:
+        return self.lanes * self.rows
+
+    @property
+    def real_bytes(self) -> int:
+        return 4 if self.real == "float" else 8
+
+    @property
+    def shared_bytes(self) -> int:
+        # Two tables (e*MM, e*GapM) x 5 hap codes x T rows x 32 lanes, per warp.
+        return self.warps * 2 * 5 * self.rows * 32 * self.real_bytes
+
+    @property
+    def subwarps_per_block(self) -> int:
+        return self.warps * (32 // self.lanes)
+
+    @property
+    def cell_bytes(self) -> int:
+        # One scratch cell (M, X, Y, unused) per column for MULTI strips.
+        return 4 * self.real_bytes
+
+
+# Float bins by read length (each takes reads up to max_read_len, in one strip of G*T rows), then
+# the general multi-strip configuration that takes any longer read. Kept in step with the
+# WARPDP_NVCC_CHECK list in the .cu. T=16 configurations use 2-warp blocks: their shared
+# memory, not registers, limits occupancy, and smaller blocks pack the SM better.
+FLOAT_BINS: tuple[KernelConfig, ...] = (
+    KernelConfig("float", 4, 8, False, 32),
+    KernelConfig("float", 8, 8, False, 64),
+    KernelConfig("float", 8, 12, False, 96),
+    KernelConfig("float", 8, 16, False, 128, block_warps=2),
+    KernelConfig("float", 8, 20, False, 160),
+    KernelConfig("float", 16, 16, False, 256, block_warps=2),
+    KernelConfig("float", 32, 16, False, 512, block_warps=2),
+    KernelConfig("float", 8, 16, True, 0, block_warps=2),
+)
+# Double precision (GKL's fallback pass and the double-only mode): one general configuration.
+DOUBLE_CONFIG = KernelConfig("double", 8, 4, True, 0)
+KERNEL_CONFIGS: tuple[KernelConfig, ...] = FLOAT_BINS + (DOUBLE_CONFIG,)
+_FLOAT_BOUNDS = np.array([c.max_read_len for c in FLOAT_BINS[:-1]], dtype=np.int64)
+_HELPER_KERNELS = ("warpdp_pairhmm::hap_codes_kernel", "warpdp_pairhmm::plan_count_kernel",
+                   "warpdp_pairhmm::plan_prefix_kernel", "warpdp_pairhmm::plan_scatter_kernel")
+
+PARAM_WORDS = 18             # 8-byte fields of struct Params
+PLAN_WORDS = 36              # 8-byte fields of struct PlanParams
+PLAN_BUCKETS = 64            # item-length buckets per bin (pairhmm.cu)
+ITEM_INTS = 8                # int32 fields of struct Item
+CODE_NONE = 0x84            # "no column" code (pairhmm.cu), pads the stream
+CODE_PAD = 128               # lane 0 reads the stream up to G + 12 bytes past an item's end
+MAX_HAP_LEN = (1 << 24) - 1  # a haplotype length travels in 24 bits of the column word
+NVRTC_OPTIONS = ("-std=c++17", "--fmad=false", "--ftz=true", "--prec-div=true", "--prec-sqrt=true",
+                 *os.environ.get("WARPDP_PAIRHMM_NVRTC_OPTIONS", "").split())
+
+# Counters block (int32) of a chunk. The first _N_RESET are zero before every run of the kernels.
+_C_WORK = 0          # +bin: items handed out by the bin's launch
+_C_FB_COUNT = 16     # pairs queued for the double pass
+_C_FB_WORK = 17      # items of the queue handed out
+_N_RESET = 18
+_C_BIN_COUNT = 32    # +bin: items in the bin (planner)
+_C_BIN_START = 48    # +bin: first item of the bin (planner)
+_C_BUCKET_COUNT = 64                              # per (bin, length bucket), planner
+_C_BUCKET_CURSOR = _C_BUCKET_COUNT + 16 * PLAN_BUCKETS
+_C_BUCKET_START = _C_BUCKET_CURSOR + 16 * PLAN_BUCKETS
+_N_COUNTERS = _C_BUCKET_START + 16 * PLAN_BUCKETS
+
+_ALIGN = 256
+_DEFAULT_CHUNK_BYTES = 1 << 30      # device bytes of one chunk's input and outputs
+_DEFAULT_CHUNK_CELLS = 2_000_000_000  # smaller chunks overlap host work with the GPU sooner
+_ITEMS_PER_SM = 64                  # target work items per SM before runs of haplotypes are split
+_MAX_ITEM_STREAM = 16384            # columns of one item (bounds the MULTI scratch per subwarp)
+# Item latency model (H200): a subwarp steps one column in about 0.3 us; the whole input runs at
+# roughly 2e12 cells/s; an item should take at most a quarter of that.
+_SECONDS_PER_COLUMN = 0.3e-6
+_EXPECTED_CELLS_PER_SECOND = 2e12
+_ITEM_SHARE_OF_TIME = 4.0
+
+_PARALLEL_COPY_BYTES = 1 << 20
+_COPY_POOL: ThreadPoolExecutor | None = None
+
+
+def _copy_pool() -> ThreadPoolExecutor:
+    global _COPY_POOL
+    if _COPY_POOL is None:
+        _COPY_POOL = ThreadPoolExecutor(max_workers=6, thread_name_prefix="warpdp-pairhmm-copy")
+    return _COPY_POOL
+
+
+def _round_up(value: int, step: int = _ALIGN) -> int:
+    return (value + step - 1) // step * step
+
+
+# --------------------------------------------------------------------------------------------
+# Host-side planning (numpy only, per batch or per read: the per-item work is on the GPU)
+# --------------------------------------------------------------------------------------------
+
+def item_limits(n_pairs: int, longest_hap: int, mean_hap: float, total_cells: int,
+                sm_count: int) -> tuple[int, float]:
+    """How many haplotypes one work item may carry, and how many column steps it should take.
+
+    Longer runs amortise an item's setup, but an item's columns (times its strips) run one
+    after another, so its length bounds the time of the launch it is in: runs are split until
+    every SM has enough items and no item takes more than a fraction of the whole input's
+    expected time. The planner kernel applies the step budget per read (by its strips).
+    """
+    by_count = max(1, -(-n_pairs // max(1, sm_count * _ITEMS_PER_SM)))
+    by_length = max(1, _MAX_ITEM_STREAM // max(1, longest_hap))
+    columns = float(total_cells) / _EXPECTED_CELLS_PER_SECOND / _SECONDS_PER_COLUMN / _ITEM_SHARE_OF_TIME
+    return min(by_count, by_length), max(columns, float(longest_hap))
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    """Batches b0..b1-1, or (r_lo is not None) reads r_lo..r_hi-1 of the single batch b0."""
+
+    b0: int
+    b1: int
+    r_lo: int | None
+    r_hi: int | None
+    out_lo: int
+    n_out: int
+
+
+def split_work(batches: Any, chunk_bytes: int, chunk_cells: int) -> list[_Chunk]:
+    """Consecutive pieces of the input (whole batches, or read ranges of one large batch) whose
+    device footprint and cell count stay under the limits. The first piece is smaller, so the
+    GPU starts while the host prepares the next one."""
+    br, bh, ro, ho = batches.batch_reads, batches.batch_haps, batches.read_offsets, batches.hap_offsets
+    nr, nh = np.diff(br), np.diff(bh)
+    pairs = nr * nh
+    read_bytes = ro[br[1:]] - ro[br[:-1]]
+    hap_bytes = ho[bh[1:]] - ho[bh[:-1]]
+    # Read planes, offsets, haplotypes, and per pair an item, the output and a fallback slot.
+    cost = 5 * read_bytes + 4 * nr + hap_bytes + 4 * nh + 72 * pairs + 256
+    cells = read_bytes * hap_bytes
+    cum_bytes, cum_cells = np.cumsum(cost), np.cumsum(cells)
+    out_base = np.concatenate(([0], np.cumsum(pairs)))
+    chunks: list[_Chunk] = []
+    n_batches, b = len(nr), 0
+    while b < n_batches:
+        limit_cells = chunk_cells if chunks else max(1, chunk_cells // 4)
+        base_b = cum_bytes[b - 1] if b else 0
+        base_c = cum_cells[b - 1] if b else 0
+        stop = min(int(np.searchsorted(cum_bytes, base_b + chunk_bytes, side="right")),
+                   int(np.searchsorted(cum_cells, base_c + limit_cells, side="right")))
+        if stop > b:
+            chunks.append(_Chunk(b, stop, None, None, int(out_base[b]), int(out_base[stop] - out_base[b])))
+            b = stop
+            continue
+        # Batch b alone is over a limit: cut it into runs of reads.
+        r0, r1, h = int(br[b]), int(br[b + 1]), int(nh[b])
+        lens = ro[r0 + 1:r1 + 1] - ro[r0:r1]
+        read_cost = np.cumsum(5 * lens + 72 * h + 36)
+        read_cells = np.cumsum(lens * int(hap_bytes[b]))
+        room_b = max(1, chunk_bytes - int(hap_bytes[b]) - 4 * h - 256)
+        r = 0
+        while r < len(lens):
+            cb = read_cost[r - 1] if r else 0
+            cc = read_cells[r - 1] if r else 0
+            limit_cells = chunk_cells if chunks else max(1, chunk_cells // 4)
+            stop = min(int(np.searchsorted(read_cost, cb + room_b, side="right")),
+                       int(np.searchsorted(read_cells, cc + limit_cells, side="right")))
+            stop = max(stop, r + 1)
+            chunks.append(_Chunk(b, b + 1, r0 + r, r0 + stop, int(out_base[b]) + r * h, (stop - r) * h))
+            r = stop
+        b += 1
+    return [c for c in chunks if c.n_out > 0]
+
+
+@dataclass
+class _Launch:
+    config: KernelConfig
+    grid: int
+    param_index: int
+    reads: int = -1
+
+
+class _ChunkPlan:
+    """One chunk: its launches and the layout of its pinned blob / device buffer. The work items
+    themselves are made on the GPU (plan_count/prefix/scatter kernels) from the offsets."""
+
+    def __init__(self, batches: Any, chunk: _Chunk, use_double: bool, runner: _Runner,
+                 total_cells: int, longest_hap: int, mean_hap: float) -> None:
+        br, bh, ro, ho = batches.batch_reads, batches.batch_haps, batches.read_offsets, batches.hap_offsets
+        self.chunk = chunk
+        b0, b1 = chunk.b0, chunk.b1
+        self.r_lo, self.r_hi = (int(br[b0]), int(br[b1])) if chunk.r_lo is None else (chunk.r_lo, chunk.r_hi)
+        self.h_lo, self.h_hi = int(bh[b0]), int(bh[b1])
+        self.n_reads, self.n_haps = self.r_hi - self.r_lo, self.h_hi - self.h_lo
+        self.n_batches = b1 - b0
+        self.out_lo, self.n_out = chunk.out_lo, chunk.n_out
+        self.read_bytes = int(ro[self.r_hi] - ro[self.r_lo])
+        self.code_bytes = int(ho[self.h_hi] - ho[self.h_lo])
+        haps_per_batch = np.diff(bh[b0:b1 + 1])
+        max_haps = int(haps_per_batch.max())
+        # The item budget follows this chunk's expected time: its kernels are what an item's
+        # latency competes with (the next chunk's kernels queue behind them).
+        chunk_cells = int(self.read_bytes) * int(self.code_bytes) if chunk.r_lo is not None else \
+            int(np.dot(ro[br[b0 + 1:b1 + 1]] - ro[br[b0:b1]], ho[bh[b0 + 1:b1 + 1]] - ho[bh[b0:b1]]))
+        self.cap, self.columns = item_limits(self.n_out, longest_hap, mean_hap, min(total_cells, chunk_cells),
+                                             runner.sm_count)
+        self.mean_hap = mean_hap
+        self.configs = (DOUBLE_CONFIG,) if use_double else FLOAT_BINS
+        read_lens = ro[self.r_lo + 1:self.r_hi + 1] - ro[self.r_lo:self.r_hi]
+        if use_double:
+            per_bin = np.array([self.n_reads])
+        else:
+            per_bin = np.bincount(np.searchsorted(_FLOAT_BOUNDS, read_lens, side="left"),
+                                  minlength=len(self.configs))
+
+        # Launches: the bins that have reads, then (float) the double pass over the queue.
+        # Grids are bounded by what the bin can hold (each read gives at most max_haps items).
+        self.launches: list[_Launch] = []
+        scratch_f = scratch_d = 0
+        self.stride_f = self.stride_d = 0
+        most_items = max(1, max_haps)
+        self.longest_item = min(self.cap, max_haps) * longest_hap
+        for b, config in enumerate(self.configs):
+            reads = int(per_bin[b])
+            if reads == 0:
+                continue
+            grid = min(-(-(reads * most_items) // config.subwarps_per_block), runner.resident_blocks(config))
+            if config.multi:
+                stride = _round_up(min(self.cap, max_haps) * longest_hap + config.lanes + 16, 4)
+                size = grid * config.subwarps_per_block * stride * config.cell_bytes
+                if config.real == "float":
+                    self.stride_f, scratch_f = stride, size
+                else:
+                    self.stride_d, scratch_d = stride, size
+            self.launches.append(_Launch(config, max(1, grid), b, reads))
+        # The bin with most reads first: it takes the SMs, the small bins fill in around it.
+        self.launches.sort(key=lambda launch: -launch.reads)
+        self.fallback: _Launch | None = None
+        if not use_double:
+            # The queue's size is known only on the device: size the pass for all of it.
+            grid = max(1, min(runner.resident_blocks(DOUBLE_CONFIG),
+                              -(-self.n_out // DOUBLE_CONFIG.subwarps_per_block)))
+            self.stride_d = _round_up(longest_hap + DOUBLE_CONFIG.lanes + 16, 4)
+            scratch_d = grid * DOUBLE_CONFIG.subwarps_per_block * self.stride_d * DOUBLE_CONFIG.cell_bytes
+            self.fallback = _Launch(DOUBLE_CONFIG, grid, len(self.configs))
+        self.n_params = len(self.configs) + 1
+
+        plane = _round_up(max(self.read_bytes, 1), 16)
+        off = 0
+        sections = {}
+        for name, size in (("params", self.n_params * PARAM_WORDS * 8), ("plan", PLAN_WORDS * 8),
+                           ("counters", _N_COUNTERS * 4),
+                           ("read_offsets", (self.n_reads + 1) * 4), ("batch_reads", (self.n_batches + 1) * 4),
+                           ("batch_haps", (self.n_batches + 1) * 4), ("pair_base", (self.n_batches + 1) * 4),
+                           ("hap_starts", (self.n_haps + 2) * 4),
+                           ("reads", 5 * plane), ("codes", self.code_bytes + CODE_PAD)):
+            sections[name] = off
+            off = _round_up(off + size)
+        self.blob_bytes = off
+        for name, size in (("items", self.n_out * ITEM_INTS * 4), ("out", self.n_out * 8),
+                           ("fb_items", (0 if use_double else self.n_out) * ITEM_INTS * 4),
+                           ("scratch_f", scratch_f), ("scratch_d", scratch_d)):
+            sections[name] = off
+            off = _round_up(off + size)
+        self.device_bytes = off
+        self.read_plane = plane
+        self.at = sections
+
+    def fill(self, blob: np.ndarray, batches: Any, device_base: int, tables: dict[str, Any]) -> None:
+        """Write the upload part of the chunk into ``blob`` (pinned), pointing at ``device_base``.
+        Haplotypes go as raw bytes; hap_codes_kernel turns them into column codes on the GPU."""
+        at = self.at
+        br, bh, ro, ho = batches.batch_reads, batches.batch_haps, batches.read_offsets, batches.hap_offsets
+
+        def ints(name: str, count: int) -> np.ndarray:
+            return blob[at[name]:at[name] + 4 * count].view(np.int32)
+
+        ints("counters", _N_COUNTERS)[:] = 0
+        np.subtract(ro[self.r_lo:self.r_hi + 1], ro[self.r_lo], out=ints("read_offsets", self.n_reads + 1),
+                    casting="unsafe")
+        starts = ints("hap_starts", self.n_haps + 2)
+        np.subtract(ho[self.h_lo:self.h_hi + 1], ho[self.h_lo], out=starts[:-1], casting="unsafe")
+        starts[-1] = starts[-2]
+        b0, b1 = self.chunk.b0, self.chunk.b1
+        if self.chunk.r_lo is None:
+            batch_reads = br[b0:b1 + 1]
+            np.subtract(batch_reads, batch_reads[0], out=ints("batch_reads", self.n_batches + 1), casting="unsafe")
+            np.subtract(bh[b0:b1 + 1], bh[b0], out=ints("batch_haps", self.n_batches + 1), casting="unsafe")
+            pairs = np.diff(batch_reads) * np.diff(bh[b0:b1 + 1])
+            base = ints("pair_base", self.n_batches + 1)
+            base[0] = 0
+            np.cumsum(pairs, out=base[1:], dtype=np.int32)
+        else:
+            ints("batch_reads", 2)[:] = (0, self.n_reads)
+            ints("batch_haps", 2)[:] = (0, self.n_haps)
+            ints("pair_base", 2)[:] = (0, self.n_out)
+
+        r0 = int(ro[self.r_lo])
+        c0 = int(ho[self.h_lo])
+        copies = [(blob[at["reads"] + k * self.read_plane:at["reads"] + k * self.read_plane + self.read_bytes],
+                   getattr(batches, name)[r0:r0 + self.read_bytes])
+                  for k, name in enumerate(("read_bases", "read_quals", "read_ins", "read_del", "read_gcp"))]
+        copies.append((blob[at["codes"]:at["codes"] + self.code_bytes], batches.hap_bases[c0:c0 + self.code_bytes]))
+        if self.read_bytes >= _PARALLEL_COPY_BYTES:
+            # numpy releases the GIL while copying: pieces go to pinned memory in parallel.
+            pieces = []
+            for dst, src in copies:
+                step = max(_PARALLEL_COPY_BYTES, -(-len(src) // 4))
+                pieces += [(dst[i:i + step], src[i:i + step]) for i in range(0, len(src), step)]
+            list(_copy_pool().map(lambda pair: np.copyto(pair[0], pair[1]), pieces))
+        else:
+            for dst, src in copies:
+                dst[:] = src
+        blob[at["codes"] + self.code_bytes:at["codes"] + self.code_bytes + CODE_PAD] = CODE_NONE
+
+        counters = device_base + at["counters"]
+        plan = blob[at["plan"]:at["plan"] + PLAN_WORDS * 8].view(np.int64)
+        plan[:] = 0
+        plan[0:11] = (device_base + at["read_offsets"], device_base + at["batch_reads"],
+                      device_base + at["batch_haps"], device_base + at["pair_base"],
+                      device_base + at["hap_starts"], device_base + at["items"],
+                      counters + 4 * _C_BIN_COUNT, counters + 4 * _C_BIN_START,
+                      counters + 4 * _C_BUCKET_COUNT, counters + 4 * _C_BUCKET_CURSOR,
+                      counters + 4 * _C_BUCKET_START)
+        multi = FLOAT_BINS[-1]
+        plan[11:17] = (self.n_reads, self.n_batches, len(self.configs), self.cap,
+                       FLOAT_BINS[-2].max_read_len, multi.strip_rows)
+        plan[17:20].view(np.float64)[:] = (self.columns, max(self.mean_hap, 1.0),
+                                           PLAN_BUCKETS / (self.longest_item + 1.0))
+        plan[20:20 + len(self.configs) - 1] = [c.max_read_len for c in self.configs[:-1]]
+
+        params = blob[at["params"]:at["params"] + self.n_params * PARAM_WORDS * 8].view(np.int64)
+        params = params.reshape(self.n_params, PARAM_WORDS)
+        params_f = params.view(np.float64)
+        for launch in self.launches + ([self.fallback] if self.fallback else []):
+            config, row = launch.config, launch.param_index
+            p = params[row]
+            if launch is self.fallback:
+                p[0] = device_base + at["fb_items"]
+                p[1] = counters + 4 * _C_FB_COUNT
+                p[2] = counters + 4 * _C_FB_WORK
+                p[16] = 0
+            else:
+                p[0] = device_base + at["items"]
+                p[1] = counters + 4 * (_C_BIN_COUNT + row)
+                p[2] = counters + 4 * (_C_WORK + row)
+                p[16] = counters + 4 * (_C_BIN_START + row)
+            p[3] = device_base + at["reads"]
+            p[4] = self.read_plane
+            p[5] = device_base + at["codes"]
+            p[6] = device_base + at["hap_starts"]
+            suffix = "f" if config.real == "float" else "d"
+            p[7] = tables["ph2pr_" + suffix]
+            p[8] = tables["mm_" + suffix]
+            p[9] = device_base + at["out"]
+            p[10] = device_base + at["fb_items"]
+            p[11] = counters + 4 * _C_FB_COUNT
+            if config.real == "float":
+                p[12], p[13] = device_base + at["scratch_f"], self.stride_f
+            else:
+                p[12], p[13] = device_base + at["scratch_d"], self.stride_d
+            params_f[row, 14] = float(tables["initial_" + suffix])
+            params_f[row, 15] = float(tables["log10_initial_" + suffix])
+
+    def param_address(self, device_base: int, launch: _Launch) -> int:
+        return device_base + self.at["params"] + launch.param_index * PARAM_WORDS * 8
+
+
+# --------------------------------------------------------------------------------------------
+# Device side (CuPy)
+# --------------------------------------------------------------------------------------------
+
+class _CupyDevice:
+    """The few device operations the runner needs, over CuPy."""
+
+    def __init__(self) -> None:
+        import cupy
+
+        self.cupy = cupy
+        self.device_id = cupy.cuda.runtime.getDevice()
+        props = cupy.cuda.runtime.getDeviceProperties(self.device_id)
+        self.props = props
+        self.sm_count = int(props["multiProcessorCount"])
+        self.smem_per_sm = int(props.get("sharedMemPerMultiprocessor", 228 * 1024))
+        self.regs_per_sm = int(props.get("regsPerMultiprocessor", 65536))
+        source = (Path(__file__).with_name("pairhmm.cu")).read_text()
+        self.module = cupy.RawModule(code=source, options=NVRTC_OPTIONS,
+                                     name_expressions=[c.name for c in KERNEL_CONFIGS] + list(_HELPER_KERNELS))
+        self.codes_kernel, self.count_kernel, self.prefix_kernel, self.scatter_kernel = (
+            self.module.get_function(name) for name in _HELPER_KERNELS)
+        self.kernels = {}
+        for config in KERNEL_CONFIGS:
+            kernel = self.module.get_function(config.name)
+            if config.shared_bytes > 48 * 1024:
+                kernel.max_dynamic_shared_size_bytes = config.shared_bytes
+            self.kernels[config] = kernel
+
+    def resident_blocks(self, config: KernelConfig) -> int:
+        kernel = self.kernels[config]
+        try:
+            from cupy.cuda import driver
+
+            per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(
+                kernel.kernel.ptr, config.threads, config.shared_bytes)
+        except Exception:  # older CuPy: estimate from registers and shared memory
+            regs = _round_up(max(kernel.num_regs, 1), 8) * config.threads
+            per_sm = min(self.regs_per_sm // regs,
+                         self.smem_per_sm // (config.shared_bytes + 1024), 2048 // config.threads)
+        return max(1, int(per_sm))
+
+    def kernel_attributes(self) -> dict[str, dict[str, int]]:
+        return {c.name: dict(self.kernels[c].attributes, resident_blocks_per_sm=self.resident_blocks(c))
+                for c in KERNEL_CONFIGS}
+
+    def alloc_device(self, nbytes: int) -> Any:
+        return self.cupy.cuda.alloc(max(nbytes, 1))
+
+    def alloc_pinned(self, nbytes: int) -> tuple[Any, np.ndarray]:
+        memory = self.cupy.cuda.alloc_pinned_memory(max(nbytes, 1))
+        return memory, np.ndarray(max(nbytes, 1), dtype=np.uint8, buffer=memory)
+
+    def stream(self) -> Any:
+        return self.cupy.cuda.Stream(non_blocking=True)
+
+    def event(self) -> Any:
+        return self.cupy.cuda.Event(block=False, disable_timing=True)
+
+    def timing_event(self) -> Any:
+        return self.cupy.cuda.Event(block=False, disable_timing=False)
+
+    def h2d(self, dst: int, src: np.ndarray, nbytes: int, stream: Any) -> None:
+        self.cupy.cuda.runtime.memcpyAsync(dst, src.ctypes.data, nbytes, 1, stream.ptr)
+
+    def d2h(self, dst: np.ndarray, src: int, nbytes: int, stream: Any) -> None:
+        self.cupy.cuda.runtime.memcpyAsync(dst.ctypes.data, src, nbytes, 2, stream.ptr)
+
+    def launch(self, config: KernelConfig, grid: int, params_address: int, stream: Any) -> None:
+        self.kernels[config].kernel((grid,), (config.threads,), (np.uint64(params_address),),
+                                    shared_mem=config.shared_bytes, stream=stream)
+
+    def launch_codes(self, codes: int, hap_starts: int, n_haps: int, stream: Any) -> None:
+        grid = max(1, min(4 * self.sm_count, -(-n_haps // 8)))  # 8 warps per block, a warp per haplotype
+        self.codes_kernel.kernel((grid,), (256,), (np.uint64(codes), np.uint64(hap_starts), np.int32(n_haps)),
+                                 stream=stream)
+
+    def launch_plan(self, plan_params: int, n_reads: int, stream: Any) -> None:
+        grid = max(1, min(4 * self.sm_count, -(-n_reads // 256)))
+        args = (np.uint64(plan_params),)
+        self.count_kernel.kernel((grid,), (256,), args, stream=stream)
+        self.prefix_kernel.kernel((1,), (32,), args, stream=stream)
+        self.scatter_kernel.kernel((grid,), (256,), args, stream=stream)
+
+    def upload_tables(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        from ..cython_cpu.pairhmm import gkl_tables
+
+        tables = gkl_tables()
+        keep = {}
+        values: dict[str, Any] = {}
+        for name in ("ph2pr_f", "mm_f", "ph2pr_d", "mm_d"):
+            array = self.cupy.asarray(tables[name])
+            keep[name] = array
+            values[name] = int(array.data.ptr)
+        for name in ("initial_f", "log10_initial_f", "initial_d", "log10_initial_d"):
+            values[name] = tables[name]
+        self.cupy.cuda.runtime.deviceSynchronize()
+        return keep, values
+
+
+class _Slot:
+    """One of the two chunk buffers in flight: pinned input/output and device memory."""
+
+    def __init__(self) -> None:
+        self.pinned_in: np.ndarray | None = None
+        self.pinned_in_mem: Any = None
+        self.pinned_out: np.ndarray | None = None
+        self.pinned_out_mem: Any = None
+        self.device: Any = None
+        self.device_bytes = 0
+        self.pending: tuple[int, int] | None = None  # (out_lo, n_out) to copy out when done
+        self.done: Any = None
+
+
+class _Runner:
+    """Per-process GPU state: compiled kernels, tables, streams and reusable buffers."""
+
+    def __init__(self, device: Any) -> None:
+        self.device = device
+        self.sm_count = device.sm_count
+        self._resident = {c: device.resident_blocks(c) * device.sm_count for c in KERNEL_CONFIGS}
+        self._tables_keep, self.tables = device.upload_tables()
+        self.copy_stream = device.stream()
+        self.tail_stream = device.stream()
+        # Two sets of bin streams, alternating by chunk: a chunk's kernels then overlap the tail
+        # of the previous chunk's instead of queueing behind them on the same stream.
+        self.bin_streams = [[device.stream() for _ in FLOAT_BINS] for _ in range(2)]
+        self.slots = [_Slot(), _Slot()]
+        self.lock = threading.Lock()
+
+    def resident_blocks(self, config: KernelConfig) -> int:
+        return self._resident[config]
+
+    def _ensure(self, slot: _Slot, plan: _ChunkPlan) -> None:
+        dev = self.device
+        need_in = plan.blob_bytes
+        if slot.pinned_in is None or len(slot.pinned_in) < need_in:
+            slot.pinned_in_mem, slot.pinned_in = dev.alloc_pinned(_round_up(need_in + need_in // 4))
+        need_out = plan.n_out * 8
+        if slot.pinned_out is None or len(slot.pinned_out) < need_out:
+            slot.pinned_out_mem, slot.pinned_out = dev.alloc_pinned(_round_up(need_out + need_out // 4))
+        if slot.device is None or slot.device_bytes < plan.device_bytes:
+            slot.device = None  # free first: the pool can reuse it
+            slot.device_bytes = _round_up(plan.device_bytes + plan.device_bytes // 4)
+            slot.device = dev.alloc_device(slot.device_bytes)
+
+    def _finish(self, slot: _Slot, out: np.ndarray) -> None:
+        if slot.pending is None:
+            return
+        slot.done.synchronize()
+        out_lo, n_out = slot.pending
+        out[out_lo:out_lo + n_out] = slot.pinned_out[:n_out * 8].view(np.float64)
+        slot.pending = None
+
+    def _enqueue(self, slot: _Slot, plan: _ChunkPlan, streams: list[Any]) -> None:
+        """Upload the slot's blob and launch the chunk's kernels (all asynchronous)."""
+        dev = self.device
+        base = int(slot.device.ptr)
+        dev.h2d(base, slot.pinned_in, plan.blob_bytes, self.copy_stream)
+        self._prepare_on_device(plan, base, self.copy_stream)
+        uploaded = dev.event()
+        uploaded.record(self.copy_stream)
+        finished = []
+        for i, launch in enumerate(plan.launches):
+            stream = streams[i % len(streams)]
+            stream.wait_event(uploaded)
+            dev.launch(launch.config, launch.grid, plan.param_address(base, launch), stream)
+            event = dev.event()
+            event.record(stream)
+            finished.append(event)
+        tail = self.tail_stream
+        tail.wait_event(uploaded)
+        for event in finished:
+            tail.wait_event(event)
+        if plan.fallback is not None:
+            dev.launch(plan.fallback.config, plan.fallback.grid, plan.param_address(base, plan.fallback), tail)
+        dev.d2h(slot.pinned_out, base + plan.at["out"], plan.n_out * 8, tail)
+        slot.done = dev.event()
+        slot.done.record(tail)
+
+    def _prepare_on_device(self, plan: _ChunkPlan, base: int, stream: Any) -> None:
+        """After the upload: haplotype codes and the work items, made on the GPU."""
+        dev = self.device
+        dev.launch_codes(base + plan.at["codes"], base + plan.at["hap_starts"], plan.n_haps, stream)
+        dev.launch_plan(base + plan.at["plan"], plan.n_reads, stream)
+
+    def run(self, batches: Any, out: np.ndarray, use_double: bool, chunk_bytes: int | None,
+            chunk_cells: int | None) -> None:
+        chunks = split_work(batches, chunk_bytes or _DEFAULT_CHUNK_BYTES, chunk_cells or _DEFAULT_CHUNK_CELLS)
+        if not chunks:
+            return
+        stats = _input_stats(batches)
+        with self.lock:  # one call at a time uses the shared buffers and streams
+            try:
+                for c, chunk in enumerate(chunks):
+                    # Planned here, not up front: the GPU works on the previous chunk meanwhile.
+                    plan = _ChunkPlan(batches, chunk, use_double, self, *stats)
+                    slot = self.slots[c % 2]
+                    self._finish(slot, out)  # the chunk two back used this slot
+                    self._ensure(slot, plan)
+                    plan.fill(slot.pinned_in, batches, int(slot.device.ptr), self.tables)
+                    self._enqueue(slot, plan, self.bin_streams[c % 2])
+                    slot.pending = (plan.out_lo, plan.n_out)
+                for slot in self.slots:
+                    self._finish(slot, out)
+            finally:
+                for slot in self.slots:
+                    if slot.pending is not None and slot.done is not None:
+                        slot.done.synchronize()
+                    slot.pending = None
+
+    # Benchmark support: the kernels alone, on data already on the device.
+    def kernel_seconds(self, batches: Any, use_double: bool = False, repeats: int = 5,
+                       per_launch: bool = False) -> list[Any]:
+        n_out = int(np.sum(np.diff(batches.batch_reads) * np.diff(batches.batch_haps)))
+        if n_out == 0:
+            return []
+        chunk = _Chunk(0, len(batches.batch_reads) - 1, None, None, 0, n_out)
+        with self.lock:
+            slot = self.slots[0]
+            plan = _ChunkPlan(batches, chunk, use_double, self, *_input_stats(batches))
+            self._ensure(slot, plan)
+            base = int(slot.device.ptr)
+            plan.fill(slot.pinned_in, batches, base, self.tables)
+            dev = self.device
+            stream = self.copy_stream
+            dev.h2d(base, slot.pinned_in, plan.blob_bytes, stream)
+            self._prepare_on_device(plan, base, stream)
+            counters = plan.at["counters"]
+            launches = plan.launches + ([plan.fallback] if plan.fallback else [])
+            times = []
+            for _ in range(repeats + 1):
+                # Reset the work counters, then run every launch back to back on one stream.
+                dev.h2d(base + counters, slot.pinned_in[counters:], _N_RESET * 4, stream)
+                events = [dev.timing_event() for _ in range(len(launches) + 1)]
+                events[0].record(stream)
+                for launch, event in zip(launches, events[1:]):
+                    dev.launch(launch.config, launch.grid, plan.param_address(base, launch), stream)
+                    event.record(stream)
+                events[-1].synchronize()
+                elapsed = dev.cupy.cuda.get_elapsed_time
+                if per_launch:
+                    times.append([(launch.config.name, launch.reads, launch.grid, elapsed(a, b) / 1000.0)
+                                  for launch, a, b in zip(launches, events[:-1], events[1:])])
+                else:
+                    times.append(elapsed(events[0], events[-1]) / 1000.0)
+            return times[1:]
+
+
+def _input_stats(batches: Any) -> tuple[int, int, float]:
+    """Whole-input numbers every chunk plans with: cells, longest and mean haplotype."""
+    hap_lens = np.diff(batches.hap_offsets)
+    if not len(hap_lens):
+        return 0, 1, 1.0
+    return int(batches.n_cells), int(hap_lens.max()), float(hap_lens.mean())
+
+
+_RUNNER: _Runner | None = None
+_RUNNER_LOCK = threading.Lock()
+
+
+def _device() -> Any:
+    """The device backend (tests on machines without a GPU may substitute an emulator)."""
+    return _CupyDevice()
+
+
+def _runner() -> _Runner:
+    global _RUNNER
+    with _RUNNER_LOCK:
+        if _RUNNER is None:
+            _RUNNER = _Runner(_device())
+        return _RUNNER
+
+
+def _check_inputs(batches: Any, out: np.ndarray) -> None:
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a numpy array, not {type(out).__name__}")
+    if out.dtype != np.float64:
+        raise TypeError(f"out must have dtype float64, not {out.dtype}")
+    if out.ndim != 1 or not out.flags.c_contiguous or not out.flags.writeable:
+        raise ValueError("out must be 1-D, C-contiguous and writeable")
+    n_pairs = int(np.sum(np.diff(batches.batch_reads) * np.diff(batches.batch_haps)))
+    if len(out) != n_pairs:
+        raise ValueError(f"out has {len(out)} entries but the batches have {n_pairs} pairs")
+    hap_lens = np.diff(batches.hap_offsets)
+    if len(hap_lens) and int(hap_lens.max()) > MAX_HAP_LEN:
+        raise ValueError(f"a haplotype is longer than {MAX_HAP_LEN} bases, the GPU backend's limit")
+
+
+def forward(batches: Any, out: np.ndarray, *, use_double: bool = False,
+            chunk_bytes: int | None = None, chunk_cells: int | None = None) -> None:
+    """Fill ``out`` (float64, one per pair, batch after batch, read-major) with log10 likelihoods.
+
+    ``batches`` is a validated :class:`warpdp.plugin.pairhmm.PairHmmBatches`. ``use_double``
+    computes every pair in double; otherwise float with GKL's double fallback below 1e-28.
+    ``chunk_bytes`` / ``chunk_cells`` bound one chunk's device footprint and work (defaults:
+    1 GiB, 2e9 cells); inputs beyond them are processed chunk after chunk.
+    """
+    _check_inputs(batches, out)
+    for name, value in (("chunk_bytes", chunk_bytes), ("chunk_cells", chunk_cells)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ValueError(f"{name} must be a positive int or None, not {value!r}")
+    if len(out) == 0:
+        return
+    _runner().run(batches, out, bool(use_double), chunk_bytes, chunk_cells)
+
+
+def kernel_seconds(batches: Any, *, use_double: bool = False, repeats: int = 5,
+                   per_launch: bool = False) -> list[Any]:
+    """Benchmark helper: seconds of the kernels alone (input already on the device), per repeat;
+    with ``per_launch``, per repeat a list of (kernel, items, grid, seconds) for each launch."""
+    return _runner().kernel_seconds(batches, use_double=use_double, repeats=repeats,
+                                    per_launch=per_launch)
+
+
+def device_info() -> dict[str, Any]:
+    """Name, memory and shape of the CUDA device the GPU backend uses."""
+    import cupy
+
+    runtime = cupy.cuda.runtime
+    device_id = runtime.getDevice()
+    props = runtime.getDeviceProperties(device_id)
+    free, total = runtime.memGetInfo()
+    name = props["name"]
+    return {
+        "name": name.decode() if isinstance(name, bytes) else str(name),
+        "device_id": device_id,
+        "compute_capability": f"{props['major']}.{props['minor']}",
+        "multiprocessors": int(props["multiProcessorCount"]),
+        "total_memory_bytes": int(total),
+        "free_memory_bytes": int(free),
+        "cuda_runtime_version": runtime.runtimeGetVersion(),
+        "cupy_version": cupy.__version__,
+    }

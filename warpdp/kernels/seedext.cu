@@ -1,0 +1,306 @@
+/* Seed extension with BWA's ksw_extend2 semantics on NVIDIA GPUs.
+ *
+ * Compiled at run time through CuPy (NVRTC); warpdp/kernels/seedext.py picks the template
+ * configurations by name and launches them. Intra-query parallelism after SALoBa (one
+ * subwarp of G lanes per extension, each lane a contiguous block of C columns of a tile held
+ * in registers, C odd so that the lanes' shared-memory accesses hit different banks); the code
+ * and the row-parallel formulation are this project's own.
+ *
+ * Why rows, not anti-diagonals
+ *   ksw_extend2 narrows the window [beg, end) of row i+1 from the cells of the whole of row i
+ *   (zero cells are trimmed off both ends), and cells outside a window keep whatever they
+ *   last held, which later rows may read. An anti-diagonal wavefront would have to compute
+ *   row i+1 before row i is finished, so it cannot give the same answers. Instead a subwarp
+ *   computes one row at a time, all columns at once: in ksw_extend2 the insertion score F
+ *   comes from M (the diagonal move), not from H, so
+ *     F(i, j+1) = max(F(i, j) - e_ins, max(M(i, j) - o_ins - e_ins, 0)),  F(i, beg) = 0
+ *   is a max-plus recurrence whose value at the start of each lane's block is an exclusive
+ *   prefix scan over the lanes (log2 G shuffles). Everything else in a cell depends on the
+ *   row above only. Row maximum, its column, and the first/last non-zero columns (for the
+ *   trimming) are subwarp reductions; every lane then runs the per-row bookkeeping (band,
+ *   best cell, z-drop, gscore) on the same values, so no lane waits on another to branch.
+ *
+ * State per extension (shared memory, or global scratch for very long queries):
+ *   eh_h[j] = H(i-1, j-1) on entry to row i, eh_e[j] = E(i, j), for j = 0..qlen+1, and the
+ *   query's base codes. A lane writes H(i, j) to eh_h[j+1] after the subwarp has read the row
+ *   above; the column right after a tile, whose H(i-1, .) that write would destroy, is read
+ *   first. Scores: codes A,C,G,T = 0..3, N = 8 in the query and 12 in the target, so q ^ t is
+ *   0 for a match, 1..3 for a mismatch and anything else involves an N.
+ *
+ * Arithmetic is 32-bit and exact: the plugin keeps h0 + a * min(qlen, tlen) <= 2^30 and
+ * gap costs <= 16383, and 64-bit values are used where BWA's own arithmetic grows with i or j.
+ */
+
+#ifndef WARPDP_DYNAMIC_SHARED
+#define WARPDP_DYNAMIC_SHARED(type, name) extern __shared__ __align__(16) type name[]
+#endif
+#ifndef WARPDP_SEEDEXT_THREADS
+#define WARPDP_SEEDEXT_THREADS 128
+#endif
+
+namespace warpdp_seedext {
+
+typedef unsigned char u8;
+typedef unsigned int u32;
+typedef long long i64;
+
+constexpr int THREADS = WARPDP_SEEDEXT_THREADS;
+constexpr int NEG = -(1 << 29); /* below any score, and far from overflowing when decayed */
+constexpr int FAR = 0x7fffffff;
+constexpr int QUERY_N = 8, TARGET_N = 12;
+
+/* One launch: the extensions order[0..n) of one length bin. */
+struct Params {
+    const u8 *query;               /* ASCII bases of all queries, concatenated */
+    const u8 *target;              /* ASCII bases of all targets */
+    const i64 *query_offsets;      /* n_pairs + 1, into query */
+    const i64 *target_offsets;     /* n_pairs + 1, into target */
+    const int *h0;                 /* per pair */
+    const int *order;              /* pair indices of this launch */
+    int *counter;                  /* next entry of order to take (starts at 0) */
+    int *out;                      /* n_pairs x 6: score qle tle gtle gscore max_off */
+    int *scratch;                  /* global state per subwarp when not in shared memory */
+    i64 state_ints;                /* ints of state per subwarp (eh_h, eh_e, query codes) */
+    int n;                         /* entries in order */
+    int qmax;                      /* longest query of the launch */
+    int a, b, o_del, e_del, o_ins, e_ins, w, end_bonus, zdrop;
+};
+/* The launcher writes this layout: 9 pointers, state_ints, then 11 ints (seedext.py). */
+static_assert(sizeof(Params) == 128, "Params layout changed: update warpdp/kernels/seedext.py");
+
+__device__ __forceinline__ int imax(int x, int y) { return x > y ? x : y; }
+__device__ __forceinline__ int imin(int x, int y) { return x < y ? x : y; }
+
+/* A, C, G, T in either case -> 0, 1, 3, 2 (any fixed bijection will do: only equality and
+   N-ness matter), anything else -> n_code. */
+__device__ __forceinline__ int base_code(u32 c, int n_code)
+{
+    const u32 x = c | 0x20u;
+    const bool acgt = (x & 0xe0u) == 0x60u && ((0x0010008Au >> (x & 31u)) & 1u);
+    return acgt ? (int)((x >> 1) & 3u) : n_code;
+}
+
+/* BWA's band: w, narrowed to the longest insertion and deletion that could still pay off. */
+__device__ __forceinline__ i64 narrowed_band(int qlen, const Params &p)
+{
+    const i64 best = p.a > 0 ? p.a : 0;
+    i64 w = p.w;
+    const int opens[2] = {p.o_ins, p.o_del}, extends[2] = {p.e_ins, p.e_del};
+    for (int k = 0; k < 2; k++) {
+        const i64 x = (i64)qlen * best + p.end_bonus - opens[k] + extends[k];
+        const i64 longest = x > 0 ? x / extends[k] : 0;
+        const i64 cap = longest > 1 ? longest : 1;
+        w = w < cap ? w : cap;
+    }
+    return w;
+}
+
+/* Inclusive max-plus scan over the G lanes of a subwarp: lane t gets
+   max over k <= t of (v_k - (t - k) * step). */
+template <int G>
+__device__ __forceinline__ int decayed_scan(u32 mask, int t, int v, int step)
+{
+#pragma unroll
+    for (int d = 1; d < G; d <<= 1) {
+        const int other = __shfl_up_sync(mask, v, d, G);
+        if (t >= d)
+            v = imax(v, other - d * step);
+    }
+    return v;
+}
+
+/* Extends one pair with the subwarp (every lane calls it with the same arguments). */
+template <int G, int C>
+__device__ void extend_one(const Params &p, int pair, int *state, u32 mask, int t)
+{
+    const i64 q0 = p.query_offsets[pair], t0 = p.target_offsets[pair];
+    const int qlen = (int)(p.query_offsets[pair + 1] - q0), tlen = (int)(p.target_offsets[pair + 1] - t0);
+    const u8 *query = p.query + q0, *target = p.target + t0;
+    const int h0 = p.h0[pair];
+    const int a = p.a, b = p.b, e_del = p.e_del, e_ins = p.e_ins;
+    const int oe_del = p.o_del + p.e_del, oe_ins = p.o_ins + p.e_ins;
+    int *eh_h = state, *eh_e = state + (qlen + 2);
+    u8 *qcode = (u8 *)(eh_e + (qlen + 2));
+
+    /* Row -1: h0, then an insertion run along the query; E = 0; the query's codes. */
+    for (int j = t; j <= qlen + 1; j += G) {
+        const i64 run = (i64)h0 - p.o_ins - (i64)e_ins * j;
+        eh_h[j] = j == 0 ? h0 : (j <= qlen && run > 0 ? (int)run : 0);
+        eh_e[j] = 0;
+        if (j < qlen)
+            qcode[j] = (u8)base_code(query[j], QUERY_N);
+    }
+    __syncwarp(mask);
+
+    const i64 w = narrowed_band(qlen, p);
+    int beg = 0, end = qlen;
+    int best = h0, best_i = -1, best_j = -1, gscore = -1, gscore_i = -1, max_off = 0;
+    for (int i = 0; i < tlen; i++) {
+        if ((i64)beg < (i64)i - w)
+            beg = (int)(i - w);
+        if ((i64)end > (i64)i + w + 1)
+            end = (int)(i + w + 1);
+        end = imin(end, qlen);
+        /* H(i, beg-1): the first column (a deletion run from the seed) only exists at beg 0. */
+        int h_first = 0;
+        if (beg == 0) {
+            const i64 run = (i64)h0 - p.o_del - (i64)e_del * (i + 1);
+            h_first = run > 0 ? (int)run : 0;
+        }
+        const int tc = base_code(target[i], TARGET_N);
+        /* Per lane: row maximum and its column (ties: later column), and the first and last
+           columns whose new (H(i, j-1), E(i+1, j)) are not both zero. */
+        int m = 0, mj = -1, first = FAR, last = -1;
+        if (beg < end) {
+            int f_carry = 0;     /* F entering the tile */
+            int next_diag = 0;   /* lane 0: H(i-1, base-1) of the next tile, read before it is overwritten */
+            for (int base = beg; base < end; base += G * C) {
+                const int lo = base + t * C;
+                int mm[C], ee[C];
+                int out = NEG; /* F leaving this lane's block, from its own columns */
+#pragma unroll
+                for (int c = 0; c < C; c++) {
+                    const int j = lo + c;
+                    mm[c] = 0;
+                    ee[c] = 0;
+                    if (j < end) {
+                        const int diag = (c == 0 && t == 0 && base > beg) ? next_diag : eh_h[j];
+                        const int x = qcode[j] ^ tc;
+                        const int s = x == 0 ? a : (x < 4 ? -b : -1);
+                        mm[c] = diag ? diag + s : 0;
+                        ee[c] = eh_e[j];
+                        out = imax(out - e_ins, imax(mm[c] - oe_ins, 0));
+                    } else {
+                        out -= e_ins;
+                    }
+                }
+                /* F entering lane t's block: from the tile's start, or from the lanes before. */
+                const int step = C * e_ins;
+                const int scanned = decayed_scan<G>(mask, t, out, step);
+                const int before = __shfl_up_sync(mask, scanned, 1, G);
+                int f = t == 0 ? f_carry : imax(f_carry - t * step, before);
+                const int tile_out = __shfl_sync(mask, scanned, G - 1, G);
+                if (t == 0 && base + G * C < end)
+                    next_diag = eh_h[base + G * C];
+                __syncwarp(mask); /* the row above is read: now overwrite it */
+                if (t == 0 && base == beg)
+                    eh_h[beg] = h_first;
+                if (t == 0 && base == beg && h_first != 0) {
+                    first = beg;
+                    last = beg;
+                }
+#pragma unroll
+                for (int c = 0; c < C; c++) {
+                    const int j = lo + c;
+                    if (j < end) {
+                        const int h = imax(imax(mm[c], ee[c]), f);
+                        const int e_next = imax(ee[c] - e_del, imax(mm[c] - oe_del, 0));
+                        eh_e[j] = e_next;
+                        eh_h[j + 1] = h;
+                        f = imax(f - e_ins, imax(mm[c] - oe_ins, 0));
+                        if (h >= m) {
+                            m = h;
+                            mj = j;
+                        }
+                        if (e_next != 0) {
+                            first = imin(first, j);
+                            last = imax(last, j);
+                        }
+                        if (h != 0) { /* column j+1 now holds H(i, j); column end counts for last only */
+                            if (j + 1 < end)
+                                first = imin(first, j + 1);
+                            last = imax(last, j + 1);
+                        }
+                    }
+                }
+                f_carry = imax(f_carry - G * step, tile_out);
+                __syncwarp(mask);
+            }
+        }
+        if (t == 0) {
+            if (beg >= end)
+                eh_h[end] = h_first; /* an empty window still leaves its first H at end */
+            eh_e[end] = 0;
+        }
+        __syncwarp(mask);
+        const int row_max = __reduce_max_sync(mask, m);
+        const int row_max_j = __reduce_max_sync(mask, m == row_max ? mj : -1);
+        const int first_live = __reduce_min_sync(mask, first);
+        const int last_live = __reduce_max_sync(mask, last);
+        const int h_last = eh_h[end];
+        __syncwarp(mask); /* everyone has read eh_h[end] before the next row writes */
+
+        /* The rest is ksw_extend2's bookkeeping, on values every lane holds. */
+        if ((beg < end ? end : beg) == qlen && h_last >= gscore) {
+            gscore = h_last;
+            gscore_i = i;
+        }
+        if (row_max == 0)
+            break;
+        if (row_max > best) {
+            best = row_max;
+            best_i = i;
+            best_j = row_max_j;
+            const int off = row_max_j > i ? row_max_j - i : i - row_max_j;
+            max_off = imax(max_off, off);
+        } else if (p.zdrop > 0) {
+            const i64 di = (i64)i - best_i, dj = (i64)row_max_j - best_j, drop = (i64)best - row_max;
+            if (di > dj ? drop - (di - dj) * e_del > p.zdrop : drop - (dj - di) * e_ins > p.zdrop)
+                break;
+        }
+        const int new_beg = first_live < end ? first_live : end;
+        const int top = last_live >= new_beg ? last_live : new_beg - 1;
+        beg = new_beg;
+        end = imin(top + 2, qlen);
+    }
+    if (t == 0) {
+        int *r = p.out + (i64)pair * 6;
+        r[0] = best;
+        r[1] = best_j + 1;
+        r[2] = best_i + 1;
+        r[3] = gscore_i + 1;
+        r[4] = gscore;
+        r[5] = max_off;
+    }
+    __syncwarp(mask); /* the state is free for the next pair */
+}
+
+/* Persistent kernel: each subwarp takes pairs from the launch's list until it is empty. */
+template <int G, int C, bool SHARED>
+__global__ void __launch_bounds__(THREADS) extend_kernel(const Params *params)
+{
+    const Params &p = *params;
+    const int lane = (int)(threadIdx.x & 31u), t = lane % G;
+    const u32 mask = G == 32 ? 0xffffffffu : (((1u << G) - 1u) << (lane - t));
+    const int sub = (int)threadIdx.x / G, subs_per_block = THREADS / G;
+    int *state;
+    if (SHARED) {
+        WARPDP_DYNAMIC_SHARED(int, shared_state);
+        state = shared_state + (i64)sub * p.state_ints;
+    } else {
+        state = p.scratch + ((i64)blockIdx.x * subs_per_block + sub) * p.state_ints;
+    }
+    for (;;) {
+        int k = 0;
+        if (t == 0)
+            k = atomicAdd(p.counter, 1);
+        k = __shfl_sync(mask, k, 0, G);
+        if (k >= p.n)
+            break;
+        extend_one<G, C>(p, p.order[k], state, mask, t);
+    }
+}
+
+}  // namespace warpdp_seedext
+
+#ifdef WARPDP_NVCC_CHECK
+/* Explicit instantiations so that an offline nvcc run compiles every configuration
+   warpdp/kernels/seedext.py uses (keep the two lists in step; a test compares them). */
+namespace warpdp_seedext {
+template __global__ void extend_kernel<4, 9, true>(const Params *);
+template __global__ void extend_kernel<4, 17, true>(const Params *);
+template __global__ void extend_kernel<8, 17, true>(const Params *);
+template __global__ void extend_kernel<16, 13, true>(const Params *);
+template __global__ void extend_kernel<16, 13, false>(const Params *);
+}  // namespace warpdp_seedext
+#endif

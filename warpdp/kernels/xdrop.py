@@ -1,0 +1,351 @@
+"""GPU backend of gapped X-drop seed extension: the CuPy launcher for ``xdrop.cu``.
+
+The plugin layer (:func:`warpdp.plugin.xdrop.xdrop`) validates the packed pairs and the scores
+and calls :func:`extend`. This module
+
+* turns every pair into two work items, its left and its right extension (independent, as in
+  LOGAN, but in the same launches so that neither waits for the other),
+* picks int32 cells for the items whose values provably fit (the CPU backend's rule) and int64
+  cells for the others, and bins the items by the length of their V flank, which sizes each
+  warp's scratch (three anti-diagonals indexed by column); inside a launch the items go longest
+  first and warps take them from an atomic counter,
+* uploads the pair arrays as they are (no reversed or re-encoded copies: the kernel walks the
+  flanks in place) in chunks through pinned host buffers, two chunks in flight so that the
+  host prepares and copies chunk c+1 while the GPU computes chunk c, and checks the bases on
+  the GPU while it is at it,
+* spreads chunks over several GPUs when given a device list.
+
+CuPy is imported only when a GPU function runs, so importing this module needs no GPU.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["extend", "KERNEL_NAMES", "fits_int32"]
+
+THREADS_PER_BLOCK = 256        # as __launch_bounds__ in xdrop.cu
+WARPS_PER_BLOCK = THREADS_PER_BLOCK // 32
+KERNEL_NAMES = {4: "warpdp_xdrop::extend_kernel<int>", 8: "warpdp_xdrop::extend_kernel<long long>"}
+NVRTC_OPTIONS = ("-std=c++17",)
+PARAMS_BYTES = 136             # sizeof(struct Params), see xdrop.cu
+_PARAMS_STRIDE = 256
+_ALIGN = 256
+_INT32_LIMIT = 1 << 29         # xdrop_fits in warpdp/cython_cpu/xdrop_kernel.h
+# Work items are binned by their V flank: the scratch of a warp holds 3 x (flank + 34) cells.
+FLANK_BINS = np.array([1 << 11, 1 << 13, 1 << 15, 1 << 17, 1 << 19], dtype=np.int64)
+_SCRATCH_BYTES = 2 << 30       # device scratch per chunk slot (bounds warps for very long flanks)
+_CHUNK_PAIRS = 1 << 19
+_CHUNK_BYTES = 512 << 20       # sequence bytes per chunk
+
+
+def _round_up(value: int, step: int = _ALIGN) -> int:
+    return (value + step - 1) // step * step
+
+
+def fits_int32(m: np.ndarray, n: np.ndarray, match: int, mismatch: int, gap: int, x: int) -> np.ndarray:
+    """Per work item: whether int32 cells hold every value (xdrop_fits with 2^29, vectorized)."""
+    shorter = np.minimum(m, n)
+    if not (x < _INT32_LIMIT and -mismatch < _INT32_LIMIT and -gap < _INT32_LIMIT and match < _INT32_LIMIT):
+        return np.zeros(len(m), dtype=bool)
+    return (shorter < _INT32_LIMIT) & (shorter * match < _INT32_LIMIT)
+
+
+def split_chunks(h_offsets: np.ndarray, v_offsets: np.ndarray, chunk_pairs: int = _CHUNK_PAIRS,
+                 chunk_bytes: int = _CHUNK_BYTES) -> list[tuple[int, int]]:
+    """Consecutive pair ranges of at most chunk_pairs pairs and about chunk_bytes of sequence."""
+    n = len(h_offsets) - 1
+    seq = h_offsets + v_offsets
+    chunks, start = [], 0
+    while start < n:
+        stop = min(n, start + chunk_pairs)
+        by_bytes = int(np.searchsorted(seq, seq[start] + chunk_bytes, side="right")) - 1
+        stop = max(start + 1, min(stop, by_bytes))
+        chunks.append((start, stop))
+        start = stop
+    return chunks
+
+
+@dataclass(frozen=True)
+class Scores:
+    k: int
+    match: int
+    mismatch: int
+    gap: int
+    x: int
+    best: bool
+
+
+@dataclass
+class _Launch:
+    cell_bytes: int   # 4: int32 cells, 8: int64
+    first: int        # into the chunk's order
+    count: int
+    stride: int       # cells per anti-diagonal buffer
+    grid: int
+    index: int        # params row and counter
+
+
+class _ChunkPlan:
+    """One chunk's launches and memory layout (host side, numpy only)."""
+
+    def __init__(self, pairs: Any, start: int, stop: int, scores: Scores, resident_warps: int) -> None:
+        ho, vo = pairs.h_offsets, pairs.v_offsets
+        self.start, self.stop, self.n = start, stop, stop - start
+        self.h0, self.h1 = int(ho[start]), int(ho[stop])
+        self.v0, self.v1 = int(vo[start]), int(vo[stop])
+        k = scores.k
+        len_h, len_v = np.diff(ho[start:stop + 1]), np.diff(vo[start:stop + 1])
+        h_pos, v_pos = pairs.h_pos[start:stop], pairs.v_pos[start:stop]
+        # Item 2i is pair i's left extension, 2i+1 its right one; m = V flank, n = H flank.
+        m = np.empty(2 * self.n, dtype=np.int64)
+        n = np.empty(2 * self.n, dtype=np.int64)
+        m[0::2], n[0::2] = v_pos, h_pos
+        m[1::2], n[1::2] = len_v - v_pos - k, len_h - h_pos - k
+        wide = ~fits_int32(m, n, scores.match, scores.mismatch, scores.gap, scores.x)
+        bins = np.searchsorted(FLANK_BINS, m, side="left") + (len(FLANK_BINS) + 1) * wide
+        # Within a bin, the longest extensions first, so that the launch does not end on one.
+        self.order = np.lexsort((-(m + n), bins)).astype(np.int32)
+        counts = np.bincount(bins, minlength=2 * (len(FLANK_BINS) + 1))
+        self.launches: list[_Launch] = []
+        first, scratch = 0, 0
+        for b, count in enumerate(counts):
+            count = int(count)
+            if count == 0:
+                continue
+            cell_bytes = 8 if b > len(FLANK_BINS) else 4
+            items = self.order[first:first + count]
+            stride = _round_up(int(m[items].max()) + 34, 32)
+            per_warp = 3 * stride * cell_bytes
+            warps = max(1, min(count, resident_warps, _SCRATCH_BYTES // per_warp))
+            grid = -(-warps // WARPS_PER_BLOCK)
+            scratch = max(scratch, grid * WARPS_PER_BLOCK * per_warp)
+            self.launches.append(_Launch(cell_bytes, first, count, stride, grid, len(self.launches)))
+            first += count
+        sections, off = {}, 0
+        for name, size in (("params", _PARAMS_STRIDE * max(1, len(self.launches))),
+                           ("counters", 4 * max(1, len(self.launches))),
+                           ("h_bases", self.h1 - self.h0), ("v_bases", self.v1 - self.v0),
+                           ("h_offsets", 8 * (self.n + 1)), ("v_offsets", 8 * (self.n + 1)),
+                           ("h_pos", 8 * self.n), ("v_pos", 8 * self.n), ("order", 4 * 2 * self.n)):
+            sections[name] = off
+            off = _round_up(off + max(size, 1))
+        self.blob_bytes = off
+        # Device only: the bad-base flag and the results come back; the scratch stays.
+        sections["out"] = off
+        self.out_bytes = _ALIGN + 32 * 2 * self.n
+        off = _round_up(off + self.out_bytes)
+        sections["scratch"] = off
+        self.device_bytes = off + max(scratch, 1)
+        self.at = sections
+
+    def fill(self, blob: np.ndarray, pairs: Any, scores: Scores, base: int) -> None:
+        """Write the upload part of the chunk into ``blob`` (pinned), pointing at ``base``."""
+        at, s, e = self.at, self.start, self.stop
+        blob[at["counters"]:at["counters"] + 4 * max(1, len(self.launches))] = 0
+        blob[at["h_bases"]:at["h_bases"] + self.h1 - self.h0] = pairs.h_bases[self.h0:self.h1]
+        blob[at["v_bases"]:at["v_bases"] + self.v1 - self.v0] = pairs.v_bases[self.v0:self.v1]
+        np.subtract(pairs.h_offsets[s:e + 1], self.h0, out=blob[at["h_offsets"]:at["h_offsets"] + 8 * (self.n + 1)]
+                    .view(np.int64))
+        np.subtract(pairs.v_offsets[s:e + 1], self.v0, out=blob[at["v_offsets"]:at["v_offsets"] + 8 * (self.n + 1)]
+                    .view(np.int64))
+        blob[at["h_pos"]:at["h_pos"] + 8 * self.n].view(np.int64)[:] = pairs.h_pos[s:e]
+        blob[at["v_pos"]:at["v_pos"] + 8 * self.n].view(np.int64)[:] = pairs.v_pos[s:e]
+        blob[at["order"]:at["order"] + 8 * self.n].view(np.int32)[:] = self.order
+        for launch in self.launches:
+            row = blob[at["params"] + _PARAMS_STRIDE * launch.index:
+                       at["params"] + _PARAMS_STRIDE * launch.index + PARAMS_BYTES]
+            words, ints = row.view(np.int64), row.view(np.int32)
+            words[0] = base + at["h_bases"]
+            words[1] = base + at["v_bases"]
+            words[2] = base + at["h_offsets"]
+            words[3] = base + at["v_offsets"]
+            words[4] = base + at["h_pos"]
+            words[5] = base + at["v_pos"]
+            words[6] = base + at["order"] + 4 * launch.first
+            words[7] = base + at["counters"] + 4 * launch.index
+            words[8] = base + at["out"] + _ALIGN
+            words[9] = base + at["scratch"]
+            words[10:16] = (launch.stride, scores.k, scores.match, scores.mismatch, scores.gap, scores.x)
+            ints[32:34] = (launch.count, int(scores.best))
+
+    def params_address(self, base: int, launch: _Launch) -> int:
+        return base + self.at["params"] + _PARAMS_STRIDE * launch.index
+
+    def store(self, out_bytes: np.ndarray, pairs: Any, scores: Scores, results: Any) -> bool:
+        """Combine the two extensions of each pair into ``results``; False when a base was bad."""
+        if out_bytes[:4].view(np.int32)[0] != 0:
+            return False
+        table = out_bytes[_ALIGN:_ALIGN + 32 * 2 * self.n].view(np.int64).reshape(self.n, 2, 4)
+        left, right = table[:, 0], table[:, 1]
+        s, e, k = self.start, self.stop, scores.k
+        h_pos, v_pos = pairs.h_pos[s:e], pairs.v_pos[s:e]
+        results.score[s:e] = left[:, 0] + right[:, 0] + k * scores.match
+        results.begin_h[s:e] = h_pos - left[:, 2]
+        results.end_h[s:e] = h_pos + k + right[:, 2]
+        results.begin_v[s:e] = v_pos - left[:, 1]
+        results.end_v[s:e] = v_pos + k + right[:, 1]
+        results.cells[s:e] = left[:, 3] + right[:, 3]
+        return True
+
+
+class _Slot:
+    """One of the two chunk buffers in flight: pinned input/output and device memory."""
+
+    def __init__(self) -> None:
+        self.pinned_in: np.ndarray | None = None
+        self.pinned_in_mem: Any = None
+        self.pinned_out: np.ndarray | None = None
+        self.pinned_out_mem: Any = None
+        self.device: Any = None
+        self.device_bytes = 0
+        self.stream: Any = None
+        self.pending: _ChunkPlan | None = None
+        self.done: Any = None
+
+
+class _Runner:
+    """Per-device GPU state: compiled kernels, streams and reusable buffers."""
+
+    def __init__(self, device_id: int) -> None:
+        import cupy
+
+        self.cupy = cupy
+        self.device_id = device_id
+        with cupy.cuda.Device(device_id):
+            props = cupy.cuda.runtime.getDeviceProperties(device_id)
+            self.sm_count = int(props["multiProcessorCount"])
+            source = Path(__file__).with_name("xdrop.cu").read_text()
+            self.module = cupy.RawModule(code=source, options=NVRTC_OPTIONS,
+                                         name_expressions=list(KERNEL_NAMES.values()))
+            self.kernels = {size: self.module.get_function(name) for size, name in KERNEL_NAMES.items()}
+            self.check = self.module.get_function("check_bases")
+            self.resident_warps = self._resident_warps()
+            self.slots = [_Slot(), _Slot()]
+            for slot in self.slots:
+                slot.stream = cupy.cuda.Stream(non_blocking=True)
+        self.lock = threading.Lock()
+
+    def _resident_warps(self) -> int:
+        """Warps of the int32 kernel that fit on the whole device at once."""
+        kernel = self.kernels[4]
+        try:
+            from cupy.cuda import driver
+
+            per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, THREADS_PER_BLOCK, 0)
+        except Exception:  # older CuPy: a conservative estimate from registers
+            regs = _round_up(max(kernel.num_regs, 1), 8) * THREADS_PER_BLOCK
+            per_sm = max(1, 65536 // regs)
+        return max(1, int(per_sm)) * self.sm_count * WARPS_PER_BLOCK
+
+    def _ensure(self, slot: _Slot, plan: _ChunkPlan) -> None:
+        cupy = self.cupy
+        if slot.pinned_in is None or len(slot.pinned_in) < plan.blob_bytes:
+            size = _round_up(plan.blob_bytes + plan.blob_bytes // 4)
+            slot.pinned_in_mem = cupy.cuda.alloc_pinned_memory(size)
+            slot.pinned_in = np.ndarray(size, dtype=np.uint8, buffer=slot.pinned_in_mem)
+        if slot.pinned_out is None or len(slot.pinned_out) < plan.out_bytes:
+            size = _round_up(plan.out_bytes + plan.out_bytes // 4)
+            slot.pinned_out_mem = cupy.cuda.alloc_pinned_memory(size)
+            slot.pinned_out = np.ndarray(size, dtype=np.uint8, buffer=slot.pinned_out_mem)
+        if slot.device is None or slot.device_bytes < plan.device_bytes:
+            slot.device = None  # free first: the pool can reuse it
+            slot.device_bytes = _round_up(plan.device_bytes + plan.device_bytes // 4)
+            slot.device = cupy.cuda.alloc(slot.device_bytes)
+
+    def _enqueue(self, slot: _Slot, plan: _ChunkPlan) -> None:
+        cupy = self.cupy
+        runtime = cupy.cuda.runtime
+        base = int(slot.device.ptr)
+        stream = slot.stream
+        runtime.memcpyAsync(base, slot.pinned_in.ctypes.data, plan.blob_bytes, 1, stream.ptr)
+        runtime.memsetAsync(base + plan.at["out"], 0, 4, stream.ptr)
+        flag = np.uint64(base + plan.at["out"])
+        for name in ("h_bases", "v_bases"):
+            size = (plan.h1 - plan.h0) if name == "h_bases" else (plan.v1 - plan.v0)
+            if size:
+                grid = min(4 * self.sm_count, -(-size // THREADS_PER_BLOCK))
+                self.check((grid,), (THREADS_PER_BLOCK,), (np.uint64(base + plan.at[name]), np.int64(size), flag),
+                           stream=stream)
+        for launch in plan.launches:
+            self.kernels[launch.cell_bytes]((launch.grid,), (THREADS_PER_BLOCK,),
+                                            (np.uint64(plan.params_address(base, launch)),), stream=stream)
+        runtime.memcpyAsync(slot.pinned_out.ctypes.data, base + plan.at["out"], plan.out_bytes, 2, stream.ptr)
+        slot.done = cupy.cuda.Event(block=False, disable_timing=True)
+        slot.done.record(stream)
+
+    def _finish(self, slot: _Slot, pairs: Any, scores: Scores, results: Any) -> bool:
+        plan, slot.pending = slot.pending, None
+        if plan is None:
+            return True
+        slot.done.synchronize()
+        return plan.store(slot.pinned_out, pairs, scores, results)
+
+    def run(self, pairs: Any, chunks: Sequence[tuple[int, int]], scores: Scores, results: Any) -> bool:
+        """Extend the pairs of ``chunks`` into ``results``; False when some base was not ACGTN."""
+        ok = True
+        with self.lock, self.cupy.cuda.Device(self.device_id):  # one call at a time uses the buffers
+            try:
+                for c, (start, stop) in enumerate(chunks):
+                    slot = self.slots[c % 2]
+                    ok &= self._finish(slot, pairs, scores, results)  # the chunk two back used this slot
+                    plan = _ChunkPlan(pairs, start, stop, scores, self.resident_warps)
+                    self._ensure(slot, plan)
+                    plan.fill(slot.pinned_in, pairs, scores, int(slot.device.ptr))
+                    self._enqueue(slot, plan)
+                    slot.pending = plan
+                for slot in self.slots:
+                    ok &= self._finish(slot, pairs, scores, results)
+            finally:
+                for slot in self.slots:
+                    if slot.pending is not None and slot.done is not None:
+                        slot.done.synchronize()
+                    slot.pending = None
+        return ok
+
+
+_RUNNERS: dict[int, _Runner] = {}
+_RUNNERS_LOCK = threading.Lock()
+
+
+def _runner(device_id: int) -> _Runner:
+    with _RUNNERS_LOCK:
+        if device_id not in _RUNNERS:
+            _RUNNERS[device_id] = _Runner(device_id)
+        return _RUNNERS[device_id]
+
+
+def extend(pairs: Any, results: Any, *, k: int, x: int, match: int, mismatch: int, gap: int, best: bool,
+           devices: Sequence[int] | None = None) -> None:
+    """Fill ``results`` (a :class:`warpdp.plugin.xdrop.XdropResults`) for every pair.
+
+    ``pairs`` is validated :class:`warpdp.plugin.xdrop.XdropPairs` (seeds inside their
+    sequences; bases are checked here, on the GPU) and the scores are validated; the answers are
+    those of the CPU backend, exactly. ``devices`` lists the GPUs to spread chunks over
+    (default: the current device).
+    """
+    if pairs.n_pairs == 0:
+        return
+    import cupy
+
+    scores = Scores(int(k), int(match), int(mismatch), int(gap), int(x), bool(best))
+    device_ids = list(devices) if devices else [cupy.cuda.runtime.getDevice()]
+    chunks = split_chunks(pairs.h_offsets, pairs.v_offsets)
+    if len(device_ids) == 1 or len(chunks) == 1:
+        ok = _runner(device_ids[0]).run(pairs, chunks, scores, results)
+    else:
+        # Chunks dealt round-robin; each device works through its share in its own thread.
+        shares = [chunks[i::len(device_ids)] for i in range(len(device_ids))]
+        with ThreadPoolExecutor(len(device_ids)) as pool:
+            oks = list(pool.map(lambda args: _runner(args[0]).run(pairs, args[1], scores, results),
+                                [(d, share) for d, share in zip(device_ids, shares) if share]))
+        ok = all(oks)
+    if not ok:
+        pairs.check_bases()  # names the first bad byte
+        raise ValueError("a sequence has a byte other than A, C, G, T and N")
