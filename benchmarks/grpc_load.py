@@ -7,7 +7,7 @@ concurrent clients, with dynamic batching on and off; and, for large jobs, the o
 scoring through the service over scoring in-process. Every reply is checked against
 in-process scoring.
 
-    python3 benchmarks/grpc_load.py --backend cpu --out benchmarks/grpc_results.md
+    python3 benchmarks/grpc_load.py --backend cpu --out /tmp/grpc_results.md   (then copy the section into BENCHMARKS.md)
     python3 benchmarks/grpc_load.py --backend gpu --client-processes 4 --out ...
 
 The server runs as a separate process (`python -m warpdp.grpc.cli`, i.e. `warpdp serve`) on

@@ -11,7 +11,7 @@ wall-clock seconds, the DP cells computed (both directions, as LOGAN counts them
 GCUPS = cells / s. With one CPU thread the calling thread's CPU time is reported too: on a
 shared machine it leaves out the time other processes held the core (though not their
 effect on caches and on the core's other hardware thread). Prints a markdown table for
-benchmarks/xdrop_results.md.
+BENCHMARKS.md.
 """
 from __future__ import annotations
 
