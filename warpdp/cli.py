@@ -128,14 +128,15 @@ def _run_pairhmm(args: argparse.Namespace) -> int:
 
 
 def _run_info(args: argparse.Namespace) -> int:
-    from .plugin.backend import gpu_status
+    from .plugin.backend import cpu_name, gpu_status
     from .plugin.pairhmm import available_cpu_isas
 
     isas = available_cpu_isas()
-    usable, reason = gpu_status("pairhmm")
     print(f"warpdp {__version__}")
-    print(f"CPU variants: {', '.join(isas)} (default: {isas[-1]})")
-    print(f"GPU (pairhmm): {'usable' if usable else 'not usable'}: {reason}")
+    print(f"CPU: {cpu_name()}; variants: {', '.join(isas)} (default: {isas[-1]})")
+    for algorithm in ("pairhmm", "xdrop", "seedext"):
+        usable, reason = gpu_status(algorithm)
+        print(f"GPU ({algorithm}): {'usable' if usable else 'not usable'}: {reason}")
     return 0
 
 
@@ -172,6 +173,9 @@ def _add_seedext_parser(subparsers) -> None:
     scoring.add_argument("--end-bonus", type=int, default=5, help="end bonus (default 5)")
     scoring.add_argument("--zdrop", type=int, default=100, help="z-drop (default 100; 0 disables it)")
     _add_backend_options(p)
+    from .grpc.cli import add_client_arguments
+
+    add_client_arguments(p)
     p.set_defaults(run=_run_seedext)
 
 
@@ -188,7 +192,14 @@ def _run_seedext(args: argparse.Namespace) -> int:
         if args.h0 is not None:
             raise ValueError("--h0 applies to FASTA input (--targets); TSV lines carry their own h0")
         pairs = read_seedext_tsv(sys.stdin if args.input == "-" else args.input)
-    results = seed_extend_with(pairs, params, backend=args.backend, threads=args.threads)
+    from .grpc.cli import client_from_args
+
+    client = client_from_args(args)
+    if client is not None:
+        with client:
+            results = client.seed_extend_with(pairs, params)
+    else:
+        results = seed_extend_with(pairs, params, backend=args.backend, threads=args.threads)
     write_seedext_results(results, sys.stdout if args.output == "-" else args.output)
     return 0
 
@@ -215,6 +226,9 @@ def _add_xdrop_parser(subparsers) -> None:
     p.add_argument("--seqs-h", default=None, help="FASTA/FASTQ of H sequences: INPUT is then the V FASTA/FASTQ")
     p.add_argument("--seeds", default=None, help="with --seqs-h: one line 'posV posH [strand]' per pair")
     _add_backend_options(p)
+    from .grpc.cli import add_client_arguments
+
+    add_client_arguments(p)
     p.set_defaults(run=_run_xdrop)
 
 
@@ -229,8 +243,15 @@ def _run_xdrop(args: argparse.Namespace) -> int:
         pairs = read_xdrop_fastx(args.input, args.seqs_h, args.seeds, k=args.k)
     else:
         pairs = read_logan_text(sys.stdin if args.input == "-" else args.input, k=args.k)
-    results = xdrop(pairs, k=args.k, x=args.x, match=args.match, mismatch=args.mismatch, gap=args.gap,
-                    report=args.report, backend=args.backend, threads=args.threads)
+    scoring = dict(k=args.k, x=args.x, match=args.match, mismatch=args.mismatch, gap=args.gap, report=args.report)
+    from .grpc.cli import client_from_args
+
+    client = client_from_args(args)
+    if client is not None:
+        with client:
+            results = client.xdrop(pairs, **scoring)
+    else:
+        results = xdrop(pairs, **scoring, backend=args.backend, threads=args.threads)
     write_xdrop_results(results, sys.stdout if args.output == "-" else args.output)
     return 0
 

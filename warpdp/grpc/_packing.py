@@ -26,6 +26,15 @@ def float64_bytes(array: np.ndarray) -> bytes:
     return np.ascontiguousarray(array, dtype="<f8").tobytes()
 
 
+def int64_array(raw: bytes, name: str) -> np.ndarray:
+    """The int64 values of a `bytes` field (a read-only view); ValueError naming the field
+    when its length is not a multiple of 8."""
+    if len(raw) % 8:
+        raise ValueError(f"{name} has {len(raw)} bytes, not a multiple of 8 "
+                         f"(it holds little-endian int64 values)")
+    return np.frombuffer(raw, dtype="<i8")
+
+
 def pairhmm_request(batches: PairHmmBatches, use_double: bool) -> warpdp_pb2.PairHmmRequest:
     """The request message of packed batches (no validation: the caller has validated)."""
     fields = {name: np.ascontiguousarray(getattr(batches, name)).tobytes() for name in PAIRHMM_BYTE_FIELDS}
@@ -37,11 +46,7 @@ def pairhmm_batches(message: warpdp_pb2.PairHmmBatches) -> PairHmmBatches:
     """Packed batches from a message; ValueError/TypeError naming the field when malformed."""
     arrays: dict[str, object] = {name: getattr(message, name) for name in PAIRHMM_BYTE_FIELDS}
     for name in PAIRHMM_OFFSET_FIELDS:
-        raw = getattr(message, name)
-        if len(raw) % 8:
-            raise ValueError(f"{name} has {len(raw)} bytes, not a multiple of 8 "
-                             f"(it holds little-endian int64 values)")
-        arrays[name] = np.frombuffer(raw, dtype="<i8")
+        arrays[name] = int64_array(getattr(message, name), name)
     # from_arrays checks every dtype, length and offset and names the field at fault.
     return PairHmmBatches.from_arrays(**arrays)
 
@@ -172,3 +177,53 @@ def _split_batch(batches: PairHmmBatches, b: int, max_cells: int, budget: int) -
             h = t
         r += 1
     return pieces
+
+
+# ---------------------------------------------------------------------------------------
+# Algorithms whose unit is the pair (X-drop, seed extension): sequences as bases + offsets,
+# plus per-pair arrays. Pairs are independent, so any run of consecutive pairs is a request.
+
+
+def concat_pairs(parts: list, sequences: tuple[tuple[str, str], ...], per_pair: tuple[str, ...]):
+    """One packed set (of the parts' own class) holding the pairs of all parts, in order.
+
+    ``sequences`` names (bases, offsets) field pairs; ``per_pair`` the arrays with one value per pair.
+    """
+    fields: dict[str, np.ndarray] = {}
+    for bases_name, offsets_name in sequences:
+        lengths = [len(getattr(p, bases_name)) for p in parts]
+        starts = np.cumsum([0, *lengths[:-1]], dtype=np.int64)
+        pieces = [getattr(p, offsets_name)[:-1] + start for p, start in zip(parts, starts)]
+        pieces.append(np.array([sum(lengths)], dtype=np.int64))
+        fields[bases_name] = np.concatenate([getattr(p, bases_name) for p in parts])
+        fields[offsets_name] = np.concatenate(pieces).astype(np.int64, copy=False)
+    for name in per_pair:
+        fields[name] = np.concatenate([getattr(p, name) for p in parts])
+    return type(parts[0])(**fields)
+
+
+def plan_pair_ranges(cells: np.ndarray, request_bytes: np.ndarray, reply_bytes: int, fixed_bytes: int,
+                     max_cells: int, max_bytes: int) -> list[tuple[int, int]]:
+    """Consecutive pair ranges, each within max_cells and max_bytes (request and reply).
+
+    ``cells`` and ``request_bytes`` are per pair; ``reply_bytes`` is per pair; ``fixed_bytes`` is
+    what every request carries whatever its pairs (the leading 0 of its offset arrays). A single
+    pair over the limits raises ValueError.
+    """
+    budget = max_bytes - REQUEST_FRAMING_BYTES
+    if max_cells < 1 or budget < 64:
+        raise ValueError(f"limits too small to send anything (max_cells={max_cells}, max_bytes={max_bytes})")
+    n = len(cells)
+    per_pair = (cells, request_bytes, np.full(n, reply_bytes, dtype=np.int64))
+    cum = [np.concatenate([[0], np.cumsum(a, dtype=np.int64)]) for a in per_pair]
+    caps = (max_cells, budget - fixed_bytes, budget)
+    ranges: list[tuple[int, int]] = []
+    i = 0
+    while i < n:
+        j = min(int(np.searchsorted(c, c[i] + cap, side="right")) - 1 for c, cap in zip(cum, caps))
+        if j <= i:
+            raise ValueError(f"pair {i} alone ({int(cells[i])} cells, {int(request_bytes[i])} bytes) exceeds "
+                             f"the server's limits ({max_cells} cells, {budget} bytes per request)")
+        ranges.append((i, j))
+        i = j
+    return ranges

@@ -1,7 +1,10 @@
-"""`warpdp.grpc.Client`: the local scoring API (``warpdp.pairhmm``) against warpdp servers.
+"""`warpdp.grpc.Client`: the local scoring API (``warpdp.pairhmm``, ``warpdp.xdrop``,
+``warpdp.seed_extend``) against warpdp servers.
 
     with Client("127.0.0.1:50051") as client:
         likelihoods = client.pairhmm(batches)          # same values as warpdp.pairhmm(batches)
+        extended = client.xdrop(pairs, k=17, x=100)    # same as warpdp.xdrop(pairs, k=17, x=100)
+        seeds = client.seed_extend(seed_pairs)         # same as warpdp.seed_extend(seed_pairs)
 
 Several addresses (``Client(["10.0.0.1:50051", "10.0.0.2:50051"])`` or ``"a:50051,b:50051"``)
 give one channel with gRPC's ``round_robin`` load balancing over them: calls are spread
@@ -22,7 +25,10 @@ import grpc
 import numpy as np
 
 from ..plugin.pairhmm import PairHmmBatches, check_output_array
-from . import _packing, warpdp_pb2, warpdp_pb2_grpc
+from ..plugin.seedext import SeedExtPairs, SeedExtParams, SeedExtResults, check_score_range
+from ..plugin.xdrop import XdropPairs, XdropResults
+from . import warpdp_pb2, warpdp_pb2_grpc
+from ._algorithms import PAIRHMM, SEEDEXT, XDROP, Algorithm, XdropKey, algorithm_for
 
 # Before the server's limits are known, jobs up to this size go in one message without
 # asking (they fit any sensibly configured server, including gRPC's default 4 MiB limit).
@@ -156,35 +162,47 @@ class Client:
         if not isinstance(batches, PairHmmBatches):
             raise TypeError(f"batches must be PairHmmBatches, not {type(batches).__name__} (see warpdp.pack_batches)")
         batches.validate()
-        n_pairs = batches.n_pairs
         if out is None:
-            out = np.empty(n_pairs, dtype=np.float64)
+            out = PAIRHMM.new_output(batches.n_pairs)
         else:
-            check_output_array(out, n_pairs)
-        if n_pairs == 0:
-            return out
-        timeout = self.timeout if timeout is None else timeout
-        if self._info is None and self._fits(batches, _SAFE_CELLS, _SAFE_BYTES):
-            try:
-                self._unary(batches, double, out, timeout)
-                return out
-            except ServiceError as exc:
-                if exc.code != grpc.StatusCode.RESOURCE_EXHAUSTED:
-                    raise
-                # A server with smaller limits than assumed: learn them and split.
-        info = self.server_info(timeout=timeout)
-        max_cells = info.limits.max_request_cells
-        max_bytes = info.limits.max_message_bytes
-        if self._fits(batches, max_cells, max_bytes):
-            self._unary(batches, double, out, timeout)
-            return out
-        chunk_cells = max_cells
-        if info.batching.enabled:
-            # Chunks the size of one backend submission keep the server's pipeline full.
-            chunk_cells = min(max_cells, max(info.batching.max_batch_cells, 1))
-        chunks = _packing.plan_pairhmm_chunks(batches, chunk_cells, min(max_bytes, _CHUNK_BYTES))
-        self._streams(chunks, double, out, timeout)
+            check_output_array(out, batches.n_pairs)
+        self._run(batches, bool(double), out, timeout)
         return out
+
+    def xdrop(self, pairs: XdropPairs, *, k: int, x: int, match: int = 1, mismatch: int = -1, gap: int = -1,
+              report: str = "longest", timeout: float | None = None) -> XdropResults:
+        """Gapped X-drop extension of every pair, as :func:`warpdp.xdrop` returns it (same
+        parameters; the server's backend computes). Errors as :meth:`pairhmm`."""
+        if not isinstance(pairs, XdropPairs):
+            raise TypeError(f"pairs must be XdropPairs, not {type(pairs).__name__} (see pack_xdrop_pairs)")
+        key = XdropKey.make(k=k, x=x, match=match, mismatch=mismatch, gap=gap, report=report)
+        XDROP.check(pairs, key)
+        out = XDROP.new_output(pairs.n_pairs)
+        self._run(pairs, key, out, timeout)
+        return XDROP.results(out)
+
+    def seed_extend(self, pairs: SeedExtPairs, *, a: int = 1, b: int = 4, o_del: int = 6, e_del: int = 1,
+                    o_ins: int = 6, e_ins: int = 1, w: int = 100, end_bonus: int = 5, zdrop: int = 100,
+                    timeout: float | None = None) -> SeedExtResults:
+        """Seed extension of every pair, as :func:`warpdp.seed_extend` returns it (BWA-MEM's
+        defaults). Errors as :meth:`pairhmm`."""
+        params = SeedExtParams(a=a, b=b, o_del=o_del, e_del=e_del, o_ins=o_ins, e_ins=e_ins, w=w,
+                               end_bonus=end_bonus, zdrop=zdrop)
+        return self.seed_extend_with(pairs, params, timeout=timeout)
+
+    def seed_extend_with(self, pairs: SeedExtPairs, params: SeedExtParams, *,
+                         timeout: float | None = None) -> SeedExtResults:
+        """:meth:`seed_extend` with the parameters as one :class:`warpdp.SeedExtParams`."""
+        if not isinstance(pairs, SeedExtPairs):
+            raise TypeError(f"pairs must be SeedExtPairs, not {type(pairs).__name__} (see pack_seed_pairs)")
+        if not isinstance(params, SeedExtParams):
+            raise TypeError(f"params must be SeedExtParams, not {type(params).__name__}")
+        params.validate()
+        pairs.validate()
+        check_score_range(pairs, params)
+        out = SEEDEXT.new_output(pairs.n_pairs)
+        self._run(pairs, params, out, timeout)
+        return SEEDEXT.results(out)
 
     def server_info(self, *, timeout: float | None = None) -> warpdp_pb2.ServerInfoReply:
         """The server's version, backend, devices, batching settings and limits (cached)."""
@@ -211,39 +229,61 @@ class Client:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    # -- internals --
+    # -- internals (one path for every algorithm: the payload's type says which) --
 
-    @staticmethod
-    def _fits(batches: PairHmmBatches, max_cells: int, max_bytes: int) -> bool:
-        request_bytes = int(_packing.pairhmm_request_bytes_per_batch(batches).sum()) + 32 \
-            + _packing.REQUEST_FRAMING_BYTES
-        reply_bytes = 8 * batches.n_pairs + _packing.REQUEST_FRAMING_BYTES
-        return batches.n_cells <= max_cells and max(request_bytes, reply_bytes) <= max_bytes
+    def _run(self, payload: Any, key: Any, out: np.ndarray, timeout: float | None) -> None:
+        """Score validated input into out: one unary call when it fits, else split and streamed."""
+        algorithm = algorithm_for(payload)
+        if algorithm.n_pairs(payload) == 0:
+            return
+        timeout = self.timeout if timeout is None else timeout
+        if self._info is None and algorithm.fits(payload, key, _SAFE_CELLS, _SAFE_BYTES):
+            try:
+                self._unary(payload, key, out, timeout)
+                return
+            except ServiceError as exc:
+                if exc.code != grpc.StatusCode.RESOURCE_EXHAUSTED:
+                    raise
+                # A server with smaller limits than assumed: learn them and split.
+        info = self.server_info(timeout=timeout)
+        max_cells = info.limits.max_request_cells
+        max_bytes = info.limits.max_message_bytes
+        if algorithm.fits(payload, key, max_cells, max_bytes):
+            self._unary(payload, key, out, timeout)
+            return
+        chunk_cells = max_cells
+        if info.batching.enabled:
+            # Chunks the size of one backend submission keep the server's pipeline full.
+            chunk_cells = min(max_cells, max(info.batching.max_batch_cells, 1))
+        chunks = algorithm.plan(payload, key, chunk_cells, min(max_bytes, _CHUNK_BYTES))
+        self._streams(chunks, key, out, timeout)
 
-    def _unary(self, batches: PairHmmBatches, double: bool, out: np.ndarray, timeout: float | None) -> None:
-        request = _packing.pairhmm_request(batches, double)
+    def _unary(self, payload: Any, key: Any, out: np.ndarray, timeout: float | None) -> None:
+        algorithm = algorithm_for(payload)
+        request = algorithm.request(payload, key)
         try:
-            reply = self._stub.PairHmm(request, metadata=self._metadata, timeout=timeout,
-                                       wait_for_ready=self._wait_for_ready)
+            reply = getattr(self._stub, algorithm.rpc)(request, metadata=self._metadata, timeout=timeout,
+                                                       wait_for_ready=self._wait_for_ready)
         except grpc.RpcError as exc:
             raise _service_error(exc) from None
-        _store(reply, out, 0, len(out), "PairHmm")
+        _store(algorithm, reply, out, 0, algorithm.n_pairs(payload), algorithm.rpc)
 
-    def _streams(self, chunks: list[PairHmmBatches], double: bool, out: np.ndarray, timeout: float | None) -> None:
-        offsets = np.concatenate([[0], np.cumsum([c.n_pairs for c in chunks])]).astype(np.int64)
+    def _streams(self, chunks: list[Any], key: Any, out: np.ndarray, timeout: float | None) -> None:
+        algorithm = algorithm_for(chunks[0])
+        offsets = np.concatenate([[0], np.cumsum([algorithm.n_pairs(c) for c in chunks])]).astype(np.int64)
         n_streams = min(len(self.addresses), len(chunks))
         if n_streams <= 1:
-            self._stream(chunks, offsets, double, out, timeout, [])
+            self._stream(chunks, offsets, key, out, timeout, [])
             return
         # Several servers: one stream per server (round_robin spreads the calls), each over a
         # contiguous share of the chunks with about the same number of cells.
-        cells = np.cumsum([c.n_cells for c in chunks])
+        cells = np.cumsum([algorithm.cells(c, key) for c in chunks])
         bounds = [0, *(int(np.searchsorted(cells, cells[-1] * k / n_streams)) + 1 for k in range(1, n_streams)),
                   len(chunks)]
         bounds = sorted(set(min(b, len(chunks)) for b in bounds))
         calls: list[Any] = []
         with ThreadPoolExecutor(max_workers=len(bounds) - 1, thread_name_prefix="warpdp-client") as pool:
-            futures = [pool.submit(self._stream, chunks[a:b], offsets[a:b + 1], double, out, timeout, calls)
+            futures = [pool.submit(self._stream, chunks[a:b], offsets[a:b + 1], key, out, timeout, calls)
                        for a, b in zip(bounds[:-1], bounds[1:])]
             try:
                 for future in futures:
@@ -253,36 +293,38 @@ class Client:
                     call.cancel()  # the job failed: stop the other streams too
                 raise
 
-    def _stream(self, chunks: list[PairHmmBatches], offsets: np.ndarray, double: bool, out: np.ndarray,
+    def _stream(self, chunks: list[Any], offsets: np.ndarray, key: Any, out: np.ndarray,
                 timeout: float | None, calls: list[Any]) -> None:
+        algorithm = algorithm_for(chunks[0])
+        method = algorithm.rpc + "Stream"
+
         def requests() -> Any:
             for chunk in chunks:
-                yield _packing.pairhmm_request(chunk, double)
+                yield algorithm.request(chunk, key)
 
         try:
-            call = self._stub.PairHmmStream(requests(), metadata=self._metadata, timeout=timeout,
-                                            wait_for_ready=self._wait_for_ready)
+            call = getattr(self._stub, method)(requests(), metadata=self._metadata, timeout=timeout,
+                                               wait_for_ready=self._wait_for_ready)
             calls.append(call)
             received = 0
             for reply in call:
                 if received >= len(chunks) or reply.chunk != received:
                     raise ServiceError(grpc.StatusCode.INTERNAL,
-                                       f"PairHmmStream answered chunk {reply.chunk} where {received} was expected")
-                _store(reply, out, int(offsets[received]), int(offsets[received + 1]), f"chunk {received}")
+                                       f"{method} answered chunk {reply.chunk} where {received} was expected")
+                _store(algorithm, reply, out, int(offsets[received]), int(offsets[received + 1]), f"chunk {received}")
                 received += 1
         except grpc.RpcError as exc:
             raise _service_error(exc) from None
         if received != len(chunks):
             raise ServiceError(grpc.StatusCode.INTERNAL,
-                               f"PairHmmStream ended after {received} of {len(chunks)} chunks")
+                               f"{method} ended after {received} of {len(chunks)} chunks")
 
 
-def _store(reply: warpdp_pb2.PairHmmReply, out: np.ndarray, start: int, stop: int, what: str) -> None:
-    values = np.frombuffer(reply.log10_likelihoods, dtype="<f8")
-    if len(values) != stop - start or reply.n_pairs != stop - start:
-        raise ServiceError(grpc.StatusCode.INTERNAL,
-                           f"{what}: the server returned {len(values)} likelihoods for {stop - start} pairs")
-    out[start:stop] = values
+def _store(algorithm: Algorithm, reply: Any, out: np.ndarray, start: int, stop: int, what: str) -> None:
+    try:
+        algorithm.store(reply, out, start, stop)
+    except ValueError as exc:  # a reply that does not match its request: the server is at fault
+        raise ServiceError(grpc.StatusCode.INTERNAL, f"{what}: {exc}") from None
 
 
 __all__ = ["Client", "InvalidRequestError", "ServiceError"]

@@ -30,8 +30,8 @@ from grpc_reflection.v1alpha import reflection
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from ..plugin.backend import choose_backend, resolve_threads
-from ..plugin.pairhmm import PairHmmBatches, pairhmm
-from . import _packing, warpdp_pb2, warpdp_pb2_grpc
+from . import warpdp_pb2, warpdp_pb2_grpc
+from ._algorithms import ALGORITHMS, SEEDEXT, XDROP, Algorithm, InvalidRequest, Job, PAIRHMM
 
 logger = logging.getLogger("warpdp.grpc")
 
@@ -158,8 +158,8 @@ class Metrics:
 
 
 class Kernel(Protocol):
-    """What the batcher needs from an algorithm. Each algorithm (Pair-HMM, later X-drop, seed
-    extension) supplies one; `run` returns one output row per item, in order."""
+    """What the batcher needs from an algorithm (AlgorithmKernel for Pair-HMM, X-drop and seed
+    extension); `run` returns one output row per item, in order."""
 
     name: str
     backend: str
@@ -169,36 +169,40 @@ class Kernel(Protocol):
     def run(self, payload: Any, key: Any) -> np.ndarray: ...
 
 
-class PairHmmKernel:
-    """Pair-HMM on the chosen backend; the batching key is the use_double flag (float and
-    double requests are never mixed in one submission)."""
-
-    name = "pairhmm"
-
-    def __init__(self, backend: str, threads: int) -> None:
-        self.backend = backend
-        self.threads = threads
-
-    def merge(self, payloads: list[PairHmmBatches]) -> PairHmmBatches:
-        return _packing.concat_pairhmm(payloads)
+class AlgorithmKernel:
+    """One algorithm (see _algorithms.Algorithm) on the chosen backend: what the batcher runs.
+    Its batching key is the request's parameters, so requests coalesce only when they are
+    equal (float and double Pair-HMM, X-drop with different X, ... never mix)."""
 
     # Starting CPU threads costs more than a small submission's work (up to ~0.5 ms on a busy
     # machine), so small submissions use fewer threads: at least this many cells per thread.
     MIN_CELLS_PER_THREAD = 1_000_000
 
-    def run(self, payload: PairHmmBatches, key: bool) -> np.ndarray:
+    def __init__(self, algorithm: Algorithm, backend: str, threads: int) -> None:
+        self.algorithm = algorithm
+        self.name = algorithm.name
+        self.backend = backend
+        self.threads = threads
+
+    def merge(self, payloads: list[Any]) -> Any:
+        return self.algorithm.merge(payloads)
+
+    def run(self, payload: Any, key: Any) -> np.ndarray:
         threads = self.threads
         if self.backend == "cpu":
-            threads = max(1, min(threads, payload.n_cells // self.MIN_CELLS_PER_THREAD, payload.n_pairs))
-        return pairhmm(payload, backend=self.backend, threads=threads, double=bool(key))
+            cells = self.algorithm.cells(payload, key)
+            threads = max(1, min(threads, cells // self.MIN_CELLS_PER_THREAD, self.algorithm.n_pairs(payload)))
+        return self.algorithm.run(payload, key, backend=self.backend, threads=threads)
 
     def warmup(self) -> None:
         # Compiles/loads the backend (NVRTC for the GPU) before the first caller pays for it.
-        from ..plugin.pairhmm import PairHmmRead, pack_batches
+        for payload, key in self.algorithm.warmup_jobs():
+            self.run(payload, key)
 
-        tiny = pack_batches([([PairHmmRead("ACGTACGT", "IIIIIIII")], ["ACGTTACGT"])])
-        for use_double in (False, True):
-            self.run(tiny, use_double)
+    def detail(self, workers: int) -> str:
+        if self.backend == "cpu":
+            return f"CPU {self.algorithm.cpu_isas()[-1]}, {self.threads} thread(s) x {workers} worker(s)"
+        return f"GPU, {workers} worker(s)"
 
 
 _QUEUED, _RUNNING, _DONE, _FAILED, _DROPPED = range(5)
@@ -503,7 +507,7 @@ class _CallStats:
 
 
 class _StreamWindow:
-    """Chunks of one PairHmmStream call between the reader thread and the reply generator.
+    """Chunks of one <Algorithm>Stream call between the reader thread and the reply generator.
 
     At most `size` chunks are submitted and not yet answered, which bounds the memory one
     stream holds and lets chunk k+1 be queued while chunk k computes.
@@ -559,10 +563,13 @@ class _StreamWindow:
 
 
 class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
-    def __init__(self, *, batcher: Batcher, kernel: PairHmmKernel, config: ServerConfig, metrics: Metrics,
-                 info: warpdp_pb2.ServerInfoReply) -> None:
+    """The warpdp.v1 RPCs. Each algorithm's unary and stream RPC go through the same two
+    handlers (:meth:`_unary`, :meth:`_stream`), driven by its AlgorithmKernel."""
+
+    def __init__(self, *, batcher: Batcher, kernels: Sequence[AlgorithmKernel], config: ServerConfig,
+                 metrics: Metrics, info: warpdp_pb2.ServerInfoReply) -> None:
         self._batcher = batcher
-        self._kernel = kernel
+        self._kernels = {kernel.name: kernel for kernel in kernels}
         self._config = config
         self._metrics = metrics
         self._info = info
@@ -576,32 +583,55 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
         return self._info
 
     def PairHmm(self, request: warpdp_pb2.PairHmmRequest, context: grpc.ServicerContext) -> warpdp_pb2.PairHmmReply:
+        return self._unary(self._kernels[PAIRHMM.name], request, context)
+
+    def PairHmmStream(self, request_iterator: Any, context: grpc.ServicerContext) -> Any:
+        return self._stream(self._kernels[PAIRHMM.name], request_iterator, context)
+
+    def Xdrop(self, request: warpdp_pb2.XdropRequest, context: grpc.ServicerContext) -> warpdp_pb2.XdropReply:
+        return self._unary(self._kernels[XDROP.name], request, context)
+
+    def XdropStream(self, request_iterator: Any, context: grpc.ServicerContext) -> Any:
+        return self._stream(self._kernels[XDROP.name], request_iterator, context)
+
+    def SeedExtend(self, request: warpdp_pb2.SeedExtendRequest,
+                   context: grpc.ServicerContext) -> warpdp_pb2.SeedExtendReply:
+        return self._unary(self._kernels[SEEDEXT.name], request, context)
+
+    def SeedExtendStream(self, request_iterator: Any, context: grpc.ServicerContext) -> Any:
+        return self._stream(self._kernels[SEEDEXT.name], request_iterator, context)
+
+    # -- the two handlers every algorithm shares --
+
+    def _unary(self, kernel: AlgorithmKernel, request: Any, context: grpc.ServicerContext) -> Any:
+        method = kernel.algorithm.rpc
         start = time.monotonic()
         code, cells = grpc.StatusCode.OK, 0
         self._metrics.in_flight.inc()
         self._batcher.arrive()  # lets the batcher wait for this request instead of going without it
         arriving = True
         try:
-            batches = self._decode(request.batches, "PairHmmRequest.batches")
-            cells = batches.n_cells
-            self._check_limits(batches, cells, "")
+            job = self._decode(kernel, request)
+            cells = job.cells
+            self._check_limits(kernel, job, "")
             arriving = False
-            item = self._submit(batches, cells, request.use_double, context)
-            return self._reply(item, batches.n_pairs, cells, 0)
+            item = self._submit(kernel, job, context)
+            return self._reply(kernel, item, job, 0)
         except _RpcFailure as failure:
             code = failure.code
             context.abort(failure.code, failure.message)
         except Exception as exc:  # a bug: answer INTERNAL, keep serving
             code = grpc.StatusCode.INTERNAL
-            logger.exception("PairHmm failed")
+            logger.exception("%s failed", method)
             context.abort(code, f"internal error: {type(exc).__name__}: {exc}")
         finally:
             if arriving:
                 self._batcher.depart()
             self._metrics.in_flight.dec()
-            self._done("PairHmm", code, cells, start)
+            self._done(method, code, cells, start)
 
-    def PairHmmStream(self, request_iterator: Any, context: grpc.ServicerContext) -> Any:
+    def _stream(self, kernel: AlgorithmKernel, request_iterator: Any, context: grpc.ServicerContext) -> Any:
+        method = kernel.algorithm.rpc + "Stream"
         start = time.monotonic()
         code, cells = grpc.StatusCode.OK, 0
         window = _StreamWindow(self._stream_window)
@@ -614,7 +644,7 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
         try:
             if not context.add_callback(on_rpc_end):
                 raise _RpcFailure(grpc.StatusCode.CANCELLED, "the call ended before it started")
-            reader = threading.Thread(target=self._read_stream, args=(request_iterator, context, window),
+            reader = threading.Thread(target=self._read_stream, args=(kernel, request_iterator, context, window),
                                       name="warpdp-stream-reader", daemon=True)
             reader.start()
             while True:
@@ -623,39 +653,39 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
                     break
                 if isinstance(entry, _RpcFailure):
                     raise entry
-                index, item, n_pairs, chunk_cells = entry
-                reply = self._reply(item, n_pairs, chunk_cells, index)
+                index, item, job = entry
+                reply = self._reply(kernel, item, job, index)
                 window.answered(item)
-                cells += chunk_cells
+                cells += job.cells
                 yield reply
         except _RpcFailure as failure:
             code = failure.code
             context.abort(failure.code, failure.message)
         except Exception as exc:
             code = grpc.StatusCode.INTERNAL
-            logger.exception("PairHmmStream failed")
+            logger.exception("%s failed", method)
             context.abort(code, f"internal error: {type(exc).__name__}: {exc}")
         finally:
             on_rpc_end()
             self._metrics.in_flight.dec()
-            self._done("PairHmmStream", code, cells, start)
+            self._done(method, code, cells, start)
 
     # -- helpers --
 
-    def _read_stream(self, request_iterator: Any, context: grpc.ServicerContext, window: _StreamWindow) -> None:
+    def _read_stream(self, kernel: AlgorithmKernel, request_iterator: Any, context: grpc.ServicerContext,
+                     window: _StreamWindow) -> None:
         index = -1
         try:
             for index, request in enumerate(request_iterator):
                 where = f"chunk {index}: "
-                batches = self._decode(request.batches, "PairHmmRequest.batches", where)
-                chunk_cells = batches.n_cells
-                self._check_limits(batches, chunk_cells, where)
+                job = self._decode(kernel, request, where)
+                self._check_limits(kernel, job, where)
                 if not window.wait_for_room():
                     return  # the call ended
                 item = None
-                if batches.n_pairs:
-                    item = self._enqueue(batches, chunk_cells, request.use_double, context)
-                if not window.put((index, item, batches.n_pairs, chunk_cells), item):
+                if job.n_pairs:
+                    item = self._enqueue(kernel, job, context)
+                if not window.put((index, item, job), item):
                     if item is not None:
                         self._batcher.cancel(item, "cancelled")
                     return
@@ -667,50 +697,49 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
             window.put(_RpcFailure(grpc.StatusCode.CANCELLED,
                                    f"reading chunk {index + 1} failed: {type(exc).__name__}: {exc}"), counts=False)
 
-    def _decode(self, message: warpdp_pb2.PairHmmBatches, field: str, chunk: str = "") -> PairHmmBatches:
+    def _decode(self, kernel: AlgorithmKernel, request: Any, chunk: str = "") -> Job:
         try:
-            return _packing.pairhmm_batches(message)
-        except (ValueError, TypeError) as exc:
-            raise _RpcFailure(grpc.StatusCode.INVALID_ARGUMENT, f"{chunk}invalid {field}: {exc}") from None
+            return kernel.algorithm.decode(request)
+        except InvalidRequest as exc:  # "invalid <field>: <problem>"
+            raise _RpcFailure(grpc.StatusCode.INVALID_ARGUMENT, f"{chunk}{exc}") from None
 
-    def _check_limits(self, batches: PairHmmBatches, cells: int, where: str) -> None:
+    def _check_limits(self, kernel: AlgorithmKernel, job: Job, where: str) -> None:
         limit = self._config.max_request_cells
-        if cells > limit:
+        if job.cells > limit:
             raise _RpcFailure(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                              f"{where}the request has {cells} cells, over this server's limit of {limit} cells "
-                              f"per request; split it (warpdp.grpc.Client does) or use PairHmmStream")
-        reply_bytes = 8 * batches.n_pairs
+                              f"{where}the request has {job.cells} cells, over this server's limit of {limit} cells "
+                              f"per request; split it (warpdp.grpc.Client does) or use {kernel.algorithm.rpc}Stream")
+        reply_bytes = kernel.algorithm.reply_bytes_per_pair * job.n_pairs
         if reply_bytes > self._config.max_message_bytes:
             raise _RpcFailure(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                              f"{where}the reply would hold {batches.n_pairs} pairs ({reply_bytes} bytes), over this "
+                              f"{where}the reply would hold {job.n_pairs} pairs ({reply_bytes} bytes), over this "
                               f"server's message limit of {self._config.max_message_bytes} bytes; split the request")
 
-    def _enqueue(self, batches: PairHmmBatches, cells: int, use_double: bool,
-                 context: grpc.ServicerContext, arrived: bool = False) -> WorkItem:
+    def _enqueue(self, kernel: AlgorithmKernel, job: Job, context: grpc.ServicerContext,
+                 arrived: bool = False) -> WorkItem:
         remaining = context.time_remaining()
         deadline = None if remaining is None else time.monotonic() + remaining
         try:
-            return self._batcher.submit(self._kernel, bool(use_double), batches, cells=cells,
-                                        n_out=batches.n_pairs, deadline=deadline, arrived=arrived)
+            return self._batcher.submit(kernel, job.key, job.payload, cells=job.cells, n_out=job.n_pairs,
+                                        deadline=deadline, arrived=arrived)
         except BatcherClosed as exc:
             raise _RpcFailure(grpc.StatusCode.UNAVAILABLE, str(exc)) from None
 
-    def _submit(self, batches: PairHmmBatches, cells: int, use_double: bool,
-                context: grpc.ServicerContext) -> WorkItem | None:
+    def _submit(self, kernel: AlgorithmKernel, job: Job, context: grpc.ServicerContext) -> WorkItem | None:
         """Queue an arrived request (see Batcher.arrive)."""
-        if batches.n_pairs == 0:
+        if job.n_pairs == 0:
             self._batcher.depart()
             return None
-        item = self._enqueue(batches, cells, use_double, context, arrived=True)
+        item = self._enqueue(kernel, job, context, arrived=True)
         # Runs when the RPC ends for any reason: a cancelled or expired call leaves the queue.
         if not context.add_callback(lambda: self._batcher.cancel(item, "cancelled")):
             self._batcher.cancel(item, "cancelled")
         return item
 
-    def _reply(self, item: WorkItem | None, n_pairs: int, cells: int, chunk: int) -> warpdp_pb2.PairHmmReply:
-        stats = warpdp_pb2.CallStats(backend=self._kernel.backend, cells=cells)
+    def _reply(self, kernel: AlgorithmKernel, item: WorkItem | None, job: Job, chunk: int) -> Any:
+        stats = warpdp_pb2.CallStats(backend=kernel.backend, cells=job.cells)
         if item is None:  # nothing to score
-            return warpdp_pb2.PairHmmReply(log10_likelihoods=b"", n_pairs=0, chunk=chunk, stats=stats)
+            return kernel.algorithm.reply(None, 0, chunk, stats)
         item.event.wait()
         if item.state == _DROPPED:
             code = grpc.StatusCode.DEADLINE_EXCEEDED if item.drop_reason == "deadline" else grpc.StatusCode.CANCELLED
@@ -727,8 +756,7 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
         stats.compute_us = int(item.compute_s * 1e6)
         stats.coalesced_requests = item.coalesced
         stats.submission_cells = item.submission_cells
-        return warpdp_pb2.PairHmmReply(log10_likelihoods=_packing.float64_bytes(item.result), n_pairs=n_pairs,
-                                       chunk=chunk, stats=stats)
+        return kernel.algorithm.reply(item.result, job.n_pairs, chunk, stats)
 
     def _done(self, method: str, code: grpc.StatusCode, cells: int, start: float) -> None:
         latency = time.monotonic() - start
@@ -869,21 +897,19 @@ class Server:
         cfg = self.config
         if self._grpc is not None:
             raise RuntimeError("the server is already started")
-        # Raises BackendUnavailableError when --backend gpu cannot run here.
-        self.backend = choose_backend(cfg.backend, "pairhmm")
-        if self.backend == "cpu":
-            threads = cfg.threads or max(1, resolve_threads(None) // cfg.workers)
-        else:
-            threads = cfg.threads or 1
-        kernel = PairHmmKernel(self.backend, threads)
+        # Each algorithm on its own backend choice ("auto": the GPU where its GPU kernel can
+        # run). Raises BackendUnavailableError when --backend gpu cannot run one of them here.
+        backends = {algorithm.name: choose_backend(cfg.backend, algorithm.name) for algorithm in ALGORITHMS}
+        self.backend = backends[PAIRHMM.name]  # the server's headline backend, as before
+        cpu_threads = cfg.threads or max(1, resolve_threads(None) // cfg.workers)
+        kernels = [AlgorithmKernel(algorithm, backends[algorithm.name],
+                                   cpu_threads if backends[algorithm.name] == "cpu" else (cfg.threads or 1))
+                   for algorithm in ALGORITHMS]
         if cfg.warmup:
-            kernel.warmup()
-        if self.backend == "cpu":
-            from ..plugin.pairhmm import available_cpu_isas
-
-            detail = f"CPU {available_cpu_isas()[-1]}, {threads} thread(s) x {cfg.workers} worker(s)"
-        else:
-            detail = f"GPU, {cfg.workers} worker(s)"
+            for kernel in kernels:
+                kernel.warmup()
+        threads = kernels[0].threads
+        detail = kernels[0].detail(cfg.workers)
 
         max_batch_cells = cfg.max_batch_cells or DEFAULT_MAX_BATCH_CELLS[self.backend]
         self._batcher = Batcher(workers=cfg.workers, batching=cfg.batching, max_wait_s=cfg.max_wait_ms / 1e3,
@@ -892,7 +918,8 @@ class Server:
 
         info = warpdp_pb2.ServerInfoReply(
             version=__version__, backend=self.backend, requested_backend=cfg.backend,
-            algorithms=[warpdp_pb2.AlgorithmInfo(name="pairhmm", rpc="PairHmm", backend=self.backend, detail=detail)],
+            algorithms=[warpdp_pb2.AlgorithmInfo(name=k.name, rpc=k.algorithm.rpc, backend=k.backend,
+                                                 detail=k.detail(cfg.workers)) for k in kernels],
             devices=_devices(self.backend, threads * cfg.workers),
             limits=warpdp_pb2.Limits(max_request_cells=cfg.max_request_cells,
                                      max_message_bytes=cfg.max_message_bytes),
@@ -900,7 +927,7 @@ class Server:
                                          max_batch_cells=max_batch_cells, workers=cfg.workers),
             token_required=bool(cfg.tokens),
         )
-        servicer = WarpdpServicer(batcher=self._batcher, kernel=kernel, config=cfg, metrics=self.metrics, info=info)
+        servicer = WarpdpServicer(batcher=self._batcher, kernels=kernels, config=cfg, metrics=self.metrics, info=info)
         interceptors = [BearerTokenInterceptor(cfg.tokens, self.metrics)] if cfg.tokens else []
         options = [
             ("grpc.max_receive_message_length", cfg.max_message_bytes),
@@ -947,6 +974,10 @@ class Server:
         security = ("TLS" if cfg.tls_cert else "plaintext") + (", bearer token required" if cfg.tokens else "")
         logger.info("warpdp serve: listening on %s (%s); backend %s (requested %s): %s", self.address, security,
                     self.backend.upper(), cfg.backend, detail)
+        for kernel in kernels:
+            if kernel.backend != self.backend:  # "auto" with a GPU kernel usable for some algorithms only
+                logger.info("warpdp serve: %s runs on the %s: %s", kernel.name, kernel.backend.upper(),
+                            kernel.detail(cfg.workers))
         batching = (f"max wait {cfg.max_wait_ms:g} ms, max {max_batch_cells} cells per submission"
                     if cfg.batching else "off")
         logger.info("warpdp serve: batching %s; limits %d cells and %d bytes per request%s", batching,
@@ -1026,5 +1057,5 @@ def serve(config: ServerConfig | None = None, *, ready: Callable[[Server], None]
     return 0
 
 
-__all__ = ["Batcher", "BearerTokenInterceptor", "Metrics", "PairHmmKernel", "SERVICE_NAME", "Server",
+__all__ = ["AlgorithmKernel", "Batcher", "BearerTokenInterceptor", "Metrics", "SERVICE_NAME", "Server",
            "ServerConfig", "WarpdpServicer", "read_token_file", "serve"]

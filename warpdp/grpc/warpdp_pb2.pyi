@@ -1,10 +1,18 @@
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class XdropReport(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    XDROP_REPORT_LONGEST: _ClassVar[XdropReport]
+    XDROP_REPORT_BEST: _ClassVar[XdropReport]
+XDROP_REPORT_LONGEST: XdropReport
+XDROP_REPORT_BEST: XdropReport
 
 class PairHmmBatches(_message.Message):
     __slots__ = ("read_bases", "read_quals", "read_ins", "read_del", "read_gcp", "read_offsets", "hap_bases", "hap_offsets", "batch_reads", "batch_haps")
@@ -49,6 +57,122 @@ class PairHmmReply(_message.Message):
     chunk: int
     stats: CallStats
     def __init__(self, log10_likelihoods: _Optional[bytes] = ..., n_pairs: _Optional[int] = ..., chunk: _Optional[int] = ..., stats: _Optional[_Union[CallStats, _Mapping]] = ...) -> None: ...
+
+class XdropPairs(_message.Message):
+    __slots__ = ("h_bases", "h_offsets", "v_bases", "v_offsets", "h_pos", "v_pos")
+    H_BASES_FIELD_NUMBER: _ClassVar[int]
+    H_OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    V_BASES_FIELD_NUMBER: _ClassVar[int]
+    V_OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    H_POS_FIELD_NUMBER: _ClassVar[int]
+    V_POS_FIELD_NUMBER: _ClassVar[int]
+    h_bases: bytes
+    h_offsets: bytes
+    v_bases: bytes
+    v_offsets: bytes
+    h_pos: bytes
+    v_pos: bytes
+    def __init__(self, h_bases: _Optional[bytes] = ..., h_offsets: _Optional[bytes] = ..., v_bases: _Optional[bytes] = ..., v_offsets: _Optional[bytes] = ..., h_pos: _Optional[bytes] = ..., v_pos: _Optional[bytes] = ...) -> None: ...
+
+class XdropRequest(_message.Message):
+    __slots__ = ("pairs", "k", "x", "match", "mismatch", "gap", "report")
+    PAIRS_FIELD_NUMBER: _ClassVar[int]
+    K_FIELD_NUMBER: _ClassVar[int]
+    X_FIELD_NUMBER: _ClassVar[int]
+    MATCH_FIELD_NUMBER: _ClassVar[int]
+    MISMATCH_FIELD_NUMBER: _ClassVar[int]
+    GAP_FIELD_NUMBER: _ClassVar[int]
+    REPORT_FIELD_NUMBER: _ClassVar[int]
+    pairs: XdropPairs
+    k: int
+    x: int
+    match: int
+    mismatch: int
+    gap: int
+    report: XdropReport
+    def __init__(self, pairs: _Optional[_Union[XdropPairs, _Mapping]] = ..., k: _Optional[int] = ..., x: _Optional[int] = ..., match: _Optional[int] = ..., mismatch: _Optional[int] = ..., gap: _Optional[int] = ..., report: _Optional[_Union[XdropReport, str]] = ...) -> None: ...
+
+class XdropReply(_message.Message):
+    __slots__ = ("score", "begin_h", "end_h", "begin_v", "end_v", "cells", "n_pairs", "chunk", "stats")
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    BEGIN_H_FIELD_NUMBER: _ClassVar[int]
+    END_H_FIELD_NUMBER: _ClassVar[int]
+    BEGIN_V_FIELD_NUMBER: _ClassVar[int]
+    END_V_FIELD_NUMBER: _ClassVar[int]
+    CELLS_FIELD_NUMBER: _ClassVar[int]
+    N_PAIRS_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_FIELD_NUMBER: _ClassVar[int]
+    STATS_FIELD_NUMBER: _ClassVar[int]
+    score: bytes
+    begin_h: bytes
+    end_h: bytes
+    begin_v: bytes
+    end_v: bytes
+    cells: bytes
+    n_pairs: int
+    chunk: int
+    stats: CallStats
+    def __init__(self, score: _Optional[bytes] = ..., begin_h: _Optional[bytes] = ..., end_h: _Optional[bytes] = ..., begin_v: _Optional[bytes] = ..., end_v: _Optional[bytes] = ..., cells: _Optional[bytes] = ..., n_pairs: _Optional[int] = ..., chunk: _Optional[int] = ..., stats: _Optional[_Union[CallStats, _Mapping]] = ...) -> None: ...
+
+class SeedExtPairs(_message.Message):
+    __slots__ = ("query", "query_offsets", "target", "target_offsets", "h0")
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    QUERY_OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    TARGET_OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    H0_FIELD_NUMBER: _ClassVar[int]
+    query: bytes
+    query_offsets: bytes
+    target: bytes
+    target_offsets: bytes
+    h0: bytes
+    def __init__(self, query: _Optional[bytes] = ..., query_offsets: _Optional[bytes] = ..., target: _Optional[bytes] = ..., target_offsets: _Optional[bytes] = ..., h0: _Optional[bytes] = ...) -> None: ...
+
+class SeedExtendRequest(_message.Message):
+    __slots__ = ("pairs", "a", "b", "o_del", "e_del", "o_ins", "e_ins", "w", "end_bonus", "zdrop")
+    PAIRS_FIELD_NUMBER: _ClassVar[int]
+    A_FIELD_NUMBER: _ClassVar[int]
+    B_FIELD_NUMBER: _ClassVar[int]
+    O_DEL_FIELD_NUMBER: _ClassVar[int]
+    E_DEL_FIELD_NUMBER: _ClassVar[int]
+    O_INS_FIELD_NUMBER: _ClassVar[int]
+    E_INS_FIELD_NUMBER: _ClassVar[int]
+    W_FIELD_NUMBER: _ClassVar[int]
+    END_BONUS_FIELD_NUMBER: _ClassVar[int]
+    ZDROP_FIELD_NUMBER: _ClassVar[int]
+    pairs: SeedExtPairs
+    a: int
+    b: int
+    o_del: int
+    e_del: int
+    o_ins: int
+    e_ins: int
+    w: int
+    end_bonus: int
+    zdrop: int
+    def __init__(self, pairs: _Optional[_Union[SeedExtPairs, _Mapping]] = ..., a: _Optional[int] = ..., b: _Optional[int] = ..., o_del: _Optional[int] = ..., e_del: _Optional[int] = ..., o_ins: _Optional[int] = ..., e_ins: _Optional[int] = ..., w: _Optional[int] = ..., end_bonus: _Optional[int] = ..., zdrop: _Optional[int] = ...) -> None: ...
+
+class SeedExtendReply(_message.Message):
+    __slots__ = ("score", "qle", "tle", "gtle", "gscore", "max_off", "n_pairs", "chunk", "stats")
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    QLE_FIELD_NUMBER: _ClassVar[int]
+    TLE_FIELD_NUMBER: _ClassVar[int]
+    GTLE_FIELD_NUMBER: _ClassVar[int]
+    GSCORE_FIELD_NUMBER: _ClassVar[int]
+    MAX_OFF_FIELD_NUMBER: _ClassVar[int]
+    N_PAIRS_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_FIELD_NUMBER: _ClassVar[int]
+    STATS_FIELD_NUMBER: _ClassVar[int]
+    score: bytes
+    qle: bytes
+    tle: bytes
+    gtle: bytes
+    gscore: bytes
+    max_off: bytes
+    n_pairs: int
+    chunk: int
+    stats: CallStats
+    def __init__(self, score: _Optional[bytes] = ..., qle: _Optional[bytes] = ..., tle: _Optional[bytes] = ..., gtle: _Optional[bytes] = ..., gscore: _Optional[bytes] = ..., max_off: _Optional[bytes] = ..., n_pairs: _Optional[int] = ..., chunk: _Optional[int] = ..., stats: _Optional[_Union[CallStats, _Mapping]] = ...) -> None: ...
 
 class CallStats(_message.Message):
     __slots__ = ("backend", "cells", "queue_us", "compute_us", "coalesced_requests", "submission_cells")

@@ -49,6 +49,26 @@ class WarpdpStub:
                 request_serializer=warpdp__pb2.PairHmmRequest.SerializeToString,
                 response_deserializer=warpdp__pb2.PairHmmReply.FromString,
                 _registered_method=True)
+        self.Xdrop = channel.unary_unary(
+                '/warpdp.v1.Warpdp/Xdrop',
+                request_serializer=warpdp__pb2.XdropRequest.SerializeToString,
+                response_deserializer=warpdp__pb2.XdropReply.FromString,
+                _registered_method=True)
+        self.XdropStream = channel.stream_stream(
+                '/warpdp.v1.Warpdp/XdropStream',
+                request_serializer=warpdp__pb2.XdropRequest.SerializeToString,
+                response_deserializer=warpdp__pb2.XdropReply.FromString,
+                _registered_method=True)
+        self.SeedExtend = channel.unary_unary(
+                '/warpdp.v1.Warpdp/SeedExtend',
+                request_serializer=warpdp__pb2.SeedExtendRequest.SerializeToString,
+                response_deserializer=warpdp__pb2.SeedExtendReply.FromString,
+                _registered_method=True)
+        self.SeedExtendStream = channel.stream_stream(
+                '/warpdp.v1.Warpdp/SeedExtendStream',
+                request_serializer=warpdp__pb2.SeedExtendRequest.SerializeToString,
+                response_deserializer=warpdp__pb2.SeedExtendReply.FromString,
+                _registered_method=True)
 
 
 class WarpdpServicer:
@@ -77,6 +97,35 @@ class WarpdpServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Xdrop(self, request, context):
+        """Gapped X-drop seed extension (SeqAn 2 extendSeed / BELLA / LOGAN semantics) of many pairs.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def XdropStream(self, request_iterator, context):
+        """X-drop for jobs too large for one message, as PairHmmStream: consecutive requests, each
+        holding whole pairs within the limits, answered one reply per request, in order.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SeedExtend(self, request, context):
+        """Seed extension with BWA-MEM's ksw_extend2 semantics of many pairs.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SeedExtendStream(self, request_iterator, context):
+        """Seed extension for jobs too large for one message, as PairHmmStream.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WarpdpServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -94,6 +143,26 @@ def add_WarpdpServicer_to_server(servicer, server):
                     servicer.PairHmmStream,
                     request_deserializer=warpdp__pb2.PairHmmRequest.FromString,
                     response_serializer=warpdp__pb2.PairHmmReply.SerializeToString,
+            ),
+            'Xdrop': grpc.unary_unary_rpc_method_handler(
+                    servicer.Xdrop,
+                    request_deserializer=warpdp__pb2.XdropRequest.FromString,
+                    response_serializer=warpdp__pb2.XdropReply.SerializeToString,
+            ),
+            'XdropStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.XdropStream,
+                    request_deserializer=warpdp__pb2.XdropRequest.FromString,
+                    response_serializer=warpdp__pb2.XdropReply.SerializeToString,
+            ),
+            'SeedExtend': grpc.unary_unary_rpc_method_handler(
+                    servicer.SeedExtend,
+                    request_deserializer=warpdp__pb2.SeedExtendRequest.FromString,
+                    response_serializer=warpdp__pb2.SeedExtendReply.SerializeToString,
+            ),
+            'SeedExtendStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.SeedExtendStream,
+                    request_deserializer=warpdp__pb2.SeedExtendRequest.FromString,
+                    response_serializer=warpdp__pb2.SeedExtendReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -177,6 +246,114 @@ class Warpdp:
             '/warpdp.v1.Warpdp/PairHmmStream',
             warpdp__pb2.PairHmmRequest.SerializeToString,
             warpdp__pb2.PairHmmReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Xdrop(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/warpdp.v1.Warpdp/Xdrop',
+            warpdp__pb2.XdropRequest.SerializeToString,
+            warpdp__pb2.XdropReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def XdropStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/warpdp.v1.Warpdp/XdropStream',
+            warpdp__pb2.XdropRequest.SerializeToString,
+            warpdp__pb2.XdropReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SeedExtend(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/warpdp.v1.Warpdp/SeedExtend',
+            warpdp__pb2.SeedExtendRequest.SerializeToString,
+            warpdp__pb2.SeedExtendReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SeedExtendStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/warpdp.v1.Warpdp/SeedExtendStream',
+            warpdp__pb2.SeedExtendRequest.SerializeToString,
+            warpdp__pb2.SeedExtendReply.FromString,
             options,
             channel_credentials,
             insecure,

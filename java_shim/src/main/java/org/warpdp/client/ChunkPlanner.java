@@ -4,8 +4,10 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Splits a Pair-HMM job into request messages that each stay within a cell and a byte budget, such that
- * concatenating the messages' results gives the job's result.
+ * Splits a job into request messages that each stay within a cell and a byte budget, such that
+ * concatenating the messages' results gives the job's result. X-drop and seed-extension jobs are
+ * independent pairs, so any run of consecutive pairs is a message ({@link #pairRanges}); Pair-HMM jobs
+ * need more care ({@link #plan}):
  *
  * <p>Why the order survives: a batch's results are read-major, so any run of consecutive reads against
  * all of the batch's haplotypes is a contiguous slice of them, and so is one read against a run of
@@ -124,6 +126,35 @@ public final class ChunkPlanner {
     static long bytes(PairHmmBatches job, Piece p) {
         return 5 * readBytes(job, p) + 8L * (p.r1() - p.r0()) + hapBytes(job, p) + 8L * (p.h1() - p.h0())
                 + 16 + 8 * p.pairs();
+    }
+
+    /**
+     * Consecutive pair ranges {@code {from, to}} of at most {@code maxCells} cells and about {@code maxBytes}
+     * bytes each, {@code cells[i]} and {@code bytes[i]} being pair i's (bytes: request and reply). A single
+     * pair larger than the budget still travels alone (the server then decides).
+     */
+    public static List<int[]> pairRanges(long[] cells, long[] bytes, long maxCells, long maxBytes) {
+        if (maxCells <= 0 || maxBytes <= 0) {
+            throw new IllegalArgumentException("the cell and byte budgets must be > 0");
+        }
+        List<int[]> ranges = new ArrayList<>();
+        int from = 0;
+        long c = 0;
+        long b = 0;
+        for (int i = 0; i < cells.length; i++) {
+            if (i > from && (c + cells[i] > maxCells || b + bytes[i] > maxBytes)) {
+                ranges.add(new int[] {from, i});
+                from = i;
+                c = 0;
+                b = 0;
+            }
+            c += cells[i];
+            b += bytes[i];
+        }
+        if (from < cells.length) {
+            ranges.add(new int[] {from, cells.length});
+        }
+        return ranges;
     }
 
     /** One message holding the given pieces, each as its own batch, in order. */

@@ -1,7 +1,10 @@
 package org.warpdp.client;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+import java.util.function.IntToLongFunction;
 import java.util.function.Supplier;
 
 import org.warpdp.client.spi.Transport;
@@ -17,17 +20,24 @@ import org.warpdp.client.spi.Transports;
  *             .addHaplotype(hap).addRead(bases, quals, ins, del, gcp).endBatch()
  *             .build();
  *     double[] log10 = client.pairHmm(job, false);
+ *
+ *     XdropPairs seeds = XdropPairs.builder().add(h, hPos, v, vPos).build();
+ *     XdropResults x = client.xdrop(seeds, XdropParams.of(17, 100));     // x.score()[i], x.beginH()[i], ...
+ *
+ *     SeedExtPairs ext = SeedExtPairs.builder().add(query, target, h0).build();
+ *     SeedExtResults s = client.seedExtend(ext, SeedExtParams.BWA_MEM);  // s.score()[i], s.qle()[i], ...
  * }
  * }</pre>
  *
  * <p>Thread-safe; one client (one channel) serves any number of threads. Jobs larger than the server's
  * limits (or {@link ClientOptions#maxCellsPerRequest()}) are split into several requests
- * ({@link ChunkPlanner}) streamed in one PairHmmStream call per server. Calls that fail with UNAVAILABLE
- * are retried {@link ClientOptions#retries()} times.
+ * ({@link ChunkPlanner}) streamed in one {@code <Algorithm>Stream} call per server. Calls that fail with
+ * UNAVAILABLE are retried {@link ClientOptions#retries()} times. Results are exactly those of warpdp's Python
+ * API for the same input on the server's backend.
  *
- * <p>Adding an algorithm (X-drop, seed extension) follows the Pair-HMM pattern: a packed batches class
- * like {@link PairHmmBatches}, a method on {@link Transport} and its gRPC implementation, and a method
- * here that plans the requests and retries.
+ * <p>Each algorithm has the same pattern: a packed input class ({@link PairHmmBatches}, {@link XdropPairs},
+ * {@link SeedExtPairs}), a method on {@link Transport} and its gRPC implementation, and a method here that
+ * plans the requests and retries.
  */
 public final class WarpdpClient implements AutoCloseable {
     /** The gRPC service name, as registered with the server's health service. */
@@ -40,6 +50,10 @@ public final class WarpdpClient implements AutoCloseable {
     private static final long CHUNK_BYTES = 16L << 20;
     // gRPC's default message limit, assumed when a server does not say.
     private static final long DEFAULT_MESSAGE_BYTES = 4L << 20;
+    // Six int64 result columns per pair in an X-drop or seed-extension reply; an upper bound of the
+    // framing (tags, lengths, parameters, the offsets' leading 0) around a request's arrays.
+    private static final long PAIR_REPLY_BYTES = 48;
+    private static final long FRAMING_BYTES = 256;
 
     private final ClientOptions options;
     private final Transport transport;
@@ -133,24 +147,118 @@ public final class WarpdpClient implements AutoCloseable {
         });
     }
 
-    /** Request messages sent by {@code pairHmm} so far (more than the calls when jobs were split). */
+    /**
+     * Gapped X-drop extension of every pair (SeqAn 2 / BELLA / LOGAN semantics), as Python's
+     * {@code warpdp.xdrop(pairs, k=..., x=..., match=..., mismatch=..., gap=..., report=...)} returns it.
+     * Seeds outside their sequences throw {@link IllegalArgumentException} here; other bad input (a byte that
+     * is not A, C, G, T or N) fails on the server with INVALID_ARGUMENT naming the pair.
+     */
+    public XdropResults xdrop(XdropPairs pairs, XdropParams params) {
+        pairs.checkSeeds(params.k());
+        XdropResults out = XdropResults.allocate(pairs.nPairs());
+        runPairs(pairs, pairs.nPairs(), i -> params.cells(pairs, i), pairs::requestBytes, pairs::select,
+                requests -> transport.xdrop(requests, params, out, 0, options.deadlineMillis()));
+        return out;
+    }
+
+    /** Seed extension with BWA-MEM's defaults ({@link SeedExtParams#BWA_MEM}). */
+    public SeedExtResults seedExtend(SeedExtPairs pairs) {
+        return seedExtend(pairs, SeedExtParams.BWA_MEM);
+    }
+
+    /**
+     * Seed extension of every pair with ksw_extend2's semantics, as Python's {@code warpdp.seed_extend} returns
+     * it. A pair whose best possible score exceeds {@link SeedExtPairs#MAX_SCORE} fails on the server with
+     * INVALID_ARGUMENT.
+     */
+    public SeedExtResults seedExtend(SeedExtPairs pairs, SeedExtParams params) {
+        SeedExtResults out = SeedExtResults.allocate(pairs.nPairs());
+        runPairs(pairs, pairs.nPairs(), i -> params.cells(pairs, i), pairs::requestBytes, pairs::select,
+                requests -> transport.seedExtend(requests, params, out, 0, options.deadlineMillis()));
+        return out;
+    }
+
+    /** Request messages sent so far (more than the calls when jobs were split). */
     public long requestsSent() {
         return requestsSent.get();
     }
 
     private List<PairHmmBatches> plan(PairHmmBatches job) {
-        long ownCells = options.maxCellsPerRequest() > 0 ? options.maxCellsPerRequest() : Long.MAX_VALUE;
+        long ownCells = ownCellLimit();
         if (job.cells() <= Math.min(ownCells, SAFE_CELLS) && job.requestBytes() <= SAFE_BYTES
                 && 8 * job.nPairs() <= SAFE_BYTES) {
             return List.of(job);
         }
-        ServerInfo info = serverInfo != null ? serverInfo : serverInfo();
-        long maxCells = Math.min(ownCells, info.maxRequestCells() > 0 ? info.maxRequestCells() : Long.MAX_VALUE);
-        long maxBytes = info.maxMessageBytes() > 0 ? info.maxMessageBytes() : DEFAULT_MESSAGE_BYTES;
+        long[] limits = serverLimits();
+        long maxCells = limits[0];
+        long maxBytes = limits[1];
         if (job.cells() <= maxCells && job.requestBytes() <= maxBytes && 8 * job.nPairs() <= maxBytes) {
             return List.of(job);
         }
         return ChunkPlanner.plan(job, maxCells, Math.min(maxBytes, CHUNK_BYTES));
+    }
+
+    /**
+     * A job of {@code n} independent pairs: planned into requests within the limits ({@code cellsOf} and
+     * {@code requestBytesOf} per pair), then sent (with retries) by {@code send}. Nothing to do for no pairs.
+     */
+    private <J> void runPairs(J job, int n, IntToLongFunction cellsOf, IntToLongFunction requestBytesOf,
+                              PairSelector<J> select, Consumer<List<J>> send) {
+        if (n == 0) {
+            return;
+        }
+        long[] cells = new long[n];
+        long[] bytes = new long[n];
+        for (int i = 0; i < n; i++) {
+            cells[i] = cellsOf.applyAsLong(i);
+            bytes[i] = requestBytesOf.applyAsLong(i) + PAIR_REPLY_BYTES;
+        }
+        List<J> requests = planPairs(job, cells, bytes, select);
+        requestsSent.addAndGet(requests.size());
+        retrying(() -> {
+            send.accept(requests);
+            return null;
+        });
+    }
+
+    /** Ranges of consecutive pairs within the limits, each selected as one request (the job when it fits). */
+    private <J> List<J> planPairs(J job, long[] cells, long[] bytes, PairSelector<J> select) {
+        long totalCells = 0;
+        long totalBytes = FRAMING_BYTES;
+        for (int i = 0; i < cells.length; i++) {
+            totalCells += cells[i];
+            totalBytes += bytes[i];
+        }
+        if (totalCells <= Math.min(ownCellLimit(), SAFE_CELLS) && totalBytes <= SAFE_BYTES) {
+            return List.of(job);
+        }
+        long[] limits = serverLimits();
+        if (totalCells <= limits[0] && totalBytes <= limits[1]) {
+            return List.of(job);
+        }
+        List<J> requests = new ArrayList<>();
+        long budget = Math.max(1, Math.min(limits[1], CHUNK_BYTES) - FRAMING_BYTES);
+        for (int[] range : ChunkPlanner.pairRanges(cells, bytes, limits[0], budget)) {
+            requests.add(select.select(range[0], range[1]));
+        }
+        return requests;
+    }
+
+    @FunctionalInterface
+    private interface PairSelector<J> {
+        J select(int from, int to);
+    }
+
+    private long ownCellLimit() {
+        return options.maxCellsPerRequest() > 0 ? options.maxCellsPerRequest() : Long.MAX_VALUE;
+    }
+
+    /** {max cells, max bytes} per request: the server's limits (asked once), and our own cell limit. */
+    private long[] serverLimits() {
+        ServerInfo info = serverInfo != null ? serverInfo : serverInfo();
+        long maxCells = Math.min(ownCellLimit(), info.maxRequestCells() > 0 ? info.maxRequestCells() : Long.MAX_VALUE);
+        long maxBytes = info.maxMessageBytes() > 0 ? info.maxMessageBytes() : DEFAULT_MESSAGE_BYTES;
+        return new long[] {maxCells, maxBytes};
     }
 
     // Every call is idempotent, so one that found no server (restart, failover) is simply repeated.

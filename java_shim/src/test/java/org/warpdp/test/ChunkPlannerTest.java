@@ -114,4 +114,17 @@ public class ChunkPlannerTest {
         assertEquals(0, empty.nPairs());
         assertEquals(0, empty.nBatches());
     }
+
+    @Test
+    public void pairRangesAreConsecutiveAndWithinTheBudget() {
+        long[] cells = {5, 5, 5, 50, 1, 1, 1, 1, 0};
+        long[] bytes = {10, 10, 10, 10, 10, 10, 10, 10, 10};
+        List<int[]> ranges = ChunkPlanner.pairRanges(cells, bytes, 10, 30);
+        // Budget 10 cells / 30 bytes; the 50-cell pair travels alone.
+        assertEquals("[[0, 2], [2, 3], [3, 4], [4, 7], [7, 9]]",
+                Arrays.deepToString(ranges.toArray(new int[0][])));
+        assertEquals(1, ChunkPlanner.pairRanges(cells, bytes, 1000, 1000).size());
+        assertEquals(0, ChunkPlanner.pairRanges(new long[0], new long[0], 10, 10).size());
+        assertThrows(IllegalArgumentException.class, () -> ChunkPlanner.pairRanges(cells, bytes, 0, 10));
+    }
 }

@@ -14,7 +14,8 @@ import org.junit.runner.notification.RunListener;
 public final class RunTests {
     static final Class<?>[] TESTS = {ChunkPlannerTest.class, IsolationTest.class, ClientApiTest.class,
         GklReferenceTest.class, DropInTest.class, InputChecksTest.class, NoServerTest.class,
-        DoublePrecisionTest.class, SplittingTest.class, SecurityTest.class, GklCrossCheckTest.class};
+        DoublePrecisionTest.class, SplittingTest.class, SecurityTest.class, GklCrossCheckTest.class,
+        XdropSeedExtTest.class};
 
     // Held here: java.util.logging keeps loggers only weakly, and a collected one forgets its level.
     private static final Logger[] QUIET = {Logger.getLogger("org.warpdp"), Logger.getLogger("com.intel.gkl")};

@@ -38,6 +38,14 @@ final class TestSupport {
         return path;
     }
 
+    /** A folder of the shared reference data beside {@link #dataDir()} ("xdrop", "seedext"); skips when absent. */
+    static Path sharedDir(String name) {
+        Path pairhmm = Path.of(System.getProperty("warpdp.test.data", "../shared/data/pairhmm"));
+        Path path = pairhmm.toAbsolutePath().normalize().getParent().resolve(name);
+        assumeTrue("reference data not found at " + path + "; skipping", Files.isDirectory(path));
+        return path;
+    }
+
     static int freePort() throws IOException {
         try (ServerSocket s = new ServerSocket(0)) {
             return s.getLocalPort();

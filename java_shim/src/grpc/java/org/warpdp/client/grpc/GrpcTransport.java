@@ -6,6 +6,7 @@ import java.net.SocketAddress;
 import java.net.URI;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.LongBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -27,22 +28,34 @@ import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
 import io.grpc.stub.MetadataUtils;
+import io.grpc.stub.StreamObserver;
 import io.netty.handler.ssl.WarpdpAlpn;
 import io.netty.util.internal.logging.InternalLoggerFactory;
 import io.netty.util.internal.logging.JdkLoggerFactory;
 
 import org.warpdp.client.ClientOptions;
 import org.warpdp.client.PairHmmBatches;
+import org.warpdp.client.SeedExtPairs;
+import org.warpdp.client.SeedExtParams;
+import org.warpdp.client.SeedExtResults;
 import org.warpdp.client.ServerInfo;
 import org.warpdp.client.WarpdpException;
+import org.warpdp.client.XdropPairs;
+import org.warpdp.client.XdropParams;
+import org.warpdp.client.XdropResults;
 import org.warpdp.client.grpc.health.HealthCheckRequest;
 import org.warpdp.client.grpc.health.HealthGrpc;
 import org.warpdp.client.spi.Transport;
 import org.warpdp.v1.PairHmmReply;
 import org.warpdp.v1.PairHmmRequest;
+import org.warpdp.v1.SeedExtendReply;
+import org.warpdp.v1.SeedExtendRequest;
 import org.warpdp.v1.ServerInfoReply;
 import org.warpdp.v1.ServerInfoRequest;
 import org.warpdp.v1.WarpdpGrpc;
+import org.warpdp.v1.XdropReply;
+import org.warpdp.v1.XdropReport;
+import org.warpdp.v1.XdropRequest;
 
 /** {@link Transport} over a gRPC (netty) channel; lives in the jar's private class loader. */
 public final class GrpcTransport implements Transport {
@@ -177,13 +190,201 @@ public final class GrpcTransport implements Transport {
                 r.getTokenRequired());
     }
 
+    /**
+     * How one algorithm's jobs travel: the request message of a job, the unary and the stream call, and where
+     * a reply's results go. {@link #execute} runs any algorithm through it.
+     */
+    private interface Rpc<J, Q, R> {
+        String name();
+
+        long pairs(J job);
+
+        Q request(J job);
+
+        R unary(WarpdpGrpc.WarpdpBlockingStub stub, Q request);
+
+        void stream(WarpdpGrpc.WarpdpStub stub, StreamObserver<R> replies);
+
+        long chunk(R reply);
+
+        /** Stores the results of pairs {@code from .. to-1}; throws WarpdpException when the reply does not fit. */
+        void store(R reply, int from, int to, String what);
+    }
+
     @Override
     public void pairHmm(List<PairHmmBatches> requests, boolean useDouble, double[] out, int offset,
                         long deadlineMillis) {
+        execute(new Rpc<PairHmmBatches, PairHmmRequest, PairHmmReply>() {
+            @Override
+            public String name() {
+                return "PairHmm";
+            }
+
+            @Override
+            public long pairs(PairHmmBatches job) {
+                return job.nPairs();
+            }
+
+            @Override
+            public PairHmmRequest request(PairHmmBatches job) {
+                return pairHmmRequest(job, useDouble);
+            }
+
+            @Override
+            public PairHmmReply unary(WarpdpGrpc.WarpdpBlockingStub stub, PairHmmRequest request) {
+                return stub.pairHmm(request);
+            }
+
+            @Override
+            public void stream(WarpdpGrpc.WarpdpStub stub, StreamObserver<PairHmmReply> replies) {
+                stub.pairHmmStream(replies);
+            }
+
+            @Override
+            public long chunk(PairHmmReply reply) {
+                return reply.getChunk();
+            }
+
+            @Override
+            public void store(PairHmmReply reply, int from, int to, String what) {
+                ByteString values = reply.getLog10Likelihoods();
+                if (values.size() != 8L * (to - from)) {
+                    throw new WarpdpException("INTERNAL", "server " + target + " sent " + values.size() / 8.0
+                            + " likelihoods in " + what + " where " + (to - from) + " were due");
+                }
+                values.asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN).asDoubleBuffer().get(out, from, to - from);
+            }
+        }, requests, offset, deadlineMillis);
+    }
+
+    @Override
+    public void xdrop(List<XdropPairs> requests, XdropParams params, XdropResults out, int offset,
+                      long deadlineMillis) {
+        execute(new Rpc<XdropPairs, XdropRequest, XdropReply>() {
+            @Override
+            public String name() {
+                return "Xdrop";
+            }
+
+            @Override
+            public long pairs(XdropPairs job) {
+                return job.nPairs();
+            }
+
+            @Override
+            public XdropRequest request(XdropPairs p) {
+                org.warpdp.v1.XdropPairs packed = org.warpdp.v1.XdropPairs.newBuilder()
+                        .setHBases(UnsafeByteOperations.unsafeWrap(p.hBases())).setHOffsets(int64(p.hOffsets()))
+                        .setVBases(UnsafeByteOperations.unsafeWrap(p.vBases())).setVOffsets(int64(p.vOffsets()))
+                        .setHPos(int64(p.hPos())).setVPos(int64(p.vPos()))
+                        .build();
+                return XdropRequest.newBuilder().setPairs(packed).setK(params.k()).setX(params.x())
+                        .setMatch(params.match()).setMismatch(params.mismatch()).setGap(params.gap())
+                        .setReport(params.report() == XdropParams.Report.BEST ? XdropReport.XDROP_REPORT_BEST
+                                : XdropReport.XDROP_REPORT_LONGEST)
+                        .build();
+            }
+
+            @Override
+            public XdropReply unary(WarpdpGrpc.WarpdpBlockingStub stub, XdropRequest request) {
+                return stub.xdrop(request);
+            }
+
+            @Override
+            public void stream(WarpdpGrpc.WarpdpStub stub, StreamObserver<XdropReply> replies) {
+                stub.xdropStream(replies);
+            }
+
+            @Override
+            public long chunk(XdropReply reply) {
+                return reply.getChunk();
+            }
+
+            @Override
+            public void store(XdropReply r, int from, int to, String what) {
+                ByteString[] columns = {r.getScore(), r.getBeginH(), r.getEndH(), r.getBeginV(), r.getEndV(),
+                    r.getCells()};
+                long[][] into = {out.score(), out.beginH(), out.endH(), out.beginV(), out.endV(), out.cells()};
+                for (int c = 0; c < columns.length; c++) {
+                    longs(columns[c], to - from, what).get(into[c], from, to - from);
+                }
+            }
+        }, requests, offset, deadlineMillis);
+    }
+
+    @Override
+    public void seedExtend(List<SeedExtPairs> requests, SeedExtParams params, SeedExtResults out, int offset,
+                           long deadlineMillis) {
+        execute(new Rpc<SeedExtPairs, SeedExtendRequest, SeedExtendReply>() {
+            @Override
+            public String name() {
+                return "SeedExtend";
+            }
+
+            @Override
+            public long pairs(SeedExtPairs job) {
+                return job.nPairs();
+            }
+
+            @Override
+            public SeedExtendRequest request(SeedExtPairs p) {
+                org.warpdp.v1.SeedExtPairs packed = org.warpdp.v1.SeedExtPairs.newBuilder()
+                        .setQuery(UnsafeByteOperations.unsafeWrap(p.query())).setQueryOffsets(int64(p.queryOffsets()))
+                        .setTarget(UnsafeByteOperations.unsafeWrap(p.target()))
+                        .setTargetOffsets(int64(p.targetOffsets()))
+                        .setH0(int64(p.h0()))
+                        .build();
+                return SeedExtendRequest.newBuilder().setPairs(packed).setA(params.a()).setB(params.b())
+                        .setODel(params.oDel()).setEDel(params.eDel()).setOIns(params.oIns()).setEIns(params.eIns())
+                        .setW(params.w()).setEndBonus(params.endBonus()).setZdrop(params.zdrop())
+                        .build();
+            }
+
+            @Override
+            public SeedExtendReply unary(WarpdpGrpc.WarpdpBlockingStub stub, SeedExtendRequest request) {
+                return stub.seedExtend(request);
+            }
+
+            @Override
+            public void stream(WarpdpGrpc.WarpdpStub stub, StreamObserver<SeedExtendReply> replies) {
+                stub.seedExtendStream(replies);
+            }
+
+            @Override
+            public long chunk(SeedExtendReply reply) {
+                return reply.getChunk();
+            }
+
+            @Override
+            public void store(SeedExtendReply r, int from, int to, String what) {
+                ByteString[] columns = {r.getScore(), r.getQle(), r.getTle(), r.getGtle(), r.getGscore(),
+                    r.getMaxOff()};
+                int[][] into = {out.score(), out.qle(), out.tle(), out.gtle(), out.gscore(), out.maxOff()};
+                for (int c = 0; c < columns.length; c++) {
+                    LongBuffer values = longs(columns[c], to - from, what);
+                    for (int i = 0; i < to - from; i++) {
+                        into[c][from + i] = Math.toIntExact(values.get(i)); // ksw_extend2's values are ints
+                    }
+                }
+            }
+        }, requests, offset, deadlineMillis);
+    }
+
+    // The int64 values of a reply column, which must hold one per pair.
+    private LongBuffer longs(ByteString column, int n, String what) {
+        if (column.size() != 8L * n) {
+            throw new WarpdpException("INTERNAL", "server " + target + " sent " + column.size() / 8.0
+                    + " values per column in " + what + " where " + n + " were due");
+        }
+        return column.asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN).asLongBuffer();
+    }
+
+    /** One request is a unary call; several are streamed, one stream per server, results written in order. */
+    private <J, Q, R> void execute(Rpc<J, Q, R> rpc, List<J> requests, int offset, long deadlineMillis) {
         int[] starts = new int[requests.size() + 1];
         starts[0] = offset;
         for (int i = 0; i < requests.size(); i++) {
-            starts[i + 1] = Math.addExact(starts[i], Math.toIntExact(requests.get(i).nPairs()));
+            starts[i + 1] = Math.addExact(starts[i], Math.toIntExact(rpc.pairs(requests.get(i))));
         }
         if (requests.size() == 1) {
             WarpdpGrpc.WarpdpBlockingStub stub = WarpdpGrpc.newBlockingStub(channel);
@@ -191,19 +392,20 @@ public final class GrpcTransport implements Transport {
                 stub = stub.withDeadlineAfter(deadlineMillis, TimeUnit.MILLISECONDS);
             }
             try {
-                store(stub.pairHmm(request(requests.get(0), useDouble)), out, starts[0], starts[1], "the reply");
+                rpc.store(rpc.unary(stub, rpc.request(requests.get(0))), starts[0], starts[1], "the reply");
             } catch (StatusRuntimeException e) {
-                throw failure("PairHmm", e);
+                throw failure(rpc.name(), e);
             }
             return;
         }
+        String method = rpc.name() + "Stream";
         // One stream per server (round_robin puts each new call on the next one), each with a contiguous run.
         int streams = Math.min(servers, requests.size());
         List<CompletableFuture<Void>> calls = new ArrayList<>();
         for (int s = 0; s < streams; s++) {
             int from = (int) ((long) requests.size() * s / streams);
             int to = (int) ((long) requests.size() * (s + 1) / streams);
-            calls.add(stream(requests.subList(from, to), starts, from, useDouble, out, deadlineMillis));
+            calls.add(stream(rpc, requests.subList(from, to), starts, from, deadlineMillis));
         }
         try {
             for (CompletableFuture<Void> call : calls) {
@@ -213,12 +415,12 @@ public final class GrpcTransport implements Transport {
             calls.forEach(c -> c.cancel(true));
             Throwable cause = e.getCause();
             if (cause instanceof StatusRuntimeException sre) {
-                throw failure("PairHmmStream", sre);
+                throw failure(method, sre);
             }
             if (cause instanceof WarpdpException we) {
                 throw we;
             }
-            throw new WarpdpException("INTERNAL", "PairHmmStream to " + target + " failed: " + cause, cause);
+            throw new WarpdpException("INTERNAL", method + " to " + target + " failed: " + cause, cause);
         } catch (InterruptedException e) {
             calls.forEach(c -> c.cancel(true));
             Thread.currentThread().interrupt();
@@ -228,21 +430,22 @@ public final class GrpcTransport implements Transport {
 
     // Sends the requests as the transport can take them (flow control: at most one buffered chunk), and
     // stores each reply where its chunk's results belong.
-    private CompletableFuture<Void> stream(List<PairHmmBatches> requests, int[] starts, int first, boolean useDouble,
-                                           double[] out, long deadlineMillis) {
+    private <J, Q, R> CompletableFuture<Void> stream(Rpc<J, Q, R> rpc, List<J> requests, int[] starts, int first,
+                                                     long deadlineMillis) {
+        String method = rpc.name() + "Stream";
         CompletableFuture<Void> done = new CompletableFuture<>();
         WarpdpGrpc.WarpdpStub stub = WarpdpGrpc.newStub(channel);
         if (deadlineMillis > 0) {
             stub = stub.withDeadlineAfter(deadlineMillis, TimeUnit.MILLISECONDS);
         }
-        stub.pairHmmStream(new ClientResponseObserver<PairHmmRequest, PairHmmReply>() {
-            private ClientCallStreamObserver<PairHmmRequest> call;
+        rpc.stream(stub, new ClientResponseObserver<Q, R>() {
+            private ClientCallStreamObserver<Q> call;
             private int sent;
             private int received;
             private boolean halfClosed;
 
             @Override
-            public void beforeStart(ClientCallStreamObserver<PairHmmRequest> requestStream) {
+            public void beforeStart(ClientCallStreamObserver<Q> requestStream) {
                 call = requestStream;
                 requestStream.setOnReadyHandler(this::sendMore);
                 // A failed or abandoned job also stops the server's work on it (no-op once the call is over).
@@ -255,7 +458,7 @@ public final class GrpcTransport implements Transport {
 
             private synchronized void sendMore() {
                 while (call.isReady() && sent < requests.size() && !done.isDone()) {
-                    call.onNext(request(requests.get(sent++), useDouble));
+                    call.onNext(rpc.request(requests.get(sent++)));
                 }
                 if (sent == requests.size() && !halfClosed) {
                     halfClosed = true;
@@ -264,15 +467,15 @@ public final class GrpcTransport implements Transport {
             }
 
             @Override
-            public synchronized void onNext(PairHmmReply reply) {
-                if (reply.getChunk() != received || received >= requests.size()) {
-                    done.completeExceptionally(new WarpdpException("INTERNAL", "PairHmmStream to " + target
-                            + " answered chunk " + reply.getChunk() + " where chunk " + received + " was due"));
+            public synchronized void onNext(R reply) {
+                if (rpc.chunk(reply) != received || received >= requests.size()) {
+                    done.completeExceptionally(new WarpdpException("INTERNAL", method + " to " + target
+                            + " answered chunk " + rpc.chunk(reply) + " where chunk " + received + " was due"));
                     return;
                 }
                 int k = first + received;
                 try {
-                    store(reply, out, starts[k], starts[k + 1], "reply " + received);
+                    rpc.store(reply, starts[k], starts[k + 1], "reply " + received);
                 } catch (WarpdpException e) {
                     done.completeExceptionally(e);
                     return;
@@ -288,7 +491,7 @@ public final class GrpcTransport implements Transport {
             @Override
             public synchronized void onCompleted() {
                 if (received != requests.size()) {
-                    done.completeExceptionally(new WarpdpException("INTERNAL", "PairHmmStream to " + target
+                    done.completeExceptionally(new WarpdpException("INTERNAL", method + " to " + target
                             + " ended after " + received + " of " + requests.size() + " replies"));
                 } else {
                     done.complete(null);
@@ -298,17 +501,8 @@ public final class GrpcTransport implements Transport {
         return done;
     }
 
-    private void store(PairHmmReply reply, double[] out, int from, int to, String what) {
-        ByteString values = reply.getLog10Likelihoods();
-        if (values.size() != 8L * (to - from)) {
-            throw new WarpdpException("INTERNAL", "server " + target + " sent " + values.size() / 8.0
-                    + " likelihoods in " + what + " where " + (to - from) + " were due");
-        }
-        values.asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN).asDoubleBuffer().get(out, from, to - from);
-    }
-
     // The arrays go into the message without a copy; they are not changed while the call runs.
-    private static PairHmmRequest request(PairHmmBatches b, boolean useDouble) {
+    private static PairHmmRequest pairHmmRequest(PairHmmBatches b, boolean useDouble) {
         org.warpdp.v1.PairHmmBatches packed = org.warpdp.v1.PairHmmBatches.newBuilder()
                 .setReadBases(UnsafeByteOperations.unsafeWrap(b.readBases()))
                 .setReadQuals(UnsafeByteOperations.unsafeWrap(b.readQuals()))
@@ -327,6 +521,14 @@ public final class GrpcTransport implements Transport {
     private static ByteString int64(long[] values) {
         ByteBuffer buffer = ByteBuffer.allocate(8 * values.length).order(ByteOrder.LITTLE_ENDIAN);
         buffer.asLongBuffer().put(values);
+        return UnsafeByteOperations.unsafeWrap(buffer.array());
+    }
+
+    private static ByteString int64(int[] values) {
+        ByteBuffer buffer = ByteBuffer.allocate(8 * values.length).order(ByteOrder.LITTLE_ENDIAN);
+        for (int v : values) {
+            buffer.putLong(v);
+        }
         return UnsafeByteOperations.unsafeWrap(buffer.array());
     }
 

@@ -3,14 +3,20 @@ package org.warpdp.client.spi;
 import java.util.List;
 
 import org.warpdp.client.PairHmmBatches;
+import org.warpdp.client.SeedExtPairs;
+import org.warpdp.client.SeedExtParams;
+import org.warpdp.client.SeedExtResults;
 import org.warpdp.client.ServerInfo;
 import org.warpdp.client.WarpdpException;
+import org.warpdp.client.XdropPairs;
+import org.warpdp.client.XdropParams;
+import org.warpdp.client.XdropResults;
 
 /**
  * The wire side of {@link org.warpdp.client.WarpdpClient}, implemented over gRPC inside the jar's private
  * class loader. Only JDK and {@code org.warpdp.client} types cross this boundary, so gRPC, protobuf,
  * netty and guava never meet the versions an application (GATK) brings. Failures are
- * {@link WarpdpException}s. A new algorithm adds one method here, taking its packed batches class.
+ * {@link WarpdpException}s. Each algorithm has one method here, taking its packed input class.
  */
 public interface Transport extends AutoCloseable {
 
@@ -27,6 +33,14 @@ public interface Transport extends AutoCloseable {
      */
     void pairHmm(List<PairHmmBatches> requests, boolean useDouble, double[] out, int offset,
                  long deadlineMillis);
+
+    /** X-drop of the requests (each within the limits), results from pair {@code offset} of {@code out} on;
+     * one request is an Xdrop call, several go over XdropStream. */
+    void xdrop(List<XdropPairs> requests, XdropParams params, XdropResults out, int offset, long deadlineMillis);
+
+    /** Seed extension of the requests, as {@link #xdrop} (SeedExtend / SeedExtendStream). */
+    void seedExtend(List<SeedExtPairs> requests, SeedExtParams params, SeedExtResults out, int offset,
+                    long deadlineMillis);
 
     /** Shuts the channel down. */
     @Override

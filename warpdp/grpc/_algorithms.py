@@ -1,0 +1,480 @@
+"""What the gRPC service needs to know about each algorithm, one description per algorithm.
+
+An :class:`Algorithm` says how its request and reply messages map to warpdp's packed data
+model (both directions), how many DP cells a request counts against the limits, which requests
+may share a backend submission (the *key*: the request's parameters), how to merge and run
+requests, and how a client splits a job too large for one message. The server's unary and
+stream handlers and the client's call / split / stream path are written once against this
+interface; adding an algorithm is one more description here plus its two RPC methods.
+
+Results travel inside the service as one row per pair: a float64 vector for Pair-HMM, an
+(n_pairs, columns) integer table for the others. A client collects them column-major
+(:meth:`Algorithm.new_output`), so the columns it returns are contiguous, as local scoring's.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any, ClassVar, NamedTuple
+
+import numpy as np
+
+from ..plugin.pairhmm import PairHmmBatches, PairHmmRead, available_cpu_isas, pack_batches, pairhmm
+from ..plugin.seedext import (
+    RESULT_FIELDS,
+    SeedExtPairs,
+    SeedExtParams,
+    SeedExtResults,
+    check_score_range,
+    pack_seed_pairs,
+    seed_extend_with,
+    seedext_cpu_isas,
+)
+from ..plugin.xdrop import (
+    REPORTS,
+    XdropPairs,
+    XdropResults,
+    _check_k,
+    check_scores,
+    pack_xdrop_pairs,
+    xdrop,
+    xdrop_cpu_isas,
+)
+from . import _packing, warpdp_pb2
+
+
+class InvalidRequest(ValueError):
+    """Malformed input; the message starts with ``invalid <where>:``, where names the message or
+    field at fault (``PairHmmRequest.batches``, ``XdropRequest``)."""
+
+    def __init__(self, where: str, problem: BaseException | str) -> None:
+        super().__init__(f"invalid {where}: {problem}")
+        self.where = where
+
+
+@dataclass(frozen=True)
+class Job:
+    """A decoded, validated request."""
+
+    payload: Any     # the packed input: PairHmmBatches, XdropPairs or SeedExtPairs
+    key: Hashable    # its parameters: only requests with equal keys share a backend submission
+    n_pairs: int     # results (rows) it yields
+    cells: int       # DP cells it counts against the limits and the batching cap
+
+
+class Algorithm(ABC):
+    """One algorithm's RPC pair: ``<rpc>`` (unary) and ``<rpc>Stream``."""
+
+    name: ClassVar[str]                 # ServerInfo.algorithms name and metrics label
+    rpc: ClassVar[str]                  # the unary RPC's name
+    payload_type: ClassVar[type]        # the packed input class
+    request_type: ClassVar[type]        # the request message class
+    reply_bytes_per_pair: ClassVar[int]  # result bytes per pair in a reply
+
+    # -- both sides --
+
+    @abstractmethod
+    def request(self, payload: Any, key: Hashable) -> Any:
+        """The request message for packed input and parameters (both already validated)."""
+
+    @abstractmethod
+    def decode(self, request: Any) -> Job:
+        """The validated job of a request message; :class:`InvalidRequest` naming the field."""
+
+    @abstractmethod
+    def cells(self, payload: Any, key: Hashable) -> int:
+        """DP cells the input counts against the limits (see Limits in warpdp.proto)."""
+
+    @abstractmethod
+    def request_bytes(self, payload: Any) -> int:
+        """Bytes of the input's arrays in a request message (framing excluded)."""
+
+    def n_pairs(self, payload: Any) -> int:
+        return int(payload.n_pairs)
+
+    # -- server --
+
+    @abstractmethod
+    def merge(self, payloads: list[Any]) -> Any:
+        """One input holding all of them, in order (so results split back by pair counts)."""
+
+    @abstractmethod
+    def run(self, payload: Any, key: Hashable, *, backend: str, threads: int) -> np.ndarray:
+        """Results, one row per pair, in order."""
+
+    @abstractmethod
+    def reply(self, rows: np.ndarray | None, n_pairs: int, chunk: int, stats: warpdp_pb2.CallStats) -> Any:
+        """The reply message for result rows (None: no pairs)."""
+
+    @abstractmethod
+    def warmup_jobs(self) -> list[tuple[Any, Hashable]]:
+        """Tiny inputs that load (for the GPU: compile) every code path a server will use."""
+
+    @abstractmethod
+    def cpu_isas(self) -> list[str]:
+        """CPU variants this machine can run, slowest first (the last is the default)."""
+
+    # -- client --
+
+    @abstractmethod
+    def new_output(self, n_pairs: int) -> np.ndarray:
+        """Where a client collects the results of n_pairs pairs."""
+
+    @abstractmethod
+    def store(self, reply: Any, out: np.ndarray, start: int, stop: int) -> None:
+        """Put a reply's results for pairs start:stop into out; ValueError when they do not fit."""
+
+    @abstractmethod
+    def results(self, out: np.ndarray) -> Any:
+        """What local scoring returns, from a filled new_output()."""
+
+    @abstractmethod
+    def plan(self, payload: Any, key: Hashable, max_cells: int, max_bytes: int) -> list[Any]:
+        """Consecutive pieces, each within max_cells and max_bytes (request and reply), whose
+        results concatenated are the input's; ValueError when a single pair does not fit."""
+
+    def fits(self, payload: Any, key: Hashable, max_cells: int, max_bytes: int) -> bool:
+        """Whether the whole input goes in one request under these limits."""
+        framing = _packing.REQUEST_FRAMING_BYTES
+        return (self.cells(payload, key) <= max_cells
+                and self.request_bytes(payload) + framing <= max_bytes
+                and self.reply_bytes_per_pair * self.n_pairs(payload) + framing <= max_bytes)
+
+
+# ---------------------------------------------------------------------------------------
+# Pair-HMM
+
+
+class PairHmmAlgorithm(Algorithm):
+    """Batches of reads x haplotypes; the key is use_double (float and double never mixed)."""
+
+    name = "pairhmm"
+    rpc = "PairHmm"
+    payload_type = PairHmmBatches
+    request_type = warpdp_pb2.PairHmmRequest
+    reply_bytes_per_pair = 8
+
+    def request(self, payload: PairHmmBatches, key: Hashable) -> warpdp_pb2.PairHmmRequest:
+        return _packing.pairhmm_request(payload, bool(key))
+
+    def decode(self, request: warpdp_pb2.PairHmmRequest) -> Job:
+        try:
+            batches = _packing.pairhmm_batches(request.batches)
+        except (ValueError, TypeError) as exc:
+            raise InvalidRequest("PairHmmRequest.batches", exc) from None
+        return Job(batches, bool(request.use_double), batches.n_pairs, batches.n_cells)
+
+    def cells(self, payload: PairHmmBatches, key: Hashable) -> int:
+        return payload.n_cells
+
+    def request_bytes(self, payload: PairHmmBatches) -> int:
+        # + 32: the leading 0 of the four offset arrays.
+        return int(_packing.pairhmm_request_bytes_per_batch(payload).sum()) + 32
+
+    def merge(self, payloads: list[PairHmmBatches]) -> PairHmmBatches:
+        return _packing.concat_pairhmm(payloads)
+
+    def run(self, payload: PairHmmBatches, key: Hashable, *, backend: str, threads: int) -> np.ndarray:
+        return pairhmm(payload, backend=backend, threads=threads, double=bool(key))
+
+    def reply(self, rows: np.ndarray | None, n_pairs: int, chunk: int,
+              stats: warpdp_pb2.CallStats) -> warpdp_pb2.PairHmmReply:
+        values = b"" if rows is None else _packing.float64_bytes(rows)
+        return warpdp_pb2.PairHmmReply(log10_likelihoods=values, n_pairs=n_pairs, chunk=chunk, stats=stats)
+
+    def warmup_jobs(self) -> list[tuple[Any, Hashable]]:
+        tiny = pack_batches([([PairHmmRead("ACGTACGT", "IIIIIIII")], ["ACGTTACGT"])])
+        return [(tiny, False), (tiny, True)]
+
+    def cpu_isas(self) -> list[str]:
+        return available_cpu_isas()
+
+    def new_output(self, n_pairs: int) -> np.ndarray:
+        return np.empty(n_pairs, dtype=np.float64)
+
+    def store(self, reply: warpdp_pb2.PairHmmReply, out: np.ndarray, start: int, stop: int) -> None:
+        values = np.frombuffer(reply.log10_likelihoods, dtype="<f8")
+        if len(values) != stop - start or reply.n_pairs != stop - start:
+            raise ValueError(f"the server returned {len(values)} likelihoods for {stop - start} pairs")
+        out[start:stop] = values
+
+    def results(self, out: np.ndarray) -> np.ndarray:
+        return out
+
+    def plan(self, payload: PairHmmBatches, key: Hashable, max_cells: int, max_bytes: int) -> list[PairHmmBatches]:
+        return _packing.plan_pairhmm_chunks(payload, max_cells, max_bytes)
+
+
+# ---------------------------------------------------------------------------------------
+# Algorithms on independent pairs
+
+
+class PairsAlgorithm(Algorithm):
+    """Shared by algorithms whose input is independent pairs (sequences as bases + int64
+    offsets, plus per-pair int64 arrays) and whose results are integer columns."""
+
+    reply_type: ClassVar[type]                     # the reply message class
+    pairs_message: ClassVar[type]                  # the nested packed-pairs message class
+    sequences: ClassVar[tuple[tuple[str, str], ...]]  # (bases, offsets) field names
+    per_pair: ClassVar[tuple[str, ...]]            # one int64 value per pair
+    columns: ClassVar[tuple[str, ...]]             # result columns, as named in the reply
+
+    @property
+    def where(self) -> str:
+        return f"{self.request_type.__name__}.pairs"
+
+    @abstractmethod
+    def key_of(self, request: Any) -> Hashable:
+        """The validated parameters of a request (ValueError/TypeError naming the parameter)."""
+
+    @abstractmethod
+    def key_fields(self, key: Hashable) -> dict[str, Any]:
+        """The request's parameter fields for a key."""
+
+    @abstractmethod
+    def check(self, payload: Any, key: Hashable) -> None:
+        """Checks of the input against the parameters (ValueError naming the field)."""
+
+    @abstractmethod
+    def cells_per_pair(self, payload: Any, key: Hashable) -> np.ndarray:
+        ...
+
+    @abstractmethod
+    def rows(self, payload: Any, key: Hashable, backend: str, threads: int) -> np.ndarray:
+        """Local scoring's results as an (n_pairs, len(columns)) table."""
+
+    # -- messages --
+
+    def pairs_of(self, message: Any) -> Any:
+        arrays: dict[str, Any] = {}
+        for bases, offsets in self.sequences:
+            arrays[bases] = getattr(message, bases)
+            arrays[offsets] = _packing.int64_array(getattr(message, offsets), offsets)
+        for name in self.per_pair:
+            arrays[name] = _packing.int64_array(getattr(message, name), name)
+        # from_arrays checks every dtype, length and offset and names the field at fault.
+        return self.payload_type.from_arrays(**arrays)
+
+    def request(self, payload: Any, key: Hashable) -> Any:
+        fields: dict[str, bytes] = {}
+        for bases, offsets in self.sequences:
+            fields[bases] = np.ascontiguousarray(getattr(payload, bases)).tobytes()
+            fields[offsets] = _packing.int64_bytes(getattr(payload, offsets))
+        for name in self.per_pair:
+            fields[name] = _packing.int64_bytes(getattr(payload, name))
+        return self.request_type(pairs=self.pairs_message(**fields), **self.key_fields(key))
+
+    def decode(self, request: Any) -> Job:
+        try:
+            pairs = self.pairs_of(request.pairs)
+        except (ValueError, TypeError) as exc:
+            raise InvalidRequest(self.where, exc) from None
+        try:
+            key = self.key_of(request)
+        except (ValueError, TypeError) as exc:
+            raise InvalidRequest(self.request_type.__name__, exc) from None
+        try:
+            self.check(pairs, key)
+        except (ValueError, TypeError) as exc:
+            raise InvalidRequest(self.where, exc) from None
+        return Job(pairs, key, pairs.n_pairs, self.cells(pairs, key))
+
+    def cells(self, payload: Any, key: Hashable) -> int:
+        return int(self.cells_per_pair(payload, key).sum())
+
+    def _request_bytes_per_pair(self, payload: Any) -> np.ndarray:
+        total = np.full(payload.n_pairs, 8 * (len(self.sequences) + len(self.per_pair)), dtype=np.int64)
+        for _, offsets in self.sequences:
+            total += np.diff(getattr(payload, offsets))
+        return total
+
+    def request_bytes(self, payload: Any) -> int:
+        # The leading 0 of each offset array, then each pair's bases, offsets and values.
+        return 8 * len(self.sequences) + int(self._request_bytes_per_pair(payload).sum())
+
+    # -- server --
+
+    def merge(self, payloads: list[Any]) -> Any:
+        return _packing.concat_pairs(payloads, self.sequences, self.per_pair)
+
+    def run(self, payload: Any, key: Hashable, *, backend: str, threads: int) -> np.ndarray:
+        return self.rows(payload, key, backend, threads)
+
+    def reply(self, rows: np.ndarray | None, n_pairs: int, chunk: int, stats: warpdp_pb2.CallStats) -> Any:
+        columns = {name: b"" if rows is None else _packing.int64_bytes(rows[:, c])
+                   for c, name in enumerate(self.columns)}
+        return self.reply_type(**columns, n_pairs=n_pairs, chunk=chunk, stats=stats)
+
+    # -- client --
+
+    def new_output(self, n_pairs: int) -> np.ndarray:
+        return np.empty((len(self.columns), n_pairs), dtype=np.int64)
+
+    def store(self, reply: Any, out: np.ndarray, start: int, stop: int) -> None:
+        if reply.n_pairs != stop - start:
+            raise ValueError(f"the server returned {reply.n_pairs} pairs where {stop - start} were sent")
+        for c, name in enumerate(self.columns):
+            values = _packing.int64_array(getattr(reply, name), name)
+            if len(values) != stop - start:
+                raise ValueError(f"the server returned {len(values)} values of {name} for {stop - start} pairs")
+            out[c, start:stop] = values
+
+    def plan(self, payload: Any, key: Hashable, max_cells: int, max_bytes: int) -> list[Any]:
+        ranges = _packing.plan_pair_ranges(self.cells_per_pair(payload, key), self._request_bytes_per_pair(payload),
+                                           self.reply_bytes_per_pair, 8 * len(self.sequences), max_cells, max_bytes)
+        return [payload.select(i, j) for i, j in ranges]
+
+
+class XdropKey(NamedTuple):
+    """The parameters of an X-drop request, validated as warpdp.xdrop validates them."""
+
+    k: int
+    x: int
+    match: int
+    mismatch: int
+    gap: int
+    report: str
+
+    @classmethod
+    def make(cls, *, k: object, x: object, match: object = 1, mismatch: object = -1, gap: object = -1,
+             report: object = "longest") -> XdropKey:
+        k = _check_k(k)
+        match, mismatch, gap, x = check_scores(match, mismatch, gap, x)
+        if report not in REPORTS:
+            raise ValueError(f"report must be one of {', '.join(REPORTS)}, not {report!r}")
+        return cls(k, x, match, mismatch, gap, str(report))
+
+
+_REPORT_ENUM = {"longest": warpdp_pb2.XDROP_REPORT_LONGEST, "best": warpdp_pb2.XDROP_REPORT_BEST}
+_REPORT_NAME = {value: name for name, value in _REPORT_ENUM.items()}
+
+
+class XdropAlgorithm(PairsAlgorithm):
+    """Gapped X-drop seed extension (warpdp.xdrop); the key is (k, x, match, mismatch, gap, report)."""
+
+    name = "xdrop"
+    rpc = "Xdrop"
+    payload_type = XdropPairs
+    request_type = warpdp_pb2.XdropRequest
+    reply_type = warpdp_pb2.XdropReply
+    pairs_message = warpdp_pb2.XdropPairs
+    sequences = (("h_bases", "h_offsets"), ("v_bases", "v_offsets"))
+    per_pair = ("h_pos", "v_pos")
+    columns = XdropResults.COLUMNS + ("cells",)
+    reply_bytes_per_pair = 8 * len(columns)
+
+    def key_of(self, request: warpdp_pb2.XdropRequest) -> XdropKey:
+        for name in ("k", "x"):
+            if not request.HasField(name):
+                raise ValueError(f"{name} is required ({'the seed length' if name == 'k' else 'the X-drop'})")
+        if request.report not in _REPORT_NAME:
+            raise ValueError(f"report must be XDROP_REPORT_LONGEST (0) or XDROP_REPORT_BEST (1), "
+                             f"not {request.report}")
+        defaults = {"match": 1, "mismatch": -1, "gap": -1}
+        scores = {name: getattr(request, name) if request.HasField(name) else value
+                  for name, value in defaults.items()}
+        return XdropKey.make(k=request.k, x=request.x, report=_REPORT_NAME[request.report], **scores)
+
+    def key_fields(self, key: XdropKey) -> dict[str, Any]:
+        return dict(k=key.k, x=key.x, match=key.match, mismatch=key.mismatch, gap=key.gap,
+                    report=_REPORT_ENUM[key.report])
+
+    def check(self, payload: XdropPairs, key: XdropKey) -> None:
+        payload.validate(key.k)
+        # Checked here, not only by the kernel, so a bad byte is refused before it is
+        # queued with other callers' pairs.
+        payload.check_bases()
+
+    def cells_per_pair(self, payload: XdropPairs, key: XdropKey) -> np.ndarray:
+        # The work depends on the data; per direction, similar sequences keep about
+        # 2x / (match - 2 gap) cells per anti-diagonal alive over m + n anti-diagonals, and
+        # no extension computes more than the m x n rectangle.
+        width = min(2 * key.x // (key.match - 2 * key.gap) + 1, 2**31)
+        left = (payload.h_pos, payload.v_pos)
+        right = (payload.h_lengths() - payload.h_pos - key.k, payload.v_lengths() - payload.v_pos - key.k)
+        total = np.zeros(payload.n_pairs, dtype=np.int64)
+        for m, n in (left, right):
+            total += np.minimum(m * n, (m + n) * width)
+        return total
+
+    def rows(self, payload: XdropPairs, key: XdropKey, backend: str, threads: int) -> np.ndarray:
+        results = xdrop(payload, k=key.k, x=key.x, match=key.match, mismatch=key.mismatch, gap=key.gap,
+                        report=key.report, backend=backend, threads=threads)
+        return np.stack([getattr(results, c) for c in self.columns], axis=1)
+
+    def warmup_jobs(self) -> list[tuple[Any, Hashable]]:
+        tiny = pack_xdrop_pairs([("ACGTACGTACGTAAC", 4, "ACGTACGTACGTACG", 4)])
+        return [(tiny, XdropKey.make(k=4, x=5, report=report)) for report in REPORTS]
+
+    def cpu_isas(self) -> list[str]:
+        return xdrop_cpu_isas()
+
+    def results(self, out: np.ndarray) -> XdropResults:
+        return XdropResults(*out)
+
+
+class SeedExtAlgorithm(PairsAlgorithm):
+    """Seed extension with ksw_extend2 semantics (warpdp.seed_extend); the key is SeedExtParams."""
+
+    name = "seedext"
+    rpc = "SeedExtend"
+    payload_type = SeedExtPairs
+    request_type = warpdp_pb2.SeedExtendRequest
+    reply_type = warpdp_pb2.SeedExtendReply
+    pairs_message = warpdp_pb2.SeedExtPairs
+    sequences = (("query", "query_offsets"), ("target", "target_offsets"))
+    per_pair = ("h0",)
+    columns = RESULT_FIELDS  # SeedExtResults.table's columns, in order
+    reply_bytes_per_pair = 8 * len(columns)
+    PARAMETERS = ("a", "b", "o_del", "e_del", "o_ins", "e_ins", "w", "end_bonus", "zdrop")
+
+    def key_of(self, request: warpdp_pb2.SeedExtendRequest) -> SeedExtParams:
+        defaults = SeedExtParams()
+        params = SeedExtParams(**{name: getattr(request if request.HasField(name) else defaults, name)
+                                  for name in self.PARAMETERS})
+        params.validate()
+        return params
+
+    def key_fields(self, key: SeedExtParams) -> dict[str, Any]:
+        return {name: getattr(key, name) for name in self.PARAMETERS}
+
+    def check(self, payload: SeedExtPairs, key: SeedExtParams) -> None:
+        check_score_range(payload, key)
+
+    def cells_per_pair(self, payload: SeedExtPairs, key: SeedExtParams) -> np.ndarray:
+        # ksw_extend2 computes at most a band of 2w' + 1 query columns per target row, w'
+        # being w narrowed (as BWA does) to the longest gap that could still pay off.
+        qlen, tlen = payload.query_lengths(), payload.target_lengths()
+        band = np.full(payload.n_pairs, key.w, dtype=np.int64)
+        for o, e in ((key.o_ins, key.e_ins), (key.o_del, key.e_del)):
+            longest = np.trunc((qlen * max(key.a, 0) + key.end_bonus - o) / e + 1.0).astype(np.int64)
+            band = np.minimum(band, np.maximum(longest, 1))
+        return tlen * np.minimum(qlen, 2 * band + 1)
+
+    def rows(self, payload: SeedExtPairs, key: SeedExtParams, backend: str, threads: int) -> np.ndarray:
+        return seed_extend_with(payload, key, backend=backend, threads=threads).table
+
+    def warmup_jobs(self) -> list[tuple[Any, Hashable]]:
+        return [(pack_seed_pairs([("ACGTACGTAC", "ACGTACGTACGG", 20)]), SeedExtParams())]
+
+    def cpu_isas(self) -> list[str]:
+        return seedext_cpu_isas()
+
+    def results(self, out: np.ndarray) -> SeedExtResults:
+        return SeedExtResults(np.ascontiguousarray(out.T, dtype=np.int32))
+
+
+PAIRHMM = PairHmmAlgorithm()
+XDROP = XdropAlgorithm()
+SEEDEXT = SeedExtAlgorithm()
+# In ServerInfo order.
+ALGORITHMS: tuple[Algorithm, ...] = (PAIRHMM, XDROP, SEEDEXT)
+
+
+def algorithm_for(payload: object) -> Algorithm:
+    """The algorithm whose packed input class `payload` is."""
+    for algorithm in ALGORITHMS:
+        if isinstance(payload, algorithm.payload_type):
+            return algorithm
+    raise TypeError(f"no algorithm takes {type(payload).__name__}")
