@@ -1,6 +1,5 @@
 package org.warpdp.client;
 
-import java.util.Arrays;
 import java.util.Objects;
 
 /**
@@ -171,16 +170,16 @@ public final class PairHmmBatches {
      * closes a batch still open.
      */
     public static final class Builder {
-        private final ByteArray readBases = new ByteArray();
-        private final ByteArray readQuals = new ByteArray();
-        private final ByteArray readIns = new ByteArray();
-        private final ByteArray readDel = new ByteArray();
-        private final ByteArray readGcp = new ByteArray();
-        private final ByteArray hapBases = new ByteArray();
-        private final LongArray readOffsets = new LongArray();
-        private final LongArray hapOffsets = new LongArray();
-        private final LongArray batchReads = new LongArray();
-        private final LongArray batchHaps = new LongArray();
+        private final PackedArrays.Bytes readBases = new PackedArrays.Bytes();
+        private final PackedArrays.Bytes readQuals = new PackedArrays.Bytes();
+        private final PackedArrays.Bytes readIns = new PackedArrays.Bytes();
+        private final PackedArrays.Bytes readDel = new PackedArrays.Bytes();
+        private final PackedArrays.Bytes readGcp = new PackedArrays.Bytes();
+        private final PackedArrays.Bytes hapBases = new PackedArrays.Bytes();
+        private final PackedArrays.Longs readOffsets = new PackedArrays.Longs();
+        private final PackedArrays.Longs hapOffsets = new PackedArrays.Longs();
+        private final PackedArrays.Longs batchReads = new PackedArrays.Longs();
+        private final PackedArrays.Longs batchHaps = new PackedArrays.Longs();
         private boolean open;
 
         private Builder() {
@@ -237,47 +236,6 @@ public final class PairHmmBatches {
             return new PairHmmBatches(readBases.toArray(), readQuals.toArray(), readIns.toArray(),
                     readDel.toArray(), readGcp.toArray(), readOffsets.toArray(), hapBases.toArray(),
                     hapOffsets.toArray(), batchReads.toArray(), batchHaps.toArray());
-        }
-    }
-
-    private static final class ByteArray {
-        private byte[] data = new byte[256];
-        private int size;
-
-        void add(byte[] bytes) {
-            if (size + bytes.length > data.length) {
-                data = Arrays.copyOf(data, Math.max(data.length * 2, size + bytes.length));
-            }
-            System.arraycopy(bytes, 0, data, size, bytes.length);
-            size += bytes.length;
-        }
-
-        int size() {
-            return size;
-        }
-
-        byte[] toArray() {
-            return Arrays.copyOf(data, size);
-        }
-    }
-
-    private static final class LongArray {
-        private long[] data = new long[16];
-        private int size;
-
-        void add(long value) {
-            if (size == data.length) {
-                data = Arrays.copyOf(data, data.length * 2);
-            }
-            data[size++] = value;
-        }
-
-        int size() {
-            return size;
-        }
-
-        long[] toArray() {
-            return Arrays.copyOf(data, size);
         }
     }
 }
