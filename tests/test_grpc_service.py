@@ -21,6 +21,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 import warpdp
+from grpc_support import WAIT, client, server, start_server, stub, stub_for  # noqa: F401 (fixtures)
 from warpdp.grpc import Client, InvalidRequestError, Server, ServerConfig, ServiceError
 from warpdp.grpc import _packing, warpdp_pb2, warpdp_pb2_grpc
 from warpdp.grpc.cli import add_serve_arguments, config_from_args, count
@@ -29,7 +30,6 @@ from warpdp.grpc.server import Batcher, Metrics
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 PAIRHMM_10S = DATA / "pairhmm" / "10s.in"
-WAIT = 30  # seconds: upper bound for anything a test waits on (never reached when it works)
 
 
 # ---------------------------------------------------------------------------------------
@@ -69,20 +69,6 @@ def local(batches: warpdp.PairHmmBatches, double: bool = False) -> np.ndarray:
     return warpdp.pairhmm(batches, backend="cpu", double=double)
 
 
-def start_server(**settings) -> Server:
-    settings.setdefault("port", 0)
-    settings.setdefault("backend", "cpu")
-    settings.setdefault("host", "127.0.0.1")
-    settings.setdefault("grace_s", 10.0)
-    return Server(ServerConfig(**settings)).start()
-
-
-def stub_for(server: Server) -> tuple[grpc.Channel, warpdp_pb2_grpc.WarpdpStub]:
-    channel = grpc.insecure_channel(server.address, options=[("grpc.max_send_message_length", -1),
-                                                             ("grpc.max_receive_message_length", -1)])
-    return channel, warpdp_pb2_grpc.WarpdpStub(channel)
-
-
 def request_for(batches: warpdp.PairHmmBatches, double: bool = False) -> warpdp_pb2.PairHmmRequest:
     return _packing.pairhmm_request(batches, double)
 
@@ -91,26 +77,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server():
-    srv = start_server()
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture(scope="module")
-def client(server):
-    with Client(server.address, timeout=WAIT) as c:
-        yield c
-
-
-@pytest.fixture(scope="module")
-def stub(server):
-    channel, stub = stub_for(server)
-    yield stub
-    channel.close()
 
 
 # Small limits so that splitting and streaming are exercised with small inputs.

@@ -14,13 +14,13 @@ import pytest
 
 import warpdp
 from conftest import shared_file
+from grpc_support import WAIT, client, server, start_server, stub, stub_for  # noqa: F401 (fixtures)
 from warpdp.cli import main
 from warpdp.grpc import Client, Server, ServerConfig
 from warpdp.grpc import warpdp_pb2, warpdp_pb2_grpc
 from warpdp.grpc._algorithms import SEEDEXT, XDROP, XdropKey
 from warpdp.plugin.xdrop_io import read_xdrop_results
 
-WAIT = 30  # seconds: upper bound for anything a test waits on (never reached when it works)
 K = 17
 ALT = dict(a=2, b=5, o_del=5, e_del=2, o_ins=7, e_ins=1, w=30, end_bonus=0, zdrop=50)
 LIMITED = dict(max_request_cells=2_000_000, max_message_mb=0.25)
@@ -28,17 +28,6 @@ LIMITED = dict(max_request_cells=2_000_000, max_message_mb=0.25)
 
 # ---------------------------------------------------------------------------------------
 # helpers
-
-
-def start_server(**settings) -> Server:
-    settings = {"port": 0, "backend": "cpu", "host": "127.0.0.1", "grace_s": 10.0, **settings}
-    return Server(ServerConfig(**settings)).start()
-
-
-def stub_for(server: Server) -> tuple[grpc.Channel, warpdp_pb2_grpc.WarpdpStub]:
-    channel = grpc.insecure_channel(server.address, options=[("grpc.max_send_message_length", -1),
-                                                             ("grpc.max_receive_message_length", -1)])
-    return channel, warpdp_pb2_grpc.WarpdpStub(channel)
 
 
 def _mutate(seq: np.ndarray, rng: np.random.Generator, rate: float) -> np.ndarray:
@@ -111,26 +100,6 @@ def assert_seedext_equal(got: warpdp.SeedExtResults, expected: warpdp.SeedExtRes
     assert isinstance(got, warpdp.SeedExtResults)
     assert got.table.dtype == np.int32 and got.table.flags.c_contiguous
     np.testing.assert_array_equal(got.table, expected.table)
-
-
-@pytest.fixture(scope="module")
-def server():
-    srv = start_server()
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture(scope="module")
-def client(server):
-    with Client(server.address, timeout=WAIT) as c:
-        yield c
-
-
-@pytest.fixture(scope="module")
-def stub(server):
-    channel, stub = stub_for(server)
-    yield stub
-    channel.close()
 
 
 @pytest.fixture(scope="module")

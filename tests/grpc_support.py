@@ -1,0 +1,42 @@
+"""What the gRPC tests share: in-process servers on ephemeral loopback ports, raw stubs, and
+the module-scoped server / client / stub fixtures (imported by each test module)."""
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from warpdp.grpc import Client, Server, ServerConfig
+from warpdp.grpc import warpdp_pb2_grpc
+
+WAIT = 30  # seconds: upper bound for anything a test waits on (never reached when it works)
+
+
+def start_server(**settings) -> Server:
+    settings = {"port": 0, "backend": "cpu", "host": "127.0.0.1", "grace_s": 10.0, **settings}
+    return Server(ServerConfig(**settings)).start()
+
+
+def stub_for(server: Server) -> tuple[grpc.Channel, warpdp_pb2_grpc.WarpdpStub]:
+    channel = grpc.insecure_channel(server.address, options=[("grpc.max_send_message_length", -1),
+                                                             ("grpc.max_receive_message_length", -1)])
+    return channel, warpdp_pb2_grpc.WarpdpStub(channel)
+
+
+@pytest.fixture(scope="module")
+def server():
+    srv = start_server()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    with Client(server.address, timeout=WAIT) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def stub(server):
+    channel, stub = stub_for(server)
+    yield stub
+    channel.close()
