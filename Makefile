@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP_FLAGS ?= --quiet --disable-pip-version-check --root-user-action=ignore
 
-.PHONY: install run test bench-cpu check-cuda
+.PHONY: install run test test-python test-java bench-cpu check-cuda
 
 # Installs warpdp (building the Cython/C CPU backend in place) with its test dependencies.
 install:
@@ -11,8 +11,15 @@ install:
 run: install
 	$(PYTHON) -m warpdp serve
 
-test: install
+# The whole suite: Python (GPU tests skip without a GPU), then the Java shim's JUnit tests
+# against a real `warpdp serve` (java_shim/build.sh installs its Debian packages when missing).
+test: test-python test-java
+
+test-python: install
 	$(PYTHON) -m pytest -q
+
+test-java: install
+	bash java_shim/build.sh test
 
 bench-cpu: install
 	$(PYTHON) benchmarks/pairhmm_cpu.py
