@@ -10,9 +10,13 @@ __all__ = ["commit", "cpu_name"]
 
 
 def commit() -> str:
-    """Short hash of the checked-out commit ('unknown' outside a git checkout)."""
+    """Short hash of the checked-out commit, noting uncommitted changes ('unknown' outside git)."""
+    here = Path(__file__).parent
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              check=True, cwd=Path(__file__).parent).stdout.strip()
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              check=True, cwd=here).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain"], capture_output=True, text=True,
+                               check=True, cwd=here).stdout.strip()
+        return head + (" + uncommitted changes" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"

@@ -39,8 +39,10 @@ sys.path.insert(0, str(REPO))
 import grpc  # noqa: E402
 
 import warpdp  # noqa: E402
+from bench_common import commit, cpu_name  # noqa: E402
 from warpdp.grpc import Client  # noqa: E402
 from warpdp.grpc import _packing  # noqa: E402
+from warpdp.grpc._algorithms import PAIRHMM  # noqa: E402
 
 GATK_SHAPE = dict(reads=(10, 50), haps=(2, 5), read_len=(100, 150), hap_len=(200, 400))
 
@@ -288,7 +290,7 @@ def large_job_overhead(server: ServerProcess, backend: str, cells_target: float,
     message_mb = (int(_packing.pairhmm_request_bytes_per_batch(job).sum()) + 8 * job.n_pairs) / 2**20
     result = dict(cells=job.n_cells, pairs=job.n_pairs, batches=job.n_batches, chunks=len(chunks),
                   message_mb=message_mb,
-                  client_unary=client._fits(job, info.limits.max_request_cells, info.limits.max_message_bytes))
+                  client_unary=PAIRHMM.fits(job, False, info.limits.max_request_cells, info.limits.max_message_bytes))
     result.update({path: float(np.median(timings[path])) for path in paths})
     result.update({path + " cpu": float(np.median(cpu[path])) for path in paths})
     return result
@@ -299,27 +301,11 @@ def large_job_overhead(server: ServerProcess, backend: str, cells_target: float,
 
 
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_name()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return f"{cpu}, {cores} cores available"
 
 
-def commit() -> str:
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=REPO, capture_output=True, text=True,
-                               check=True).stdout.strip()
-        return head + (" + uncommitted changes" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import shlex
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -26,6 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import warpdp  # noqa: E402
+from bench_common import commit  # noqa: E402
 from warpdp.kernels import pairhmm as gpu  # noqa: E402
 from warpdp.plugin.pairhmm import PairHmmBatches, pairhmm  # noqa: E402
 
@@ -124,12 +124,6 @@ def end_to_end(batches: PairHmmBatches, warmup: int, repeats: int) -> tuple[floa
     return statistics.median(times), out
 
 
-def commit() -> str:
-    try:
-        return subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
-    except Exception:
-        return "unknown"
 
 
 def main() -> None:

@@ -13,7 +13,6 @@ import collections
 import hmac
 import logging
 import math
-import platform
 import signal
 import threading
 import time
@@ -29,7 +28,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from ..plugin.backend import choose_backend, resolve_threads
+from ..plugin.backend import choose_backend, cpu_name, resolve_threads
 from . import warpdp_pb2, warpdp_pb2_grpc
 from ._algorithms import ALGORITHMS, SEEDEXT, XDROP, Algorithm, InvalidRequest, Job, PAIRHMM
 
@@ -822,16 +821,6 @@ def _denying_handler(handler: grpc.RpcMethodHandler, message: str) -> grpc.RpcMe
 # Server
 
 
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def _devices(backend: str, threads_total: int) -> list[warpdp_pb2.Device]:
     if backend == "gpu":
         devices = []
@@ -850,7 +839,7 @@ def _devices(backend: str, threads_total: int) -> list[warpdp_pb2.Device]:
         return devices
     from ..plugin.pairhmm import available_cpu_isas
 
-    return [warpdp_pb2.Device(kind="cpu", index=0, name=_cpu_name(), cores=threads_total,
+    return [warpdp_pb2.Device(kind="cpu", index=0, name=cpu_name(), cores=threads_total,
                               detail=available_cpu_isas()[-1])]
 
 
