@@ -70,6 +70,14 @@ def resolve_threads(threads: int | None) -> int:
     return threads
 
 
+def resolve_cpu_isa(cpu_isa: str | None, isa_names: tuple[str, ...]) -> str | None:
+    """The CPU variant asked for (argument, else $WARPDP_CPU_ISA), or None for the best one."""
+    cpu_isa = cpu_isa or os.environ.get("WARPDP_CPU_ISA") or None
+    if cpu_isa is not None and cpu_isa not in isa_names:
+        raise ValueError(f"cpu_isa (or WARPDP_CPU_ISA) must be one of {', '.join(isa_names)}, not {cpu_isa!r}")
+    return cpu_isa
+
+
 def cpu_name() -> str:
     """The CPU's model name, for logs, server info and benchmark reports."""
     try:

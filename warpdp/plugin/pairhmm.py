@@ -4,13 +4,12 @@ Numerics are GKL's (the native library GATK HaplotypeCaller calls): see DESIGN.m
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from .backend import choose_backend, resolve_threads
+from .backend import choose_backend, resolve_cpu_isa, resolve_threads
 from .packed import byte_array, check_array, check_offsets, concat, int64_array, offsets_of
 
 # GATK's defaults when a read carries no BI/BD tags, and its constant gap continuation penalty.
@@ -253,9 +252,7 @@ def pairhmm(
     else:
         from ..cython_cpu import pairhmm as cpu_pairhmm
 
-        cpu_isa = cpu_isa or os.environ.get("WARPDP_CPU_ISA") or None
-        if cpu_isa is not None and cpu_isa not in cpu_pairhmm.ISA_NAMES:
-            raise ValueError(f"cpu_isa (or WARPDP_CPU_ISA) must be one of {', '.join(cpu_pairhmm.ISA_NAMES)}, not {cpu_isa!r}")
+        cpu_isa = resolve_cpu_isa(cpu_isa, cpu_pairhmm.ISA_NAMES)
         cpu_pairhmm.forward(batches, out, use_double=bool(double), threads=n_threads, isa=cpu_isa)
     return out
 

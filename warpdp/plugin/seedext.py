@@ -10,13 +10,12 @@ returns; see DESIGN.md "Seed extension" and :class:`SeedExtResults`.
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
-from .backend import choose_backend, resolve_threads
+from .backend import choose_backend, resolve_cpu_isa, resolve_threads
 from .packed import byte_array, check_array, check_offsets, concat, int64_array, offsets_of
 from .pairhmm import sequence_bytes
 
@@ -285,10 +284,7 @@ def seed_extend_with(
     else:
         from ..cython_cpu import seedext as cpu_seedext
 
-        cpu_isa = cpu_isa or os.environ.get("WARPDP_CPU_ISA") or None
-        if cpu_isa is not None and cpu_isa not in cpu_seedext.ISA_NAMES:
-            raise ValueError(f"cpu_isa (or WARPDP_CPU_ISA) must be one of {', '.join(cpu_seedext.ISA_NAMES)}, "
-                             f"not {cpu_isa!r}")
+        cpu_isa = resolve_cpu_isa(cpu_isa, cpu_seedext.ISA_NAMES)
         cpu_seedext.extend(pairs, params, table, threads=n_threads, isa=cpu_isa)
     return SeedExtResults(table)
 

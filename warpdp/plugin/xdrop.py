@@ -24,13 +24,12 @@ The seed itself is not checked: it scores ``k * match`` whatever its bases.
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from .backend import choose_backend, resolve_threads
+from .backend import choose_backend, resolve_cpu_isa, resolve_threads
 from .packed import byte_array, check_array, check_offsets, concat, int64_array, offsets_of
 from .pairhmm import SequenceInput, sequence_bytes
 
@@ -303,10 +302,7 @@ def xdrop(
         return results
     from ..cython_cpu import xdrop as cpu_xdrop
 
-    cpu_isa = cpu_isa or os.environ.get("WARPDP_CPU_ISA") or None
-    if cpu_isa is not None and cpu_isa not in cpu_xdrop.ISA_NAMES:
-        raise ValueError(f"cpu_isa (or WARPDP_CPU_ISA) must be one of {', '.join(cpu_xdrop.ISA_NAMES)}, "
-                         f"not {cpu_isa!r}")
+    cpu_isa = resolve_cpu_isa(cpu_isa, cpu_xdrop.ISA_NAMES)
     bad = cpu_xdrop.extend(pairs, k, match, mismatch, gap, x, report == "best", results.score,
                            results.begin_h, results.end_h, results.begin_v, results.end_v, results.cells,
                            threads=n_threads, isa=cpu_isa)
