@@ -25,7 +25,7 @@ import grpc
 import numpy as np
 
 from ..plugin.pairhmm import PairHmmBatches, check_output_array
-from ..plugin.seedext import SeedExtPairs, SeedExtParams, SeedExtResults, check_score_range
+from ..plugin.seedext import SeedExtPairs, SeedExtParams, SeedExtResults, check_seed_extension
 from ..plugin.xdrop import XdropPairs, XdropResults
 from . import warpdp_pb2, warpdp_pb2_grpc
 from ._algorithms import PAIRHMM, SEEDEXT, XDROP, Algorithm, XdropKey, algorithm_for
@@ -193,13 +193,7 @@ class Client:
     def seed_extend_with(self, pairs: SeedExtPairs, params: SeedExtParams, *,
                          timeout: float | None = None) -> SeedExtResults:
         """:meth:`seed_extend` with the parameters as one :class:`warpdp.SeedExtParams`."""
-        if not isinstance(pairs, SeedExtPairs):
-            raise TypeError(f"pairs must be SeedExtPairs, not {type(pairs).__name__} (see pack_seed_pairs)")
-        if not isinstance(params, SeedExtParams):
-            raise TypeError(f"params must be SeedExtParams, not {type(params).__name__}")
-        params.validate()
-        pairs.validate()
-        check_score_range(pairs, params)
+        check_seed_extension(pairs, params)
         out = SEEDEXT.new_output(pairs.n_pairs)
         self._run(pairs, params, out, timeout)
         return SEEDEXT.results(out)

@@ -258,6 +258,17 @@ def seed_extend(
     return seed_extend_with(pairs, params, backend=backend, threads=threads, cpu_isa=cpu_isa)
 
 
+def check_seed_extension(pairs: SeedExtPairs, params: SeedExtParams) -> None:
+    """TypeError/ValueError naming what is wrong with a seed-extension job, before any work."""
+    if not isinstance(pairs, SeedExtPairs):
+        raise TypeError(f"pairs must be SeedExtPairs, not {type(pairs).__name__} (see pack_seed_pairs)")
+    if not isinstance(params, SeedExtParams):
+        raise TypeError(f"params must be SeedExtParams, not {type(params).__name__}")
+    params.validate()
+    pairs.validate()
+    check_score_range(pairs, params)
+
+
 def seed_extend_with(
     pairs: SeedExtPairs,
     params: SeedExtParams,
@@ -267,13 +278,7 @@ def seed_extend_with(
     cpu_isa: str | None = None,
 ) -> SeedExtResults:
     """:func:`seed_extend` with the parameters as one :class:`SeedExtParams` (for services)."""
-    if not isinstance(pairs, SeedExtPairs):
-        raise TypeError(f"pairs must be SeedExtPairs, not {type(pairs).__name__} (see pack_seed_pairs)")
-    if not isinstance(params, SeedExtParams):
-        raise TypeError(f"params must be SeedExtParams, not {type(params).__name__}")
-    params.validate()
-    pairs.validate()
-    check_score_range(pairs, params)
+    check_seed_extension(pairs, params)
     n_threads = resolve_threads(threads)
     table = np.empty((pairs.n_pairs, 6), dtype=np.int32)
     chosen = choose_backend(backend, "seedext")
