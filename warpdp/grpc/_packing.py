@@ -87,28 +87,6 @@ def concat_pairhmm(parts: list[PairHmmBatches]) -> PairHmmBatches:
     )
 
 
-def sub_batch(batches: PairHmmBatches, batch: int, r0: int, r1: int, h0: int, h1: int) -> PairHmmBatches:
-    """Reads r0:r1 x haplotypes h0:h1 of one batch (indices inside the batch), as one batch.
-
-    Used to split a batch too large for one message: results are read-major, so read
-    ranges (and, for a single read, haplotype ranges) keep the output order contiguous.
-    """
-    ra = int(batches.batch_reads[batch]) + r0
-    rb = int(batches.batch_reads[batch]) + r1
-    ha = int(batches.batch_haps[batch]) + h0
-    hb = int(batches.batch_haps[batch]) + h1
-    b0, b1 = int(batches.read_offsets[ra]), int(batches.read_offsets[rb])
-    s0, s1 = int(batches.hap_offsets[ha]), int(batches.hap_offsets[hb])
-    return PairHmmBatches(
-        read_bases=batches.read_bases[b0:b1], read_quals=batches.read_quals[b0:b1],
-        read_ins=batches.read_ins[b0:b1], read_del=batches.read_del[b0:b1], read_gcp=batches.read_gcp[b0:b1],
-        read_offsets=batches.read_offsets[ra:rb + 1] - b0,
-        hap_bases=batches.hap_bases[s0:s1], hap_offsets=batches.hap_offsets[ha:hb + 1] - s0,
-        batch_reads=np.array([0, rb - ra], dtype=np.int64),
-        batch_haps=np.array([0, hb - ha], dtype=np.int64),
-    )
-
-
 def plan_pairhmm_chunks(batches: PairHmmBatches, max_cells: int, max_bytes: int) -> list[PairHmmBatches]:
     """Split a job into consecutive pieces, each within max_cells and max_bytes (request
     and reply); concatenating the pieces' results gives the job's result.
@@ -158,7 +136,7 @@ def _split_batch(batches: PairHmmBatches, b: int, max_cells: int, budget: int) -
     while r < len(read_lens):
         s = min(int(np.searchsorted(c, c[r] + cap, side="right")) - 1 for c, cap in zip(cum, caps))
         if s > r:
-            pieces.append(sub_batch(batches, b, r, s, 0, n_haps))
+            pieces.append(batches.sub_batch(b, r, s, 0, n_haps))
             r = s
             continue
         # One read against all haplotypes is too large: split the haplotypes.
@@ -173,7 +151,7 @@ def _split_batch(batches: PairHmmBatches, b: int, max_cells: int, budget: int) -
                 raise ValueError(f"batch {b}, read {r} x haplotype {h} alone ({read_len} x {int(hap_lens[h])} "
                                  f"= {read_len * int(hap_lens[h])} cells) exceeds the server's limits "
                                  f"({max_cells} cells, {budget} bytes per request)")
-            pieces.append(sub_batch(batches, b, r, r + 1, h, t))
+            pieces.append(batches.sub_batch(b, r, r + 1, h, t))
             h = t
         r += 1
     return pieces

@@ -79,6 +79,22 @@ class PairHmmBatches:
         """Batches ``start:stop`` as a new packed set (used to chunk long inputs)."""
         r0, r1 = int(self.batch_reads[start]), int(self.batch_reads[stop])
         h0, h1 = int(self.batch_haps[start]), int(self.batch_haps[stop])
+        return self._take(r0, r1, h0, h1, self.batch_reads[start:stop + 1] - r0,
+                          self.batch_haps[start:stop + 1] - h0)
+
+    def sub_batch(self, batch: int, r0: int, r1: int, h0: int, h1: int) -> PairHmmBatches:
+        """Reads ``r0:r1`` x haplotypes ``h0:h1`` of one batch (indices inside it), as one batch.
+
+        Splits a batch too large for one submission or message: results are read-major, so
+        read ranges (and, for a single read, haplotype ranges) keep the output contiguous.
+        """
+        ra, ha = int(self.batch_reads[batch]) + r0, int(self.batch_haps[batch]) + h0
+        return self._take(ra, ra + r1 - r0, ha, ha + h1 - h0, np.array([0, r1 - r0], dtype=np.int64),
+                          np.array([0, h1 - h0], dtype=np.int64))
+
+    def _take(self, r0: int, r1: int, h0: int, h1: int, batch_reads: np.ndarray,
+              batch_haps: np.ndarray) -> PairHmmBatches:
+        """Reads r0:r1 and haplotypes h0:h1, grouped by batch offsets relative to them."""
         b0, b1 = int(self.read_offsets[r0]), int(self.read_offsets[r1])
         s0, s1 = int(self.hap_offsets[h0]), int(self.hap_offsets[h1])
         return PairHmmBatches(
@@ -86,8 +102,7 @@ class PairHmmBatches:
             read_ins=self.read_ins[b0:b1], read_del=self.read_del[b0:b1], read_gcp=self.read_gcp[b0:b1],
             read_offsets=self.read_offsets[r0:r1 + 1] - b0,
             hap_bases=self.hap_bases[s0:s1], hap_offsets=self.hap_offsets[h0:h1 + 1] - s0,
-            batch_reads=self.batch_reads[start:stop + 1] - r0,
-            batch_haps=self.batch_haps[start:stop + 1] - h0,
+            batch_reads=batch_reads, batch_haps=batch_haps,
         )
 
     @classmethod
