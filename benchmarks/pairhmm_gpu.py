@@ -132,6 +132,9 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "pairhmm")
     parser.add_argument("--cells", type=float, default=4.2e9, help="cells of the generated input")
     parser.add_argument("--markdown", type=Path, help="also write the tables here")
+    parser.add_argument("--read-lens", type=int, nargs="+", help="kernel-only read lengths (default: a sweep)")
+    parser.add_argument("--hap-lens", type=int, nargs="+", help="kernel-only haplotype lengths")
+    parser.add_argument("--kernel-only", action="store_true", help="skip the end-to-end part")
     args = parser.parse_args()
 
     info = gpu.device_info()
@@ -141,8 +144,8 @@ def main() -> None:
              f"Command: python3 {' '.join(shlex.quote(a) for a in sys.argv)}", ""]
 
     # (a) kernel-only, uniform lengths
-    read_lens = (64, 128, 256, 512) if args.quick else (64, 128, 160, 256, 512, 1024)
-    hap_lens = (128, 512, 1024) if args.quick else (128, 256, 512, 1024)
+    read_lens = args.read_lens or ((64, 128, 256, 512) if args.quick else (64, 128, 160, 192, 256, 512, 1024))
+    hap_lens = args.hap_lens or ((128, 512, 1024) if args.quick else (128, 256, 512, 1024))
     repeats = 3 if args.quick else 7
     rows = []
     gpu.forward(uniform_batches(64, 128, 1e6), np.empty(128))  # compile and warm up
@@ -161,6 +164,9 @@ def main() -> None:
     lines += [f"| {rl} | {hl} | {n:,} | {c:.3g} | {s * 1e3:.2f} | {c / s / 1e9:,.0f} |" for rl, hl, n, c, s in rows]
     lines += ["", f"Peak: **{peak[3] / peak[4] / 1e12:.2f} TCUPS** (R={peak[0]}, H={peak[1]}); "
               "target >= 2.6 TCUPS.", ""]
+    if args.kernel_only:
+        print("\n".join(lines))
+        return
 
     # (b) end to end
     e2e = []

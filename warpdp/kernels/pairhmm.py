@@ -18,19 +18,22 @@ CuPy is imported only when a GPU function runs, so importing this module needs n
 from __future__ import annotations
 
 import os
+import re
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .host_copy import copy_arrays
+
 __all__ = ["forward", "device_info", "KERNEL_CONFIGS"]
 
 # Tuning knobs, read once at import (for experiments; the defaults are the measured best):
 # WARPDP_PAIRHMM_WARPS = warps per block for every configuration (2 or 4),
-# WARPDP_PAIRHMM_NVRTC_OPTIONS = extra NVRTC options (e.g. -DWARPDP_STEP_UNROLL=2).
+# WARPDP_PAIRHMM_NVRTC_OPTIONS = extra NVRTC options (e.g. -DWARPDP_STEP_UNROLL=2),
+# WARPDP_PAIRHMM_FLOAT_BINS = the float bins (see _bins_from_env).
 _WARPS_OVERRIDE = int(os.environ.get("WARPDP_PAIRHMM_WARPS", "0"))
 
 
@@ -95,6 +98,23 @@ FLOAT_BINS: tuple[KernelConfig, ...] = (
     KernelConfig("float", 32, 16, False, 512, block_warps=2),
     KernelConfig("float", 8, 16, True, 0, block_warps=2),
 )
+
+
+def _bins_from_env(text: str) -> tuple[KernelConfig, ...]:
+    """WARPDP_PAIRHMM_FLOAT_BINS="8x8:64,8x20:160/2,..." (lanes x rows : longest read [/ warps]):
+    replaces the one-strip float bins, for tuning experiments; the multi-strip bin stays."""
+    bins = []
+    for spec in text.split(","):
+        match = re.fullmatch(r"\s*(\d+)x(\d+):(\d+)(?:/(\d+))?\s*", spec)
+        if not match:
+            raise ValueError(f"WARPDP_PAIRHMM_FLOAT_BINS: cannot read {spec!r} (expected GxT:MAXLEN[/WARPS])")
+        lanes, rows, longest, warps = match.groups()
+        bins.append(KernelConfig("float", int(lanes), int(rows), False, int(longest), int(warps or 4)))
+    return tuple(sorted(bins, key=lambda c: c.max_read_len)) + (FLOAT_BINS[-1],)
+
+
+if os.environ.get("WARPDP_PAIRHMM_FLOAT_BINS"):
+    FLOAT_BINS = _bins_from_env(os.environ["WARPDP_PAIRHMM_FLOAT_BINS"])
 # Double precision (GKL's fallback pass and the double-only mode): one general configuration.
 DOUBLE_CONFIG = KernelConfig("double", 8, 4, True, 0)
 KERNEL_CONFIGS: tuple[KernelConfig, ...] = FLOAT_BINS + (DOUBLE_CONFIG,)
@@ -125,9 +145,12 @@ _C_BUCKET_START = _C_BUCKET_CURSOR + 16 * PLAN_BUCKETS
 _N_COUNTERS = _C_BUCKET_START + 16 * PLAN_BUCKETS
 
 _ALIGN = 256
+SMALL_BINS_FIRST = True             # launch order of a chunk's bins (see _ChunkPlan)
 _DEFAULT_CHUNK_BYTES = 1 << 30      # device bytes of one chunk's input and outputs
-_DEFAULT_CHUNK_CELLS = 2_000_000_000  # smaller chunks overlap host work with the GPU sooner
-_ITEMS_PER_SM = 64                  # target work items per SM before runs of haplotypes are split
+_DEFAULT_CHUNK_CELLS = 4_000_000_000  # largest chunk; the first ones are smaller (split_work)
+_FIRST_CHUNK_DIVISOR = 4            # the first chunk is smaller: the GPU starts sooner
+_CHUNK_GROWTH = 1.5                 # and the next ones grow (see split_work)
+_ITEMS_PER_SM = 512                 # target work items per SM before runs of haplotypes are split
 _MAX_ITEM_STREAM = 16384            # columns of one item (bounds the MULTI scratch per subwarp)
 # Item latency model (H200): a subwarp steps one column in about 0.3 us; the whole input runs at
 # roughly 2e12 cells/s; an item should take at most a quarter of that.
@@ -135,15 +158,6 @@ _SECONDS_PER_COLUMN = 0.3e-6
 _EXPECTED_CELLS_PER_SECOND = 2e12
 _ITEM_SHARE_OF_TIME = 4.0
 
-_PARALLEL_COPY_BYTES = 1 << 20
-_COPY_POOL: ThreadPoolExecutor | None = None
-
-
-def _copy_pool() -> ThreadPoolExecutor:
-    global _COPY_POOL
-    if _COPY_POOL is None:
-        _COPY_POOL = ThreadPoolExecutor(max_workers=6, thread_name_prefix="warpdp-pairhmm-copy")
-    return _COPY_POOL
 
 
 def _round_up(value: int, step: int = _ALIGN) -> int:
@@ -184,7 +198,8 @@ class _Chunk:
 def split_work(batches: Any, chunk_bytes: int, chunk_cells: int) -> list[_Chunk]:
     """Consecutive pieces of the input (whole batches, or read ranges of one large batch) whose
     device footprint and cell count stay under the limits. The first piece is smaller, so the
-    GPU starts while the host prepares the next one."""
+    GPU starts sooner, and each next one grows by _CHUNK_GROWTH (up to chunk_cells): the host
+    prepares a piece while the GPU computes the one before, and the GPU is the faster."""
     br, bh, ro, ho = batches.batch_reads, batches.batch_haps, batches.read_offsets, batches.hap_offsets
     nr, nh = np.diff(br), np.diff(bh)
     pairs = nr * nh
@@ -197,8 +212,12 @@ def split_work(batches: Any, chunk_bytes: int, chunk_cells: int) -> list[_Chunk]
     out_base = np.concatenate(([0], np.cumsum(pairs)))
     chunks: list[_Chunk] = []
     n_batches, b = len(nr), 0
+
+    def cell_limit() -> int:
+        return max(1, min(chunk_cells, int(chunk_cells / _FIRST_CHUNK_DIVISOR * _CHUNK_GROWTH ** len(chunks))))
+
     while b < n_batches:
-        limit_cells = chunk_cells if chunks else max(1, chunk_cells // 4)
+        limit_cells = cell_limit()
         base_b = cum_bytes[b - 1] if b else 0
         base_c = cum_cells[b - 1] if b else 0
         stop = min(int(np.searchsorted(cum_bytes, base_b + chunk_bytes, side="right")),
@@ -217,7 +236,7 @@ def split_work(batches: Any, chunk_bytes: int, chunk_cells: int) -> list[_Chunk]
         while r < len(lens):
             cb = read_cost[r - 1] if r else 0
             cc = read_cells[r - 1] if r else 0
-            limit_cells = chunk_cells if chunks else max(1, chunk_cells // 4)
+            limit_cells = cell_limit()
             stop = min(int(np.searchsorted(read_cost, cb + room_b, side="right")),
                        int(np.searchsorted(read_cells, cc + limit_cells, side="right")))
             stop = max(stop, r + 1)
@@ -288,8 +307,11 @@ class _ChunkPlan:
                 else:
                     self.stride_d, scratch_d = stride, size
             self.launches.append(_Launch(config, max(1, grid), b, reads))
-        # The bin with most reads first: it takes the SMs, the small bins fill in around it.
-        self.launches.sort(key=lambda launch: -launch.reads)
+        # Launched in this order on concurrent streams. The blocks of a bin stay resident until
+        # its items run out, so a bin launched after the biggest one would wait for it and then
+        # add its own item latency to the end: small bins go first (their few items start at
+        # once, on a few SMs) and the biggest bin last, filling the rest of the GPU.
+        self.launches.sort(key=lambda launch: launch.reads if SMALL_BINS_FIRST else -launch.reads)
         self.fallback: _Launch | None = None
         if not use_double:
             # The queue's size is known only on the device: size the pass for all of it.
@@ -356,16 +378,7 @@ class _ChunkPlan:
                    getattr(batches, name)[r0:r0 + self.read_bytes])
                   for k, name in enumerate(("read_bases", "read_quals", "read_ins", "read_del", "read_gcp"))]
         copies.append((blob[at["codes"]:at["codes"] + self.code_bytes], batches.hap_bases[c0:c0 + self.code_bytes]))
-        if self.read_bytes >= _PARALLEL_COPY_BYTES:
-            # numpy releases the GIL while copying: pieces go to pinned memory in parallel.
-            pieces = []
-            for dst, src in copies:
-                step = max(_PARALLEL_COPY_BYTES, -(-len(src) // 4))
-                pieces += [(dst[i:i + step], src[i:i + step]) for i in range(0, len(src), step)]
-            list(_copy_pool().map(lambda pair: np.copyto(pair[0], pair[1]), pieces))
-        else:
-            for dst, src in copies:
-                dst[:] = src
+        copy_arrays(copies)
         blob[at["codes"] + self.code_bytes:at["codes"] + self.code_bytes + CODE_PAD] = CODE_NONE
 
         counters = device_base + at["counters"]
@@ -548,6 +561,9 @@ class _Runner:
         # Two sets of bin streams, alternating by chunk: a chunk's kernels then overlap the tail
         # of the previous chunk's instead of queueing behind them on the same stream.
         self.bin_streams = [[device.stream() for _ in FLOAT_BINS] for _ in range(2)]
+        # Events are re-recorded chunk after chunk (a wait uses the record made before it).
+        self.uploaded_events = [device.event() for _ in range(2)]
+        self.bin_events = [[device.event() for _ in FLOAT_BINS] for _ in range(2)]
         self.slots = [_Slot(), _Slot()]
         self.lock = threading.Lock()
 
@@ -575,20 +591,21 @@ class _Runner:
         out[out_lo:out_lo + n_out] = slot.pinned_out[:n_out * 8].view(np.float64)
         slot.pending = None
 
-    def _enqueue(self, slot: _Slot, plan: _ChunkPlan, streams: list[Any]) -> None:
+    def _enqueue(self, slot: _Slot, plan: _ChunkPlan, parity: int) -> None:
         """Upload the slot's blob and launch the chunk's kernels (all asynchronous)."""
         dev = self.device
         base = int(slot.device.ptr)
+        streams = self.bin_streams[parity]
         dev.h2d(base, slot.pinned_in, plan.blob_bytes, self.copy_stream)
         self._prepare_on_device(plan, base, self.copy_stream)
-        uploaded = dev.event()
+        uploaded = self.uploaded_events[parity]
         uploaded.record(self.copy_stream)
         finished = []
         for i, launch in enumerate(plan.launches):
             stream = streams[i % len(streams)]
             stream.wait_event(uploaded)
             dev.launch(launch.config, launch.grid, plan.param_address(base, launch), stream)
-            event = dev.event()
+            event = self.bin_events[parity][i % len(streams)]
             event.record(stream)
             finished.append(event)
         tail = self.tail_stream
@@ -598,7 +615,8 @@ class _Runner:
         if plan.fallback is not None:
             dev.launch(plan.fallback.config, plan.fallback.grid, plan.param_address(base, plan.fallback), tail)
         dev.d2h(slot.pinned_out, base + plan.at["out"], plan.n_out * 8, tail)
-        slot.done = dev.event()
+        if slot.done is None:
+            slot.done = dev.event()
         slot.done.record(tail)
 
     def _prepare_on_device(self, plan: _ChunkPlan, base: int, stream: Any) -> None:
@@ -622,7 +640,7 @@ class _Runner:
                     self._finish(slot, out)  # the chunk two back used this slot
                     self._ensure(slot, plan)
                     plan.fill(slot.pinned_in, batches, int(slot.device.ptr), self.tables)
-                    self._enqueue(slot, plan, self.bin_streams[c % 2])
+                    self._enqueue(slot, plan, c % 2)
                     slot.pending = (plan.out_lo, plan.n_out)
                 for slot in self.slots:
                     self._finish(slot, out)
@@ -717,7 +735,7 @@ def forward(batches: Any, out: np.ndarray, *, use_double: bool = False,
     ``batches`` is a validated :class:`warpdp.plugin.pairhmm.PairHmmBatches`. ``use_double``
     computes every pair in double; otherwise float with GKL's double fallback below 1e-28.
     ``chunk_bytes`` / ``chunk_cells`` bound one chunk's device footprint and work (defaults:
-    1 GiB, 2e9 cells); inputs beyond them are processed chunk after chunk.
+    1 GiB, 4e9 cells, the first chunks smaller); larger inputs are processed chunk after chunk.
     """
     _check_inputs(batches, out)
     for name, value in (("chunk_bytes", chunk_bytes), ("chunk_cells", chunk_cells)):

@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from .host_copy import copy_arrays
+
 __all__ = ["extend", "KERNEL_CONFIGS", "BINS", "GLOBAL_CONFIG"]
 
 THREADS_PER_BLOCK = 128
@@ -153,8 +155,8 @@ class _ChunkPlan:
         """Write the upload part of the chunk into ``blob`` (pinned), pointing at ``base``."""
         at, s, e = self.at, self.start, self.stop
         blob[at["counters"]:at["counters"] + _N_COUNTERS * 4] = 0
-        blob[at["query"]:at["query"] + self.q1 - self.q0] = pairs.query[self.q0:self.q1]
-        blob[at["target"]:at["target"] + self.t1 - self.t0] = pairs.target[self.t0:self.t1]
+        copy_arrays([(blob[at["query"]:at["query"] + self.q1 - self.q0], pairs.query[self.q0:self.q1]),
+                     (blob[at["target"]:at["target"] + self.t1 - self.t0], pairs.target[self.t0:self.t1])])
         qoff = blob[at["qoff"]:at["qoff"] + 8 * (self.n + 1)].view(np.int64)
         np.subtract(pairs.query_offsets[s:e + 1], self.q0, out=qoff)
         toff = blob[at["toff"]:at["toff"] + 8 * (self.n + 1)].view(np.int64)
