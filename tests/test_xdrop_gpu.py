@@ -84,3 +84,77 @@ def test_gpu_rejects_bad_bases() -> None:
                                    v_offsets=[0, 8, 16], h_pos=[0, 2], v_pos=[0, 2])
     with pytest.raises(ValueError, match=r"h_bases: pair 1 has '-' at position 6"):
         xdrop(pairs, k=3, x=5, backend="gpu")
+
+
+# The wide-window kernel (extend_wide_kernel: one block per item, cells in registers), which
+# xdrop.py picks for large X. WARPDP_XDROP_WIDE=1 sends every item that fits a frame to it.
+WIDE_SCORES = [dict(match=1, mismatch=-1, gap=-1, x=1000), dict(match=1, mismatch=-1, gap=-1, x=5000),
+               dict(match=1, mismatch=-1, gap=-1, x=20), dict(match=2, mismatch=-3, gap=-2, x=0),
+               dict(match=3, mismatch=-6, gap=-5, x=40), dict(match=5, mismatch=-1, gap=-3, x=300),
+               dict(match=1, mismatch=-5, gap=-1, x=500)]  # the first row's edge cells matter
+
+
+def assert_same_as_cpu(pairs: XdropPairs, k: int, report: str, **scores) -> None:
+    cpu = xdrop(pairs, k=k, report=report, backend="cpu", **scores)
+    gpu = xdrop(pairs, k=k, report=report, backend="gpu", **scores)
+    np.testing.assert_array_equal(gpu.as_array(), cpu.as_array())
+    np.testing.assert_array_equal(gpu.cells, cpu.cells)
+
+
+def items_of(pairs: XdropPairs, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(V flank, H flank) per work item, as xdrop.py's plan orders them."""
+    m = np.empty(2 * pairs.n_pairs, dtype=np.int64)
+    n = np.empty(2 * pairs.n_pairs, dtype=np.int64)
+    m[0::2], n[0::2] = pairs.v_pos, pairs.h_pos
+    m[1::2] = np.diff(pairs.v_offsets) - pairs.v_pos - k
+    n[1::2] = np.diff(pairs.h_offsets) - pairs.h_pos - k
+    return m, n
+
+
+@pytest.mark.parametrize("report", ["longest", "best"])
+@pytest.mark.parametrize("scores", WIDE_SCORES, ids=lambda s: "{match}/{mismatch}/{gap}/x{x}".format(**s))
+def test_gpu_wide_kernel_matches_cpu(monkeypatch, report, scores) -> None:
+    import warpdp.kernels.xdrop as gpu_xdrop
+
+    monkeypatch.setenv(gpu_xdrop.WIDE_ENV, "1")
+    pairs, k = random_pairs(13, 240, max_flank=4100)  # flanks up to 4091 bases: every frame
+    frames = gpu_xdrop.wide_frames(*items_of(pairs, k), gpu_xdrop.Scores(k, best=report == "best", **scores))
+    assert set(frames.tolist()) == set(range(len(gpu_xdrop.WIDE_CONFIGS)))
+    assert_same_as_cpu(pairs, k, report, **scores)
+
+
+@pytest.mark.parametrize("report", ["longest", "best"])
+def test_gpu_wide_kernel_small_frames(monkeypatch, report) -> None:
+    # Frames of 128, 256 and 768 columns with 1, 2 and 3 warps: windows cross many lanes and
+    # warps, warps get passed, items longer than 766 stay on extend_kernel in the same call.
+    import warpdp.kernels.xdrop as gpu_xdrop
+
+    monkeypatch.setenv(gpu_xdrop.WIDE_ENV, "1")
+    monkeypatch.setenv(gpu_xdrop.WIDE_CONFIGS_ENV, "1:4:1,2:4:3,3:8:2")
+    pairs, k = random_pairs(14, 300, max_flank=900)
+    for scores in WIDE_SCORES[:4]:
+        assert_same_as_cpu(pairs, k, report, **scores)
+
+
+def test_gpu_mixes_wide_and_narrow_items(monkeypatch) -> None:
+    # The default rule: long flanks go wide, short ones (and ones past the largest frame) stay.
+    import warpdp.kernels.xdrop as gpu_xdrop
+
+    for name in (gpu_xdrop.WIDE_ENV, gpu_xdrop.WIDE_MIN_WINDOW_ENV, gpu_xdrop.WIDE_CONFIGS_ENV):
+        monkeypatch.delenv(name, raising=False)
+    pairs, k = random_pairs(15, 300, max_flank=6000)
+    for report in ("longest", "best"):
+        scores = dict(match=1, mismatch=-1, gap=-1, x=5000)
+        frames = gpu_xdrop.wide_frames(*items_of(pairs, k), gpu_xdrop.Scores(k, best=report == "best", **scores))
+        assert (frames >= 0).any() and (frames < 0).any()
+        assert_same_as_cpu(pairs, k, report, **scores)
+
+
+@pytest.mark.parametrize("x", [1000, 5000])
+def test_gpu_wide_kernel_on_benchmark_like_pairs(x) -> None:
+    # benchmarks/xdrop.py's shape (H = V with 15% errors, a 17-mer seed in the middle), default rule.
+    from test_xdrop_wide_emulation import noisy_copies
+
+    pairs = noisy_copies(16, 40, 5000)
+    for report in ("longest", "best"):
+        assert_same_as_cpu(pairs, 17, report, match=1, mismatch=-1, gap=-1, x=x)

@@ -21,6 +21,9 @@
  *     bins the items by that length).
  *   - Cells are int32 when the values provably fit (the CPU's xdrop_fits with 2^29), int64
  *     otherwise: no overflow for any scores.
+ *   - For large X, where windows span hundreds to thousands of columns, extend_wide_kernel
+ *     (below) runs an item on a whole block with the cells in registers instead; xdrop.py
+ *     (wide_frames) decides which items go there.
  */
 
 namespace warpdp_xdrop {
@@ -69,6 +72,79 @@ extern "C" __global__ void check_bases(const u8 *__restrict__ bytes, i64 n, int 
         atomicOr(bad, 1);
 }
 
+/* One work item's flanks: q[i] = qs[step * i] is the V flank and t[j] = ts[step * j] the H
+   flank, both walking away from the seed; cell (c, r) compares q[c-1] with t[r-1]. */
+struct Flanks {
+    const u8 *qs, *ts;
+    i64 step, m, n;
+};
+
+__device__ __forceinline__ Flanks flanks_of(const Params &p, int item)
+{
+    const i64 pair = item >> 1;
+    const bool right = item & 1;
+    const i64 h0 = p.h_offsets[pair], v0 = p.v_offsets[pair];
+    const i64 len_h = p.h_offsets[pair + 1] - h0, len_v = p.v_offsets[pair + 1] - v0;
+    const i64 pos_h = p.h_pos[pair], pos_v = p.v_pos[pair];
+    Flanks f;
+    f.step = right ? 1 : -1;
+    f.qs = p.v_bases + v0 + (right ? pos_v + p.k : pos_v - 1);
+    f.ts = p.h_bases + h0 + (right ? pos_h + p.k : pos_h - 1);
+    f.m = right ? len_v - pos_v - p.k : pos_v;
+    f.n = right ? len_h - pos_h - p.k : pos_h;
+    return f;
+}
+
+/* Writes one item's result: score, ext_v, ext_h, cells. In best mode the first cell reaching
+   the best score; else SeqAn's longest extension (see xdrop_body.h), read from the last three
+   anti-diagonals a1, a2, a3 (d-2, d-1, d) and their windows. */
+template <typename Cell>
+__device__ void write_result(i64 *out, bool best_mode, i64 best, i64 best_col, i64 best_row, const Cell *a1,
+                             const Cell *a2, const Cell *a3, i64 d, i64 lo1, i64 hi1, i64 lo2, i64 hi2, i64 hi3,
+                             i64 cells)
+{
+    const Cell U = Undefined<Cell>::value;
+    i64 score_out, col, row;
+    if (best_mode) {
+        score_out = best;
+        col = best_col;
+        row = best_row;
+    } else {
+        col = hi3 - 1;
+        row = d - col;
+        Cell score = a3[col];
+        if (score == U) {
+            if (a2[hi2 - 1] != U) {
+                col = hi2 - 1;
+                row = d - 1 - col;
+                score = a2[col];
+            } else if (hi2 - lo2 + 1 > 2 && a2[hi2 - 2] != U) {
+                col = hi2 - 2;
+                row = d - 1 - col;
+                score = a2[col];
+            }
+        }
+        if (score == U) {
+            for (i64 c = lo1; c <= hi1; c++) {
+                if (a1[c] > score) {
+                    score = a1[c];
+                    col = c;
+                    row = d - 2 - c;
+                }
+            }
+        }
+        if (score == U) { /* SeqAn finds nothing defined: the seed stays, scored 0 */
+            score = 0;
+            col = row = 0;
+        }
+        score_out = score;
+    }
+    out[0] = score_out;
+    out[1] = col;
+    out[2] = row;
+    out[3] = cells;
+}
+
 template <typename Cell>
 __global__ void __launch_bounds__(256, 3) extend_kernel(const Params *__restrict__ params)
 {
@@ -86,18 +162,9 @@ __global__ void __launch_bounds__(256, 3) extend_kernel(const Params *__restrict
         if (next >= p.n_items)
             return;
         const int item = p.order[next];
-        const i64 pair = item >> 1;
-        const bool right = item & 1;
-        const i64 h0 = p.h_offsets[pair], v0 = p.v_offsets[pair];
-        const i64 len_h = p.h_offsets[pair + 1] - h0, len_v = p.v_offsets[pair + 1] - v0;
-        const i64 pos_h = p.h_pos[pair], pos_v = p.v_pos[pair];
-        /* q[i] = qs[step * i] is the V flank and t[j] = ts[step * j] the H flank, both walking
-           away from the seed; cell (c, r) compares q[c-1] with t[r-1]. */
-        const i64 step = right ? 1 : -1;
-        const u8 *qs = p.v_bases + v0 + (right ? pos_v + p.k : pos_v - 1);
-        const u8 *ts = p.h_bases + h0 + (right ? pos_h + p.k : pos_h - 1);
-        const i64 m = right ? len_v - pos_v - p.k : pos_v;
-        const i64 n = right ? len_h - pos_h - p.k : pos_h;
+        const Flanks f = flanks_of(p, item);
+        const u8 *qs = f.qs, *ts = f.ts;
+        const i64 step = f.step, m = f.m, n = f.n;
         i64 *out = p.out + 4 * (i64)item;
         if (m == 0 || n == 0) { /* nothing to extend into: the seed stays */
             if (lane < 4)
@@ -190,49 +257,381 @@ __global__ void __launch_bounds__(256, 3) extend_kernel(const Params *__restrict
             max_col = next_max > m + 1 ? m + 1 : next_max;
         }
 
-        if (lane == 0) {
-            i64 score_out, col, row;
-            if (p.best_mode) {
-                score_out = best;
-                col = best_col;
-                row = best_row;
-            } else {
-                /* SeqAn's longest extension (see xdrop_body.h). */
-                col = hi3 - 1;
-                row = d - col;
-                Cell score = a3[col];
-                if (score == U) {
-                    if (a2[hi2 - 1] != U) {
-                        col = hi2 - 1;
-                        row = d - 1 - col;
-                        score = a2[col];
-                    } else if (hi2 - lo2 + 1 > 2 && a2[hi2 - 2] != U) {
-                        col = hi2 - 2;
-                        row = d - 1 - col;
-                        score = a2[col];
-                    }
-                }
-                if (score == U) {
-                    for (i64 c = lo1; c <= hi1; c++) {
-                        if (a1[c] > score) {
-                            score = a1[c];
-                            col = c;
-                            row = d - 2 - c;
-                        }
-                    }
-                }
-                if (score == U) { /* SeqAn finds nothing defined: the seed stays, scored 0 */
-                    score = 0;
-                    col = row = 0;
-                }
-                score_out = score;
-            }
-            out[0] = score_out;
-            out[1] = col;
-            out[2] = row;
-            out[3] = cells;
-        }
+        if (lane == 0)
+            write_result<Cell>(out, p.best_mode, best, best_col, best_row, a1, a2, a3, d, lo1, hi1, lo2, hi2, hi3,
+                               cells);
         __syncwarp(); /* lane 0 done with the scratch before the next item overwrites it */
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Wide windows (large X): one block per work item, the cells in registers.
+ *
+ * With a large X the window spans hundreds to thousands of columns and extend_kernel is bound
+ * by the latency of its scratch (three loads and a store per cell). extend_wide_kernel gives a
+ * work item to a block of W warps instead; the item's V flank must fit the block's fixed frame
+ * of FRAME = 32 * W * T columns (m + 2 <= FRAME). Lane l of the block owns the columns
+ * [l * T, l * T + T) for the whole item and keeps their values on the last three
+ * anti-diagonals in registers. All lanes step the anti-diagonals together:
+ *   - column c0 - 1 (the previous lane's last column) comes by shuffle, from the previous warp
+ *     through shared memory;
+ *   - column c compares V[c-1], fixed (loaded once), with H[d-c-1], which moves one column to
+ *     the right per anti-diagonal: each lane shifts its T packed bases by one and takes the new
+ *     one from the previous lane (a warp's first lane reads it from memory, one anti-diagonal
+ *     ahead);
+ *   - the anti-diagonal's maximum, the next window's ends and, in best mode, the first column
+ *     of the maximum are warp reductions, then one exchange through shared memory and one
+ *     barrier per anti-diagonal (the slots alternate with the anti-diagonal's parity, so a fast
+ *     warp never overwrites a slot a slow one still reads);
+ *   - warps the window has passed (for good: min_col never decreases) or not reached yet only
+ *     take part in the exchange, and a warp the window reaches loads its H bases afresh; lanes
+ *     outside the window compute nothing.
+ * Windows, threshold, edges, stopping rule and cell count are extend_kernel's (and the CPU's):
+ * only where the values live differs. A cell is only read inside the window of its
+ * anti-diagonal, where its owner wrote it, so registers left stale outside the windows are
+ * never used. At the end the last three anti-diagonals go to a per-block scratch and one thread
+ * reports as extend_kernel does. int32 cells only (the launcher checks fits_int32, and that
+ * d < m + n + 2 fits an int).
+ * tests/xdrop_wide_emulation.py restates this algorithm in NumPy, lane for lane; keep the two
+ * in step.
+ */
+
+constexpr int WIDE_NONE = 0x7fffffff; /* no column, for min reductions */
+
+template <int W> struct WideShared {
+    int4 reduce[2][W]; /* per warp and parity: max, first live column, last live column, column of the max */
+    int edge[2][W];    /* per warp and parity: its last column's new value, for the next warp */
+    int item;
+    /* What only the reporting thread (0) needs, kept here rather than in every thread's registers:
+       the windows of anti-diagonals d, d-1, d-2 (at d % 3), the cell count, the best cell. */
+    int2 window[3];
+    i64 cells;
+    int best_col, best_row;
+};
+
+/* max(a + b, c): the same code as the DPX intrinsic __viaddmax_s32 (identical cubin for sm_90),
+   which older NVRTC headers lack. */
+__device__ __forceinline__ int add_max(int a, int b, int c) { return max(a + b, c); }
+
+/* Base i of a flank walking away from the seed (s[step * i]), upper-cased; 0 outside [0, n). */
+__device__ __forceinline__ unsigned flank_base(const u8 *s, i64 step, i64 i, i64 n)
+{
+    return (i >= 0 && i < n) ? (unsigned)(s[step * i] & 0xdfu) : 0u;
+}
+
+/* One block's state for one work item. Arrays are indexed by constants only, so they stay in
+   registers. Uniform fields are computed alike by every thread of the block. */
+template <int W, int T> struct WideItem {
+    static constexpr int U = Undefined<int>::value;
+    static constexpr int FRAME = 32 * W * T;
+
+    /* per lane (first column c0) */
+    int a[3][T];         /* three anti-diagonals; which is d-2, d-1, d rotates with the step */
+    unsigned q[T / 4];   /* V bases of the lane's columns: column c0 + j in byte j % 4 of q[j / 4] */
+    unsigned t[T / 4];   /* the H bases they meet on the current anti-diagonal, packed alike */
+    int left1, left2;    /* column c0 - 1 on anti-diagonals d-2 and d-1 */
+    unsigned in_base;    /* the base entering column c0 on the next anti-diagonal */
+    unsigned ahead_base; /* first lane of a warp: the one after that, being loaded */
+    bool bases_current;  /* whether the warp stepped the last anti-diagonal (else t is stale) */
+    int lane, warp, c0, warp_c0;
+
+    /* the item */
+    const u8 *ts;
+    int step, m, n, match, mismatch, gap, x;
+    bool best_mode;
+
+    /* uniform, as in extend_kernel (the rest of its state is in WideShared) */
+    int d, lo3, hi3, min_col, max_col, best;
+
+    __device__ __forceinline__ void start(const Params &p, const Flanks &f, WideShared<W> &sh)
+    {
+        ts = f.ts;
+        step = (int)f.step;
+        m = (int)f.m;
+        n = (int)f.n;
+        match = (int)p.match;
+        mismatch = (int)p.mismatch;
+        gap = (int)p.gap;
+        x = (int)p.x;
+        best_mode = p.best_mode;
+#pragma unroll
+        for (int k = 0; k < T / 4; k++)
+            q[k] = 0;
+        if (warp_c0 <= m + 1) {
+#pragma unroll
+            for (int j = 0; j < T; j++) {
+                const int c = c0 + j;
+                if (c >= 1 && c <= m)
+                    q[j / 4] |= (unsigned)(f.qs[f.step * (c - 1)] & 0xdfu) << (8 * (j % 4));
+            }
+        }
+        bases_current = false; /* t is loaded when the window first reaches the warp */
+        /* Anti-diagonal 0 is the origin; anti-diagonal 1 the two gap cells, dropped when -gap > x. */
+#pragma unroll
+        for (int r = 0; r < 3; r++)
+#pragma unroll
+            for (int j = 0; j < T; j++)
+                a[r][j] = U;
+        if (c0 == 0) {
+            a[0][0] = 0;
+            a[1][0] = a[1][1] = (-gap > x) ? U : gap;
+        }
+        left1 = left2 = U;
+        d = 1;
+        lo3 = 0;
+        hi3 = 1;
+        min_col = 1;
+        max_col = 2;
+        best = 0;
+        if (threadIdx.x == 0) {
+            sh.window[0] = make_int2(0, 0); /* anti-diagonal 0 */
+            sh.window[1] = make_int2(0, 1);
+            sh.cells = 0;
+            sh.best_col = sh.best_row = 0;
+        }
+    }
+
+    /* Live columns for the next window, exactly: the first c in (lo3, hi3] with a3[c] or
+       a2[c-1] defined, the last c in [lo3, hi3) with a3[c] or a2[c] defined. The window's ends
+       are given relative to the lane: jlo = lo3 - c0, jhi = hi3 - c0. */
+    __device__ __forceinline__ void live_ends(const int (&a2)[T], const int (&a3)[T], int jlo, int jhi, int &first,
+                                              int &last) const
+    {
+        int j_first = T, j_last = -1;
+#pragma unroll
+        for (int j = T - 1; j >= 0; j--) {
+            const bool here = a3[j] != U;
+            if (j > jlo && j <= jhi && (here || (j ? a2[j - 1] : left2) != U))
+                j_first = j;
+        }
+#pragma unroll
+        for (int j = 0; j < T; j++) {
+            const bool here = a3[j] != U;
+            if (j >= jlo && j < jhi && (here || a2[j] != U))
+                j_last = j;
+        }
+        if (j_first < T)
+            first = c0 + j_first;
+        if (j_last >= 0)
+            last = c0 + j_last;
+    }
+
+    /* Computes anti-diagonal d + 1 into a[P3] from a[P1] (d-1) and a[P2] (d); returns whether
+       the extension goes on. The first call computes anti-diagonal 2 into a[2], so P3 == d % 3. */
+    template <int P1, int P2, int P3> __device__ __forceinline__ bool advance(WideShared<W> &sh, int &buf)
+    {
+        const int(&a1)[T] = a[P1];
+        const int(&a2)[T] = a[P2];
+        int(&a3)[T] = a[P3];
+        d++;
+        lo3 = min_col - 1;
+        hi3 = max_col;
+        if (threadIdx.x == 0) {
+            sh.window[P3] = make_int2(lo3, hi3);
+            sh.cells += max_col - min_col;
+        }
+        const int thr = best - x;
+        const i64 edge = (i64)d * gap;
+        const bool edge_kept = edge > thr;
+        const int lo_edge = edge_kept && lo3 == 0 ? (int)edge : U;
+        const int hi_edge = edge_kept && hi3 == d ? (int)edge : U;
+
+        int lane_max = U, lane_first = WIDE_NONE, lane_last = -1, lane_col = WIDE_NONE;
+        /* Warps the window has not reached, has passed (for good: lo3 never decreases) or never
+           reaches (past m + 1) only take part in the exchange. */
+        const bool live_warp = warp_c0 <= hi3 && warp_c0 + 32 * T > lo3;
+        if (live_warp) {
+            if (bases_current) {
+                /* The H bases move one column right; column c0's comes from the previous lane. */
+#pragma unroll
+                for (int k = T / 4 - 1; k > 0; k--)
+                    t[k] = __funnelshift_l(t[k - 1], t[k], 8);
+                t[0] = (t[0] << 8) | in_base;
+            } else {
+                /* The window reaches the warp: column c meets H[d - c - 1]. */
+#pragma unroll
+                for (int k = 0; k < T / 4; k++) {
+                    t[k] = 0;
+#pragma unroll
+                    for (int b = 0; b < 4; b++)
+                        t[k] |= flank_base(ts, step, (i64)d - (c0 + 4 * k + b) - 1, n) << (8 * b);
+                }
+                bases_current = true;
+            }
+            if (lane == 0) /* column c0's base on the next anti-diagonal: H[d - c0] */
+                ahead_base = flank_base(ts, step, (i64)d - warp_c0, n);
+
+            const int c_last = c0 + T - 1;
+            if (c_last >= lo3 && c0 <= hi3) {
+                unsigned eq[T / 4];
+#pragma unroll
+                for (int k = 0; k < T / 4; k++)
+                    eq[k] = __vcmpeq4(q[k], t[k]);
+                /* The recurrence on all the lane's columns; a lane holding an end of the window
+                   then fixes the columns that are not inside it (one path for the whole warp). */
+                bool all_kept = true;
+#pragma unroll
+                for (int j = 0; j < T; j++) {
+                    const int s = (eq[j / 4] >> (8 * (j % 4))) & 1u ? match : mismatch;
+                    const int v = add_max(max(j ? a2[j - 1] : left2, a2[j]), gap, (j ? a1[j - 1] : left1) + s);
+                    const int value = v < thr ? U : v;
+                    a3[j] = value;
+                    lane_max = max(lane_max, value);
+                    all_kept &= v >= thr;
+                }
+                const int jlo = lo3 - c0, jhi = hi3 - c0; /* the window's ends, in the lane's columns */
+                if (jlo < 0 && jhi >= T) {
+                    if (all_kept) { /* every cell defined: all columns live */
+                        lane_first = c0;
+                        lane_last = c_last;
+                    } else {
+                        live_ends(a2, a3, jlo, jhi, lane_first, lane_last);
+                    }
+                } else {
+                    /* The window's edge cells, nothing outside it, the maximum of its inner cells. */
+                    lane_max = U;
+#pragma unroll
+                    for (int j = 0; j < T; j++) {
+                        if (j == jlo)
+                            a3[j] = lo_edge;
+                        else if (j == jhi)
+                            a3[j] = hi_edge;
+                        else if (j < jlo || j > jhi)
+                            a3[j] = U;
+                        else
+                            lane_max = max(lane_max, a3[j]);
+                    }
+                    live_ends(a2, a3, jlo, jhi, lane_first, lane_last);
+                }
+                if (best_mode && lane_max > best) {
+                    /* The lane's first inner cell holding its maximum. */
+                    int j_col = T;
+#pragma unroll
+                    for (int j = T - 1; j >= 0; j--) {
+                        if (j > jlo && j < jhi && a3[j] == lane_max)
+                            j_col = j;
+                    }
+                    lane_col = c0 + j_col; /* j_col < T: lane_max is one of the inner cells */
+                }
+            }
+            /* Column c0 + T - 1 and its base go to the next lane (the next warp: shared memory). */
+            const int out_value = a3[T - 1];
+            left1 = left2;
+            left2 = __shfl_up_sync(FULL, out_value, 1);
+            in_base = __shfl_up_sync(FULL, t[T / 4 - 1] >> 24, 1);
+            if (lane == 0)
+                in_base = ahead_base;
+            const int warp_max = __reduce_max_sync(FULL, lane_max);
+            const int warp_first = __reduce_min_sync(FULL, lane_first);
+            const int warp_last = __reduce_max_sync(FULL, lane_last);
+            const int warp_col = best_mode ? __reduce_min_sync(FULL, lane_max == warp_max ? lane_col : WIDE_NONE)
+                                           : WIDE_NONE;
+            if (lane == 0)
+                sh.reduce[buf][warp] = make_int4(warp_max, warp_first, warp_last, warp_col);
+            if (lane == 31)
+                sh.edge[buf][warp] = out_value;
+        } else {
+            bases_current = false;
+            if (lane == 0) {
+                sh.reduce[buf][warp] = make_int4(U, WIDE_NONE, -1, WIDE_NONE);
+                sh.edge[buf][warp] = U;
+            }
+        }
+        __syncthreads();
+
+        /* The whole anti-diagonal: every warp reduces the W slots the same way. */
+        const int4 r = lane < W ? sh.reduce[buf][lane] : make_int4(U, WIDE_NONE, -1, WIDE_NONE);
+        if (lane == 0)
+            left2 = warp > 0 ? sh.edge[buf][warp - 1] : U;
+        buf ^= 1;
+        const int dmax = __reduce_max_sync(FULL, r.x);
+        const int first_live = __reduce_min_sync(FULL, r.y);
+        const int last_live = __reduce_max_sync(FULL, r.z);
+        if (best_mode && dmax > best) {
+            const int col = __reduce_min_sync(FULL, r.x == dmax ? r.w : WIDE_NONE);
+            if (threadIdx.x == 0) {
+                sh.best_col = col;
+                sh.best_row = d - col;
+            }
+        }
+        best = max(best, dmax);
+        const int next_min = first_live <= hi3 ? first_live : hi3 + 1;
+        const int next_max = last_live >= lo3 ? last_live + 2 : lo3 + 1;
+        min_col = max(next_min, d + 1 - n);
+        max_col = min(next_max, m + 1);
+        return min_col < max_col;
+    }
+
+    /* The last three anti-diagonals (a[P1] = d-2, a[P2] = d-1, a[P3] = d) to the block's scratch. */
+    template <int P1, int P2, int P3> __device__ __forceinline__ void save(int *frames) const
+    {
+        if (warp_c0 > m + 1)
+            return;
+        static_assert(T % 4 == 0, "T must be a multiple of 4");
+#pragma unroll
+        for (int j = 0; j < T; j += 4) {
+            *(int4 *)(frames + c0 + j) = make_int4(a[P1][j], a[P1][j + 1], a[P1][j + 2], a[P1][j + 3]);
+            *(int4 *)(frames + FRAME + c0 + j) = make_int4(a[P2][j], a[P2][j + 1], a[P2][j + 2], a[P2][j + 3]);
+            *(int4 *)(frames + 2 * FRAME + c0 + j) = make_int4(a[P3][j], a[P3][j + 1], a[P3][j + 2], a[P3][j + 3]);
+        }
+    }
+};
+
+/* Params.stride is FRAME here, and scratch holds 3 * FRAME int32 cells per block of the grid. */
+template <int W, int T, int B>
+__global__ void __launch_bounds__(32 * W, B) extend_wide_kernel(const Params *__restrict__ params)
+{
+    static_assert(W >= 1 && W <= 32, "one reduction slot per lane of a warp");
+    static_assert(T >= 4 && T % 4 == 0, "bases are packed four to a word");
+    constexpr int FRAME = WideItem<W, T>::FRAME;
+    __shared__ WideShared<W> sh;
+    const Params &p = *params;
+    int *const frames = (int *)p.scratch + (i64)blockIdx.x * 3 * FRAME;
+    WideItem<W, T> s;
+    s.lane = threadIdx.x & 31;
+    s.warp = threadIdx.x >> 5;
+    s.c0 = threadIdx.x * T;
+    s.warp_c0 = s.warp * 32 * T;
+    int buf = 0;
+
+    for (;;) {
+        if (threadIdx.x == 0)
+            sh.item = atomicAdd(p.counter, 1);
+        __syncthreads();
+        const int next = sh.item;
+        if (next >= p.n_items)
+            return;
+        const int item = p.order[next];
+        const Flanks f = flanks_of(p, item);
+        i64 *out = p.out + 4 * (i64)item;
+        if (f.m == 0 || f.n == 0) { /* nothing to extend into: the seed stays */
+            if (threadIdx.x < 4)
+                out[threadIdx.x] = 0;
+        } else {
+            s.start(p, f, sh);
+            for (;;) { /* three anti-diagonals per turn, so that the buffers rotate by name only */
+                if (!s.template advance<0, 1, 2>(sh, buf)) {
+                    s.template save<0, 1, 2>(frames);
+                    break;
+                }
+                if (!s.template advance<1, 2, 0>(sh, buf)) {
+                    s.template save<1, 2, 0>(frames);
+                    break;
+                }
+                if (!s.template advance<2, 0, 1>(sh, buf)) {
+                    s.template save<2, 0, 1>(frames);
+                    break;
+                }
+            }
+            __syncthreads(); /* the frames complete */
+            if (threadIdx.x == 0) {
+                /* The frames hold d-2, d-1, d in this order; their windows sit at their d % 3. */
+                const int2 w1 = sh.window[(s.d + 1) % 3], w2 = sh.window[(s.d + 2) % 3];
+                write_result<int>(out, s.best_mode, s.best, sh.best_col, sh.best_row, frames, frames + FRAME,
+                                  frames + 2 * FRAME, s.d, w1.x, w1.y, w2.x, w2.y, s.hi3, sh.cells);
+            }
+        }
+        __syncthreads(); /* sh.item read and the frames reported before the next item */
     }
 }
 
@@ -242,4 +641,7 @@ __global__ void __launch_bounds__(256, 3) extend_kernel(const Params *__restrict
 /* Every configuration xdrop.py launches (scripts/check_cuda_sources.sh compiles these). */
 template __global__ void warpdp_xdrop::extend_kernel<int>(const warpdp_xdrop::Params *);
 template __global__ void warpdp_xdrop::extend_kernel<long long>(const warpdp_xdrop::Params *);
+template __global__ void warpdp_xdrop::extend_wide_kernel<2, 16, 8>(const warpdp_xdrop::Params *);
+template __global__ void warpdp_xdrop::extend_wide_kernel<4, 16, 4>(const warpdp_xdrop::Params *);
+template __global__ void warpdp_xdrop::extend_wide_kernel<8, 16, 2>(const warpdp_xdrop::Params *);
 #endif

@@ -9,6 +9,9 @@ and calls :func:`extend`. This module
   cells for the others, and bins the items by the length of their V flank, which sizes each
   warp's scratch (three anti-diagonals indexed by column); inside a launch the items go longest
   first and warps take them from an atomic counter,
+* sends the int32 items whose window is expected to be wide (large X, see :func:`wide_frames`)
+  to ``extend_wide_kernel`` instead, one block per item with the cells in registers, binned by
+  the frame their V flank fits (``WIDE_CONFIGS``),
 * uploads the pair arrays as they are (no reversed or re-encoded copies: the kernel walks the
   flanks in place) in chunks through pinned host buffers, two chunks in flight so that the
   host prepares and copies chunk c+1 while the GPU computes chunk c, and checks the bases on
@@ -19,6 +22,7 @@ CuPy is imported only when a GPU function runs, so importing this module needs n
 """
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["extend", "KERNEL_NAMES", "fits_int32"]
+__all__ = ["extend", "KERNEL_NAMES", "WIDE_CONFIGS", "WIDE_MIN_WINDOW", "all_kernel_names", "fits_int32",
+           "wide_configs", "wide_frames"]
 
 THREADS_PER_BLOCK = 256        # as __launch_bounds__ in xdrop.cu
 WARPS_PER_BLOCK = THREADS_PER_BLOCK // 32
@@ -44,6 +49,30 @@ _SCRATCH_BYTES = 2 << 30       # device scratch per chunk slot (bounds warps for
 _CHUNK_PAIRS = 1 << 19
 _CHUNK_BYTES = 512 << 20       # sequence bytes per chunk
 
+# The wide-window kernel, extend_wide_kernel<W, T, B>: one block of W warps per item, each lane
+# holding T consecutive columns of a frame of 32 * W * T columns, which must hold the item's
+# columns 0..m+1 (m: its V flank); B is the blocks per SM asked of the compiler
+# (__launch_bounds__), which caps the registers. Rows (frame, W, T, B), frames ascending; an
+# item takes the smallest frame it fits, items too long for the last one stay on extend_kernel.
+# T = 16 takes 128 registers (no spills): B * 32 * W * 128 = 65536, 16 warps per SM, for each
+# row here. T = 8 takes 97 registers, or 80 with B = 3 at W = 8 (a 12-byte spill).
+# Each row has its instantiation in xdrop.cu's WARPDP_NVCC_CHECK list
+# (tests/test_xdrop_wide_emulation.py checks).
+WIDE_CONFIGS = ((1024, 2, 16, 8), (2048, 4, 16, 4), (4096, 8, 16, 2))
+# Items go wide when their window is expected to span at least this many columns. Measured on
+# the H200 (issue 6 workload, 100,000 pairs): the wide kernel takes ~6.5 s whatever X (its cost
+# is per anti-diagonal), the narrow one 0.7 s at X = 100 (window ~67), 3.9 s at X = 1000 (~667)
+# and 12.7 s at X = 5000 (~3,334): the two cross between X = 1000 and 5000.
+WIDE_MIN_WINDOW = 1500
+# Overrides for experiments and tests (read at each call):
+#   WARPDP_XDROP_WIDE=auto|1|0       the rule of wide_frames (default) | every item that can | none
+#   WARPDP_XDROP_WIDE_MIN_WINDOW=N   instead of WIDE_MIN_WINDOW
+#   WARPDP_XDROP_WIDE_CONFIGS=W:T:B,...   instead of WIDE_CONFIGS (NVRTC instantiates any W, T, B)
+WIDE_ENV = "WARPDP_XDROP_WIDE"
+WIDE_MIN_WINDOW_ENV = "WARPDP_XDROP_WIDE_MIN_WINDOW"
+WIDE_CONFIGS_ENV = "WARPDP_XDROP_WIDE_CONFIGS"
+_WIDE_MAX_H = 1 << 30          # the wide kernel counts anti-diagonals in int32
+
 
 def _round_up(value: int, step: int = _ALIGN) -> int:
     return (value + step - 1) // step * step
@@ -55,6 +84,76 @@ def fits_int32(m: np.ndarray, n: np.ndarray, match: int, mismatch: int, gap: int
     if not (x < _INT32_LIMIT and -mismatch < _INT32_LIMIT and -gap < _INT32_LIMIT and match < _INT32_LIMIT):
         return np.zeros(len(m), dtype=bool)
     return (shorter < _INT32_LIMIT) & (shorter * match < _INT32_LIMIT)
+
+
+def wide_kernel_name(w: int, t: int, blocks: int) -> str:
+    return f"warpdp_xdrop::extend_wide_kernel<{w}, {t}, {blocks}>"
+
+
+def wide_configs() -> tuple[tuple[int, int, int, int], ...]:
+    """The wide kernel's configurations (frame, W, T, B): WIDE_CONFIGS, or WARPDP_XDROP_WIDE_CONFIGS."""
+    text = os.environ.get(WIDE_CONFIGS_ENV, "").strip()
+    if not text:
+        return WIDE_CONFIGS
+    rows = []
+    for part in text.split(","):
+        try:
+            w, t, b = (int(v) for v in part.split(":"))
+        except ValueError:
+            raise ValueError(f"{WIDE_CONFIGS_ENV}: expected W:T:B,... not {text!r}") from None
+        if not (1 <= w <= 32 and t >= 4 and t % 4 == 0 and b >= 1):
+            raise ValueError(f"{WIDE_CONFIGS_ENV}: {part!r} needs 1 <= W <= 32, T a multiple of 4, B >= 1")
+        rows.append((32 * w * t, w, t, b))
+    rows.sort()
+    if len({r[0] for r in rows}) != len(rows):
+        raise ValueError(f"{WIDE_CONFIGS_ENV}: two configurations with the same frame in {text!r}")
+    return tuple(rows)
+
+
+def all_kernel_names(configs: Sequence[tuple[int, int, int, int]] = WIDE_CONFIGS) -> list[str]:
+    """Every kernel the launcher compiles (NVRTC name expressions)."""
+    return list(KERNEL_NAMES.values()) + [wide_kernel_name(w, t, b) for _, w, t, b in configs]
+
+
+def expected_window(match: int, gap: int, x: int) -> int:
+    """Columns the live window is expected to span while two long, similar flanks align.
+
+    A cell j columns along its anti-diagonal from the best path aligns 2j more bases of one flank
+    than of the other: at least 2j gaps and j fewer matches, so it scores about
+    j * (match + 2 |gap|) below the path and is dropped once that exceeds X. Mismatches only
+    lower the path's own cells, so they are left out. A guide for choosing a kernel, not a bound
+    (dissimilar flanks drop sooner). Match 1 / gap -1: 2X/3 columns.
+    """
+    return 2 * int(x) // (int(match) - 2 * int(gap)) + 1
+
+
+def wide_frames(m: np.ndarray, n: np.ndarray, scores: Scores,
+                configs: Sequence[tuple[int, int, int, int]] | None = None) -> np.ndarray:
+    """Per work item (V flank m, H flank n): the row of ``configs`` (default :func:`wide_configs`)
+    to run it with on the wide kernel, -1 for extend_kernel.
+
+    An item can go wide when its cells fit int32 (:func:`fits_int32`), its V flank fits the
+    largest frame (m + 2 <= frame) and n < 2^30. With WARPDP_XDROP_WIDE=auto (the default) it
+    does when its window is expected to be wide:
+    min(expected_window, m + 1, n + 1) >= WIDE_MIN_WINDOW (a window never spans more than m + 1
+    columns, nor more than n + 1 cells). Narrow windows are cheaper on extend_kernel, whose
+    warps work on the window only; the wide kernel's block steps its whole frame.
+    """
+    configs = wide_configs() if configs is None else configs
+    mode = os.environ.get(WIDE_ENV, "auto").strip().lower()
+    if mode not in ("auto", "0", "1"):
+        raise ValueError(f"{WIDE_ENV} must be auto, 0 or 1, not {mode!r}")
+    min_window = int(os.environ.get(WIDE_MIN_WINDOW_ENV, "").strip() or WIDE_MIN_WINDOW)
+    frames = np.array([c[0] for c in configs], dtype=np.int64)
+    chosen = np.searchsorted(frames, m + 2, side="left")
+    can = (chosen < len(frames)) & (n < _WIDE_MAX_H) & fits_int32(m, n, scores.match, scores.mismatch,
+                                                                       scores.gap, scores.x)
+    if mode == "0":
+        can[:] = False
+    elif mode == "auto":
+        window = expected_window(scores.match, scores.gap, scores.x)  # < 2^63: x <= 2^62
+        can &= np.minimum(np.minimum(m, n) + 1, window) >= min_window
+    return np.where(can, chosen, -1)
 
 
 def split_chunks(h_offsets: np.ndarray, v_offsets: np.ndarray, chunk_pairs: int = _CHUNK_PAIRS,
@@ -84,18 +183,20 @@ class Scores:
 
 @dataclass
 class _Launch:
-    cell_bytes: int   # 4: int32 cells, 8: int64
+    kernel: Any       # 4 / 8: extend_kernel with int32 / int64 cells; ("wide", row of WIDE_CONFIGS)
     first: int        # into the chunk's order
     count: int
-    stride: int       # cells per anti-diagonal buffer
+    stride: int       # cells per anti-diagonal buffer (wide: the frame)
     grid: int
+    threads: int      # per block
     index: int        # params row and counter
 
 
 class _ChunkPlan:
     """One chunk's launches and memory layout (host side, numpy only)."""
 
-    def __init__(self, pairs: Any, start: int, stop: int, scores: Scores, resident_warps: int) -> None:
+    def __init__(self, pairs: Any, start: int, stop: int, scores: Scores, resident_warps: int,
+                 wide: Sequence[tuple[tuple[int, int, int, int], int]] = ()) -> None:
         ho, vo = pairs.h_offsets, pairs.v_offsets
         self.start, self.stop, self.n = start, stop, stop - start
         self.h0, self.h1 = int(ho[start]), int(ho[stop])
@@ -108,25 +209,39 @@ class _ChunkPlan:
         n = np.empty(2 * self.n, dtype=np.int64)
         m[0::2], n[0::2] = v_pos, h_pos
         m[1::2], n[1::2] = len_v - v_pos - k, len_h - h_pos - k
-        wide = ~fits_int32(m, n, scores.match, scores.mismatch, scores.gap, scores.x)
-        bins = np.searchsorted(FLANK_BINS, m, side="left") + (len(FLANK_BINS) + 1) * wide
+        int64 = ~fits_int32(m, n, scores.match, scores.mismatch, scores.gap, scores.x)
+        narrow_bins = len(FLANK_BINS) + 1
+        bins = np.searchsorted(FLANK_BINS, m, side="left") + narrow_bins * int64
+        # wide: the runner's (configuration, resident blocks) per row.
+        frame = wide_frames(m, n, scores, [config for config, _ in wide]) if wide else np.full(len(m), -1)
+        bins = np.where(frame >= 0, 2 * narrow_bins + frame, bins)
         # Within a bin, the longest extensions first, so that the launch does not end on one.
         self.order = np.lexsort((-(m + n), bins)).astype(np.int32)
-        counts = np.bincount(bins, minlength=2 * (len(FLANK_BINS) + 1))
+        counts = np.bincount(bins, minlength=2 * narrow_bins + len(wide))
         self.launches: list[_Launch] = []
         first, scratch = 0, 0
         for b, count in enumerate(counts):
             count = int(count)
             if count == 0:
                 continue
-            cell_bytes = 8 if b > len(FLANK_BINS) else 4
+            if b >= 2 * narrow_bins:  # one block per item, three frames of int32 scratch per block
+                row = b - 2 * narrow_bins
+                (stride, w, _, _), resident = wide[row]
+                grid = max(1, min(count, resident))
+                scratch = max(scratch, grid * 3 * stride * 4)
+                self.launches.append(_Launch(("wide", row), first, count, stride, grid, 32 * w,
+                                             len(self.launches)))
+                first += count
+                continue
+            cell_bytes = 8 if b >= narrow_bins else 4
             items = self.order[first:first + count]
             stride = _round_up(int(m[items].max()) + 34, 32)
             per_warp = 3 * stride * cell_bytes
             warps = max(1, min(count, resident_warps, _SCRATCH_BYTES // per_warp))
             grid = -(-warps // WARPS_PER_BLOCK)
             scratch = max(scratch, grid * WARPS_PER_BLOCK * per_warp)
-            self.launches.append(_Launch(cell_bytes, first, count, stride, grid, len(self.launches)))
+            self.launches.append(_Launch(cell_bytes, first, count, stride, grid, THREADS_PER_BLOCK,
+                                         len(self.launches)))
             first += count
         sections, off = {}, 0
         for name, size in (("params", _PARAMS_STRIDE * max(1, len(self.launches))),
@@ -213,7 +328,7 @@ class _Slot:
 class _Runner:
     """Per-device GPU state: compiled kernels, streams and reusable buffers."""
 
-    def __init__(self, device_id: int) -> None:
+    def __init__(self, device_id: int, configs: Sequence[tuple[int, int, int, int]]) -> None:
         import cupy
 
         self.cupy = cupy
@@ -223,26 +338,30 @@ class _Runner:
             self.sm_count = int(props["multiProcessorCount"])
             source = Path(__file__).with_name("xdrop.cu").read_text()
             self.module = cupy.RawModule(code=source, options=NVRTC_OPTIONS,
-                                         name_expressions=list(KERNEL_NAMES.values()))
-            self.kernels = {size: self.module.get_function(name) for size, name in KERNEL_NAMES.items()}
+                                         name_expressions=all_kernel_names(configs))
+            self.kernels: dict[Any, Any] = {size: self.module.get_function(name) for size, name in KERNEL_NAMES.items()}
+            for row, (_, w, t, blocks) in enumerate(configs):
+                self.kernels["wide", row] = self.module.get_function(wide_kernel_name(w, t, blocks))
             self.check = self.module.get_function("check_bases")
-            self.resident_warps = self._resident_warps()
+            self.resident_warps = self._resident_blocks(self.kernels[4], THREADS_PER_BLOCK) * WARPS_PER_BLOCK
+            # (configuration, blocks of it resident on the device) per row, for the plans
+            self.wide = [(config, self._resident_blocks(self.kernels["wide", row], 32 * config[1]))
+                         for row, config in enumerate(configs)]
             self.slots = [_Slot(), _Slot()]
             for slot in self.slots:
                 slot.stream = cupy.cuda.Stream(non_blocking=True)
         self.lock = threading.Lock()
 
-    def _resident_warps(self) -> int:
-        """Warps of the int32 kernel that fit on the whole device at once."""
-        kernel = self.kernels[4]
+    def _resident_blocks(self, kernel: Any, threads: int) -> int:
+        """Blocks of ``kernel`` that fit on the whole device at once."""
         try:
             from cupy.cuda import driver
 
-            per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, THREADS_PER_BLOCK, 0)
+            per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, threads, 0)
         except Exception:  # older CuPy: a conservative estimate from registers
-            regs = _round_up(max(kernel.num_regs, 1), 8) * THREADS_PER_BLOCK
+            regs = _round_up(max(kernel.num_regs, 1), 8) * threads
             per_sm = max(1, 65536 // regs)
-        return max(1, int(per_sm)) * self.sm_count * WARPS_PER_BLOCK
+        return max(1, int(per_sm)) * self.sm_count
 
     def _ensure(self, slot: _Slot, plan: _ChunkPlan) -> None:
         cupy = self.cupy
@@ -274,8 +393,8 @@ class _Runner:
                 self.check((grid,), (THREADS_PER_BLOCK,), (np.uint64(base + plan.at[name]), np.int64(size), flag),
                            stream=stream)
         for launch in plan.launches:
-            self.kernels[launch.cell_bytes]((launch.grid,), (THREADS_PER_BLOCK,),
-                                            (np.uint64(plan.params_address(base, launch)),), stream=stream)
+            self.kernels[launch.kernel]((launch.grid,), (launch.threads,),
+                                        (np.uint64(plan.params_address(base, launch)),), stream=stream)
         runtime.memcpyAsync(slot.pinned_out.ctypes.data, base + plan.at["out"], plan.out_bytes, 2, stream.ptr)
         slot.done = cupy.cuda.Event(block=False, disable_timing=True)
         slot.done.record(stream)
@@ -295,7 +414,7 @@ class _Runner:
                 for c, (start, stop) in enumerate(chunks):
                     slot = self.slots[c % 2]
                     ok &= self._finish(slot, pairs, scores, results)  # the chunk two back used this slot
-                    plan = _ChunkPlan(pairs, start, stop, scores, self.resident_warps)
+                    plan = _ChunkPlan(pairs, start, stop, scores, self.resident_warps, self.wide)
                     self._ensure(slot, plan)
                     plan.fill(slot.pinned_in, pairs, scores, int(slot.device.ptr))
                     self._enqueue(slot, plan)
@@ -310,15 +429,16 @@ class _Runner:
         return ok
 
 
-_RUNNERS: dict[int, _Runner] = {}
+_RUNNERS: dict[tuple[int, Any], _Runner] = {}
 _RUNNERS_LOCK = threading.Lock()
 
 
 def _runner(device_id: int) -> _Runner:
+    configs = wide_configs()  # a runner per configuration set (set by WARPDP_XDROP_WIDE_CONFIGS)
     with _RUNNERS_LOCK:
-        if device_id not in _RUNNERS:
-            _RUNNERS[device_id] = _Runner(device_id)
-        return _RUNNERS[device_id]
+        if (device_id, configs) not in _RUNNERS:
+            _RUNNERS[device_id, configs] = _Runner(device_id, configs)
+        return _RUNNERS[device_id, configs]
 
 
 def extend(pairs: Any, results: Any, *, k: int, x: int, match: int, mismatch: int, gap: int, best: bool,
