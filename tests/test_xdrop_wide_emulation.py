@@ -222,6 +222,7 @@ def test_chunk_plan_bins_wide_and_narrow_items(monkeypatch) -> None:
     # one kernel and frame, and every item is in exactly one launch.
     monkeypatch.delenv(gpu_xdrop.WIDE_ENV, raising=False)
     monkeypatch.delenv(gpu_xdrop.WIDE_MIN_WINDOW_ENV, raising=False)
+    monkeypatch.setattr(gpu_xdrop, "WIDE_MIN_WINDOW", 256)  # so that some items of these short pairs go wide
     pairs = random_pairs(30, 40, max_flank=5000)
     scores = gpu_xdrop.Scores(k=5, match=1, mismatch=-1, gap=-1, x=2000, best=False)
     wide = [(config, 264) for config in gpu_xdrop.WIDE_CONFIGS]
