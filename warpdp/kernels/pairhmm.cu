@@ -653,6 +653,7 @@ template __global__ void forward_kernel<float, 8, 8, false>(const Params *);
 template __global__ void forward_kernel<float, 8, 12, false>(const Params *);
 template __global__ void forward_kernel<float, 8, 16, false>(const Params *);
 template __global__ void forward_kernel<float, 8, 20, false>(const Params *);
+template __global__ void forward_kernel<float, 16, 12, false>(const Params *);
 template __global__ void forward_kernel<float, 16, 16, false>(const Params *);
 template __global__ void forward_kernel<float, 32, 16, false>(const Params *);
 template __global__ void forward_kernel<float, 8, 16, true>(const Params *);
