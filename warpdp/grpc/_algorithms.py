@@ -160,10 +160,10 @@ class PairHmmAlgorithm(Algorithm):
 
     def decode(self, request: warpdp_pb2.PairHmmRequest) -> Job:
         try:
-            batches = _packing.pairhmm_batches(request.batches)
+            batches, n_pairs, n_cells = _packing.decode_pairhmm(request.batches)
         except (ValueError, TypeError) as exc:
             raise InvalidRequest("PairHmmRequest.batches", exc) from None
-        return Job(batches, bool(request.use_double), batches.n_pairs, batches.n_cells)
+        return Job(batches, bool(request.use_double), n_pairs, n_cells)
 
     def cells(self, payload: PairHmmBatches, key: Hashable) -> int:
         return payload.n_cells

@@ -5,8 +5,12 @@ Integer arrays travel as little-endian int64 bytes, results as little-endian flo
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+from itertools import accumulate
+
 import numpy as np
 
+from ..plugin.packed import MAX_SEQUENCE_LENGTH
 from ..plugin.pairhmm import PairHmmBatches
 from . import warpdp_pb2
 
@@ -44,11 +48,80 @@ def pairhmm_request(batches: PairHmmBatches, use_double: bool) -> warpdp_pb2.Pai
 
 def pairhmm_batches(message: warpdp_pb2.PairHmmBatches) -> PairHmmBatches:
     """Packed batches from a message; ValueError/TypeError naming the field when malformed."""
+    return decode_pairhmm(message)[0]
+
+
+def decode_pairhmm(message: warpdp_pb2.PairHmmBatches) -> tuple[PairHmmBatches, int, int]:
+    """Packed batches from a message, with their pair and cell counts; ValueError/TypeError
+    naming the field when malformed."""
+    decoded = _decode_pairhmm_fast(message)
+    if decoded is not None:
+        return decoded
     arrays: dict[str, object] = {name: getattr(message, name) for name in PAIRHMM_BYTE_FIELDS}
     for name in PAIRHMM_OFFSET_FIELDS:
         arrays[name] = int64_array(getattr(message, name), name)
     # from_arrays checks every dtype, length and offset and names the field at fault.
-    return PairHmmBatches.from_arrays(**arrays)
+    batches = PairHmmBatches.from_arrays(**arrays)
+    return batches, batches.n_pairs, batches.n_cells
+
+
+# The fast path maps int64 fields without a byte swap, so only where "<i8" is the native int64.
+_FAST_DECODE = np.dtype("<i8") == np.dtype(np.int64)
+
+
+def _decode_pairhmm_fast(message: warpdp_pb2.PairHmmBatches) -> tuple[PairHmmBatches, int, int] | None:
+    """decode_pairhmm for a well-formed message with at least one batch, read and haplotype;
+    None for anything else, which then goes through from_arrays for its error message (or
+    its edge cases).
+
+    Runs for every request, and a numpy call costs about a microsecond whatever its size, so
+    the four offset arrays are checked together in one buffer: about ten numpy calls in all,
+    where from_arrays and validate make some fifty. Accepts exactly what validate accepts.
+    """
+    if not _FAST_DECODE:
+        return None
+    # batch_reads, batch_haps, read_offsets, hap_offsets: each at least [0, end], whole int64s.
+    raw_offsets = (message.batch_reads, message.batch_haps, message.read_offsets, message.hap_offsets)
+    n_batch_bytes, n_read_offset_bytes, n_hap_offset_bytes = (len(raw) for raw in raw_offsets[1:])
+    if (len(raw_offsets[0]) != n_batch_bytes or min(n_batch_bytes, n_read_offset_bytes, n_hap_offset_bytes) < 16
+            or (n_batch_bytes | n_read_offset_bytes | n_hap_offset_bytes) % 8):
+        return None
+    raw_bases = [getattr(message, name) for name in PAIRHMM_BYTE_FIELDS]
+    n_read_bases, n_hap_bases = len(raw_bases[0]), len(raw_bases[5])
+    if any(len(raw) != n_read_bases for raw in raw_bases[1:5]):
+        return None
+    n_batches_1, n_reads_1, n_haps_1 = n_batch_bytes // 8, n_read_offset_bytes // 8, n_hap_offset_bytes // 8
+    # The four offset arrays one after the other in one array.
+    joined = np.frombuffer(b"".join(raw_offsets), dtype=np.int64)
+    haps_at, reads_at, hap_offsets_at = n_batches_1, 2 * n_batches_1, 2 * n_batches_1 + n_reads_1
+    # Each array starts at 0 and ends at the length it indexes.
+    ends = joined[[0, haps_at - 1, haps_at, reads_at - 1, reads_at, hap_offsets_at - 1, hap_offsets_at, -1]]
+    if ends.tolist() != [0, n_reads_1 - 1, 0, n_haps_1 - 1, 0, n_read_bases, 0, n_hap_bases]:
+        return None
+    steps = joined[1:] - joined[:-1]
+    # The steps where one array meets the next mean nothing: make them pass.
+    steps[haps_at - 1] = steps[reads_at - 1] = 0
+    steps[hap_offsets_at - 1] = 1
+    # Batches hold 0..MAX reads (haplotypes); reads and haplotypes have 1..MAX bases. A step
+    # below its minimum wraps to a huge unsigned value, so one maximum checks both bounds.
+    if (np.maximum.reduce(steps[:reads_at].view(np.uint64)) > MAX_SEQUENCE_LENGTH
+            or np.maximum.reduce((steps[reads_at:] - 1).view(np.uint64)) > MAX_SEQUENCE_LENGTH - 1):
+        return None
+    batch_reads, batch_haps = joined[:haps_at], joined[haps_at:reads_at]
+    read_offsets, hap_offsets = joined[reads_at:hap_offsets_at], joined[hap_offsets_at:]
+    if n_batches_1 == 2:  # one batch (a GATK active region): every read against every haplotype
+        n_pairs, n_cells = (n_reads_1 - 1) * (n_haps_1 - 1), n_read_bases * n_hap_bases
+    else:  # as PairHmmBatches.n_pairs / n_cells
+        n_pairs = int(np.dot(steps[:haps_at - 1], steps[haps_at:reads_at - 1]))
+        read_ends, hap_ends = read_offsets[batch_reads], hap_offsets[batch_haps]
+        n_cells = int(np.dot(read_ends[1:] - read_ends[:-1], hap_ends[1:] - hap_ends[:-1]))
+    bases = np.frombuffer(b"".join(raw_bases), dtype=np.uint8)
+    cuts = [k * n_read_bases for k in range(6)]
+    batches = PairHmmBatches(
+        read_bases=bases[:cuts[1]], read_quals=bases[cuts[1]:cuts[2]], read_ins=bases[cuts[2]:cuts[3]],
+        read_del=bases[cuts[3]:cuts[4]], read_gcp=bases[cuts[4]:cuts[5]], read_offsets=read_offsets,
+        hap_bases=bases[cuts[5]:], hap_offsets=hap_offsets, batch_reads=batch_reads, batch_haps=batch_haps)
+    return batches, n_pairs, n_cells
 
 
 def pairhmm_request_bytes_per_batch(batches: PairHmmBatches) -> np.ndarray:
@@ -62,29 +135,54 @@ def pairhmm_request_bytes_per_batch(batches: PairHmmBatches) -> np.ndarray:
     return 5 * read_sums + hap_sums + 8 * (n_reads + n_haps) + 16
 
 
+# Merging runs once per backend submission over every request in it, and a numpy call costs
+# about a microsecond whatever its size: each helper below makes a fixed few calls however
+# many parts and fields it joins, and returns views into one new buffer.
+
+
+def _split_per_field(joined: np.ndarray, lengths: list[int], n_fields: int) -> list[np.ndarray]:
+    """Views of joined, one per field, where lengths are those of the pieces joined (the
+    parts' pieces of field 0, then of field 1, ...)."""
+    ends = list(accumulate(lengths))[len(lengths) // n_fields - 1::len(lengths) // n_fields]
+    return [joined[start:end] for start, end in zip([0, *ends[:-1]], ends)]
+
+
+def concat_fields(parts: Sequence[object], names: Sequence[str]) -> list[np.ndarray]:
+    """Each named 1-D field of the parts concatenated over the parts, in order (same dtype for all)."""
+    pieces = [getattr(p, name) for name in names for p in parts]
+    return _split_per_field(np.concatenate(pieces), [len(piece) for piece in pieces], len(names))
+
+
+def concat_offsets(parts: Sequence[object], fields: Sequence[tuple[str, Sequence[int]]]) -> list[np.ndarray]:
+    """For each (offsets field, sizes of what it indexes in each part): the offsets into the
+    concatenation of what they index, i.e. each part's offsets but its last moved by the
+    sizes before it, then the grand total."""
+    pieces: list[np.ndarray] = []
+    shifts: list[int] = []
+    for name, sizes in fields:
+        arrays = [getattr(p, name) for p in parts]
+        pieces += [offsets[:-1] for offsets in arrays[:-1]]
+        pieces.append(arrays[-1])  # the last part's end, moved, is the total
+        shifts += accumulate(sizes[:-1], initial=0)
+    lengths = [len(piece) for piece in pieces]
+    joined = np.concatenate(pieces).astype(np.int64, copy=False)
+    joined += np.repeat(np.array(shifts, dtype=np.int64), lengths)
+    return _split_per_field(joined, lengths, len(fields))
+
+
 def concat_pairhmm(parts: list[PairHmmBatches]) -> PairHmmBatches:
     """One packed set holding the batches of all parts, in order (batches are independent,
     so the result is the concatenation of each part's results)."""
-    def shifted(name: str, totals: list[int]) -> np.ndarray:
-        bases = np.cumsum([0, *totals[:-1]], dtype=np.int64)
-        pieces = [getattr(p, name)[:-1] + base for p, base in zip(parts, bases)]
-        pieces.append(np.array([sum(totals)], dtype=np.int64))
-        return np.concatenate(pieces)
-
-    n_read_bases = [len(p.read_bases) for p in parts]
-    n_hap_bases = [len(p.hap_bases) for p in parts]
-    return PairHmmBatches(
-        read_bases=np.concatenate([p.read_bases for p in parts]),
-        read_quals=np.concatenate([p.read_quals for p in parts]),
-        read_ins=np.concatenate([p.read_ins for p in parts]),
-        read_del=np.concatenate([p.read_del for p in parts]),
-        read_gcp=np.concatenate([p.read_gcp for p in parts]),
-        read_offsets=shifted("read_offsets", n_read_bases),
-        hap_bases=np.concatenate([p.hap_bases for p in parts]),
-        hap_offsets=shifted("hap_offsets", n_hap_bases),
-        batch_reads=shifted("batch_reads", [p.n_reads for p in parts]),
-        batch_haps=shifted("batch_haps", [p.n_haps for p in parts]),
-    )
+    read_bases, read_quals, read_ins, read_del, read_gcp, hap_bases = concat_fields(parts, PAIRHMM_BYTE_FIELDS)
+    read_offsets, hap_offsets, batch_reads, batch_haps = concat_offsets(parts, [
+        ("read_offsets", [len(p.read_bases) for p in parts]),
+        ("hap_offsets", [len(p.hap_bases) for p in parts]),
+        ("batch_reads", [len(p.read_offsets) - 1 for p in parts]),
+        ("batch_haps", [len(p.hap_offsets) - 1 for p in parts]),
+    ])
+    return PairHmmBatches(read_bases=read_bases, read_quals=read_quals, read_ins=read_ins, read_del=read_del,
+                          read_gcp=read_gcp, read_offsets=read_offsets, hap_bases=hap_bases,
+                          hap_offsets=hap_offsets, batch_reads=batch_reads, batch_haps=batch_haps)
 
 
 def plan_pairhmm_chunks(batches: PairHmmBatches, max_cells: int, max_bytes: int) -> list[PairHmmBatches]:
@@ -167,16 +265,11 @@ def concat_pairs(parts: list, sequences: tuple[tuple[str, str], ...], per_pair: 
 
     ``sequences`` names (bases, offsets) field pairs; ``per_pair`` the arrays with one value per pair.
     """
-    fields: dict[str, np.ndarray] = {}
-    for bases_name, offsets_name in sequences:
-        lengths = [len(getattr(p, bases_name)) for p in parts]
-        starts = np.cumsum([0, *lengths[:-1]], dtype=np.int64)
-        pieces = [getattr(p, offsets_name)[:-1] + start for p, start in zip(parts, starts)]
-        pieces.append(np.array([sum(lengths)], dtype=np.int64))
-        fields[bases_name] = np.concatenate([getattr(p, bases_name) for p in parts])
-        fields[offsets_name] = np.concatenate(pieces).astype(np.int64, copy=False)
-    for name in per_pair:
-        fields[name] = np.concatenate([getattr(p, name) for p in parts])
+    bases_names = [bases for bases, _ in sequences]
+    fields = dict(zip(bases_names, concat_fields(parts, bases_names)))
+    fields.update(zip([offsets for _, offsets in sequences], concat_offsets(
+        parts, [(offsets, [len(getattr(p, bases)) for p in parts]) for bases, offsets in sequences])))
+    fields.update(zip(per_pair, concat_fields(parts, per_pair)))
     return type(parts[0])(**fields)
 
 

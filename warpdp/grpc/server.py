@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import grpc
 import numpy as np
@@ -115,6 +115,17 @@ def read_token_file(path: str | Path) -> tuple[str, ...]:
 # Metrics
 
 
+class KernelMetrics(NamedTuple):
+    """The labelled metrics of one algorithm on one backend (see Metrics.for_kernel)."""
+
+    compute: Any
+    queue_wait: Any
+    batch_requests: Any
+    batch_cells: Any
+    cells: Any
+    pairs: Any
+
+
 class Metrics:
     """Prometheus metrics of one server (own registry, so several servers can share a process)."""
 
@@ -145,6 +156,33 @@ class Metrics:
                                ["reason"], registry=r)
         self.queue_depth = Gauge("warpdp_queue_depth", "Requests waiting for a backend submission", registry=r)
         self.in_flight = Gauge("warpdp_in_flight_requests", "RPCs being handled", registry=r)
+        # Labelled children, looked up once: labels() takes a lock and builds a key per call,
+        # which adds up when every request updates several metrics.
+        self._kernels: dict[tuple[str, str], KernelMetrics] = {}
+        self._finished: dict[tuple[str, str], Any] = {}
+        self._latencies: dict[str, Any] = {}
+
+    def for_kernel(self, algorithm: str, backend: str) -> KernelMetrics:
+        """The metrics a backend submission of one algorithm updates."""
+        found = self._kernels.get((algorithm, backend))
+        if found is None:  # a race here only looks the same children up twice
+            found = self._kernels[algorithm, backend] = KernelMetrics(
+                compute=self.compute.labels(algorithm, backend), queue_wait=self.queue_wait.labels(algorithm),
+                batch_requests=self.batch_requests.labels(algorithm), batch_cells=self.batch_cells.labels(algorithm),
+                cells=self.cells.labels(algorithm), pairs=self.pairs.labels(algorithm))
+        return found
+
+    def finished(self, method: str, code: str, latency: float | None = None) -> None:
+        """Count one finished RPC (and observe its latency, when given)."""
+        counter = self._finished.get((method, code))
+        if counter is None:
+            counter = self._finished[method, code] = self.requests.labels(method, code)
+        counter.inc()
+        if latency is not None:
+            histogram = self._latencies.get(method)
+            if histogram is None:
+                histogram = self._latencies[method] = self.latency.labels(method)
+            histogram.observe(latency)
 
     def sample(self, name: str, labels: dict[str, str] | None = None) -> float:
         """Current value of one sample (0 when absent); for tests and logs."""
@@ -207,8 +245,37 @@ class AlgorithmKernel:
 _QUEUED, _RUNNING, _DONE, _FAILED, _DROPPED = range(5)
 
 
+class _Latch:
+    """A one-shot signal with threading.Event's wait/set/is_set: set once by the batcher,
+    waited on by the request's handler thread.
+
+    A bare lock held until set, so a wait is one lock acquisition, where an Event builds a
+    Condition and a waiter lock; that difference counts at thousands of requests per second.
+    """
+
+    __slots__ = ("_lock",)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+
+    def set(self) -> None:
+        # Called exactly once per item: it leaves the queue (taken, dropped or failed) once.
+        self._lock.release()
+
+    def is_set(self) -> bool:
+        return not self._lock.locked()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if not self._lock.acquire(timeout=-1 if timeout is None else timeout):
+            return False
+        self._lock.release()  # stays set for later waits
+        return True
+
+
 class WorkItem:
-    """One request in the batcher; the handler thread waits on `event`."""
+    """One request in the batcher; the handler thread waits on `event`, set once the request
+    is done, failed or dropped."""
 
     __slots__ = ("kernel", "key", "payload", "cells", "n_out", "deadline", "enqueued", "state", "result",
                  "error", "event", "queue_s", "compute_s", "coalesced", "submission_cells", "drop_reason")
@@ -220,7 +287,7 @@ class WorkItem:
         self.state = _QUEUED
         self.result: np.ndarray | None = None
         self.error: BaseException | None = None
-        self.event = threading.Event()
+        self.event = _Latch()
         self.queue_s = self.compute_s = 0.0
         self.coalesced = 0
         self.submission_cells = 0
@@ -249,7 +316,14 @@ class Batcher:
         self._max_wait = max_wait_s
         self._max_cells = max_batch_cells
         self._metrics = metrics or Metrics()
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        # Workers sleep on _work and are woken only when what they wait for may have changed
+        # (_wake_worker_locked): waking them for every request would cost a thread switch per
+        # request. wait_for() callers sleep on _changed, notified at every state change.
+        self._work = threading.Condition(self._lock)
+        self._changed = threading.Condition(self._lock)
+        self._sleeping = 0       # workers waiting on _work
+        self._observers = 0      # wait_for() callers waiting on _changed
         self._queue: collections.deque[WorkItem] = collections.deque()
         self._queued_cells = 0
         self._running = 0
@@ -261,6 +335,8 @@ class Batcher:
         self.submissions = 0
         self.completed = 0
         self.dropped = 0
+        # Read when scraped, instead of set at every change (twice per request).
+        self._metrics.queue_depth.set_function(lambda: len(self._queue))
         self._threads = [threading.Thread(target=self._loop, name=f"warpdp-batcher-{i}", daemon=True)
                          for i in range(workers)]
         for thread in self._threads:
@@ -270,51 +346,61 @@ class Batcher:
 
     def arrive(self) -> None:
         """A request is being received; pair with submit(..., arrived=True) or depart()."""
-        with self._cond:
+        with self._lock:
             self._arriving += 1
 
     def depart(self) -> None:
         """An arriving request will not be submitted (it was invalid)."""
-        with self._cond:
+        with self._lock:
             self._arriving -= 1
-            self._cond.notify_all()
+            if self._arriving == 0 and self._queue:
+                self._wake_worker_locked()  # nobody left to wait for
+            self._changed_locked()
 
     def submit(self, kernel: Kernel, key: Any, payload: Any, *, cells: int, n_out: int,
                deadline: float | None = None, arrived: bool = False) -> WorkItem:
         item = WorkItem(kernel, key, payload, cells, n_out, deadline)
-        with self._cond:
+        with self._lock:
             if arrived:
                 self._arriving -= 1
             if self._closed:
-                self._cond.notify_all()
+                self._changed_locked()
                 raise BatcherClosed("the server is shutting down")
+            was_empty = not self._queue
             self._queue.append(item)
             self._queued_cells += cells
-            self._metrics.queue_depth.set(len(self._queue))
-            self._cond.notify_all()
+            # What a sleeping worker waits for: a request at all, then (batching) for nobody
+            # to be arriving or the queue to be full. Anything else leaves its decision as is.
+            if was_empty or self._arriving == 0 or self._queued_cells >= self._max_cells:
+                self._wake_worker_locked()
+            self._changed_locked()
         return item
 
     def cancel(self, item: WorkItem, reason: str = "cancelled") -> bool:
         """Drop a queued item (its caller is gone); True if it never reached the backend."""
-        with self._cond:
+        # Once out of the queue an item never returns to it, so the usual case (the call
+        # ended after its request ran) needs no lock.
+        if item.state != _QUEUED:
+            return item.state == _DROPPED
+        with self._lock:
             if item.state != _QUEUED:
                 return item.state == _DROPPED
             self._queue.remove(item)
             self._drop_locked(item, reason)
-            self._cond.notify_all()
         return True
 
     # -- lifecycle --
 
     def drain(self) -> None:
         """Stop waiting for requests to join batches: submit whatever is queued now."""
-        with self._cond:
+        with self._lock:
             self._draining = True
-            self._cond.notify_all()
+            self._work.notify_all()
+            self._changed_locked()
 
     def close(self, timeout: float | None = None) -> None:
         """Refuse new work, fail what is still queued, let running submissions finish."""
-        with self._cond:
+        with self._lock:
             self._closed = self._draining = self._stopping = True
             leftovers = list(self._queue)
             self._queue.clear()
@@ -322,14 +408,19 @@ class Batcher:
             for item in leftovers:
                 item.state, item.error = _FAILED, BatcherClosed("the server shut down before this request ran")
                 item.event.set()
-            self._cond.notify_all()
+            self._work.notify_all()
+            self._changed_locked()
         for thread in self._threads:
             thread.join(timeout)
 
     def wait_for(self, predicate: Callable[[Batcher], bool], timeout: float | None = None) -> bool:
         """Block until predicate(self) holds (checked at every state change); for tests and tools."""
-        with self._cond:
-            return self._cond.wait_for(lambda: predicate(self), timeout)
+        with self._lock:
+            self._observers += 1
+            try:
+                return self._changed.wait_for(lambda: predicate(self), timeout)
+            finally:
+                self._observers -= 1
 
     @property
     def queued(self) -> int:
@@ -341,34 +432,52 @@ class Batcher:
 
     # -- workers --
 
+    def _wake_worker_locked(self) -> None:
+        # One is enough: sleeping workers all decide alike, and a worker that takes a batch
+        # and leaves requests queued wakes the next (_take_locked).
+        if self._sleeping:
+            self._work.notify()
+
+    def _changed_locked(self) -> None:
+        if self._observers:
+            self._changed.notify_all()
+
+    def _sleep_locked(self, timeout: float | None) -> None:
+        self._sleeping += 1
+        try:
+            self._work.wait(timeout)
+        finally:
+            self._sleeping -= 1
+
     def _drop_locked(self, item: WorkItem, reason: str) -> None:
         self._queued_cells -= item.cells
         item.state, item.drop_reason = _DROPPED, reason
         self.dropped += 1
         self._metrics.dropped.labels(reason).inc()
-        self._metrics.queue_depth.set(len(self._queue))
         item.event.set()
+        self._changed_locked()
 
     def _loop(self) -> None:
         while True:
-            with self._cond:
+            with self._lock:
                 items = self._next_batch_locked()
                 if items is None:
                     return
                 self._running += 1
+                self._changed_locked()
             try:
                 self._run(items)
             finally:
-                with self._cond:
+                with self._lock:
                     self._running -= 1
-                    self._cond.notify_all()
+                    self._changed_locked()
 
     def _next_batch_locked(self) -> list[WorkItem] | None:
         while True:
             if self._stopping:
                 return None
             if not self._queue:
-                self._cond.wait()
+                self._sleep_locked(None)
                 continue
             first = self._queue[0]
             now = time.monotonic()
@@ -380,21 +489,21 @@ class Batcher:
                     and self._queued_cells < self._max_cells):
                 remaining = first.enqueued + self._max_wait - now
                 if remaining > 0:
-                    self._cond.wait(remaining)
+                    self._sleep_locked(remaining)
                     continue  # re-check: an arrival, a cancellation, or the wait is over
             return self._take_locked()
 
     def _take_locked(self) -> list[WorkItem]:
         first = self._queue.popleft()
         taken, cells = [first], first.cells
-        if self._batching:
+        if self._batching and self._queue:
             keep: collections.deque[WorkItem] = collections.deque()
             now = time.monotonic()
+            kernel, key, max_cells = first.kernel, first.key, self._max_cells
             for item in self._queue:
                 if item.deadline is not None and item.deadline <= now:
                     self._drop_locked(item, "deadline")
-                elif (item.kernel is first.kernel and item.key == first.key
-                      and cells + item.cells <= self._max_cells):
+                elif item.kernel is kernel and item.key == key and cells + item.cells <= max_cells:
                     taken.append(item)
                     cells += item.cells
                 else:
@@ -406,7 +515,8 @@ class Batcher:
             item.state = _RUNNING
             item.queue_s = start - item.enqueued
         self.submissions += 1
-        self._metrics.queue_depth.set(len(self._queue))
+        if self._queue:
+            self._wake_worker_locked()  # what is left is another worker's to take
         return taken
 
     def _run(self, items: list[WorkItem]) -> None:
@@ -436,17 +546,19 @@ class Batcher:
                 start: float, end: float) -> None:
         cells = sum(it.cells for it in items)
         kernel = items[0].kernel
-        m = self._metrics
-        m.compute.labels(kernel.name, kernel.backend).observe(end - start)
-        m.batch_requests.labels(kernel.name).observe(len(items))
-        m.batch_cells.labels(kernel.name).observe(cells)
+        m = self._metrics.for_kernel(kernel.name, kernel.backend)
+        m.compute.observe(end - start)
+        m.batch_requests.observe(len(items))
+        m.batch_cells.observe(cells)
         if out is not None:
-            m.cells.labels(kernel.name).inc(cells)
-            m.pairs.labels(kernel.name).inc(len(out))
+            m.cells.inc(cells)
+            m.pairs.inc(len(out))
+        queue_wait = m.queue_wait
+        compute_s, coalesced = end - start, len(items)
         position = 0
         for item in items:
-            m.queue_wait.labels(kernel.name).observe(item.queue_s)
-            item.compute_s, item.coalesced, item.submission_cells = end - start, len(items), cells
+            queue_wait.observe(item.queue_s)
+            item.compute_s, item.coalesced, item.submission_cells = compute_s, coalesced, cells
             if out is not None:
                 item.result = out[position:position + item.n_out]
                 position += item.n_out
@@ -454,9 +566,9 @@ class Batcher:
             else:
                 item.state, item.error = _FAILED, error
             item.payload = None  # the request's arrays are no longer needed
-        with self._cond:
+        with self._lock:
             self.completed += len(items)
-            self._cond.notify_all()
+            self._changed_locked()
         for item in items:
             item.event.set()
 
@@ -578,7 +690,7 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
     # -- RPCs --
 
     def ServerInfo(self, request: warpdp_pb2.ServerInfoRequest, context: grpc.ServicerContext) -> warpdp_pb2.ServerInfoReply:
-        self._metrics.requests.labels("ServerInfo", "OK").inc()
+        self._metrics.finished("ServerInfo", "OK")
         return self._info
 
     def PairHmm(self, request: warpdp_pb2.PairHmmRequest, context: grpc.ServicerContext) -> warpdp_pb2.PairHmmReply:
@@ -736,9 +848,8 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
         return item
 
     def _reply(self, kernel: AlgorithmKernel, item: WorkItem | None, job: Job, chunk: int) -> Any:
-        stats = warpdp_pb2.CallStats(backend=kernel.backend, cells=job.cells)
         if item is None:  # nothing to score
-            return kernel.algorithm.reply(None, 0, chunk, stats)
+            return kernel.algorithm.reply(None, 0, chunk, warpdp_pb2.CallStats(backend=kernel.backend, cells=job.cells))
         item.event.wait()
         if item.state == _DROPPED:
             code = grpc.StatusCode.DEADLINE_EXCEEDED if item.drop_reason == "deadline" else grpc.StatusCode.CANCELLED
@@ -751,16 +862,14 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
                 raise _RpcFailure(grpc.StatusCode.INVALID_ARGUMENT, f"invalid request: {error}")
             raise _RpcFailure(grpc.StatusCode.INTERNAL, f"the backend failed: {type(error).__name__}: {error}")
         assert item.result is not None
-        stats.queue_us = int(item.queue_s * 1e6)
-        stats.compute_us = int(item.compute_s * 1e6)
-        stats.coalesced_requests = item.coalesced
-        stats.submission_cells = item.submission_cells
+        stats = warpdp_pb2.CallStats(backend=kernel.backend, cells=job.cells, queue_us=int(item.queue_s * 1e6),
+                                     compute_us=int(item.compute_s * 1e6), coalesced_requests=item.coalesced,
+                                     submission_cells=item.submission_cells)
         return kernel.algorithm.reply(item.result, job.n_pairs, chunk, stats)
 
     def _done(self, method: str, code: grpc.StatusCode, cells: int, start: float) -> None:
         latency = time.monotonic() - start
-        self._metrics.requests.labels(method, code.name).inc()
-        self._metrics.latency.labels(method).observe(latency)
+        self._metrics.finished(method, code.name, latency)
         self._stats.add(code == grpc.StatusCode.OK, cells, latency, self._batcher)
 
 
