@@ -80,8 +80,11 @@ def matches(got: np.ndarray, expected: np.ndarray, backend: str) -> bool:
 class ServerProcess:
     """`warpdp serve` in a child process on an ephemeral loopback port."""
 
-    def __init__(self, backend: str, batching: bool, extra: list[str]) -> None:
-        cmd = [sys.executable, "-m", "warpdp.grpc.cli", "--host", "127.0.0.1", "--port", "0", "--backend", backend,
+    def __init__(self, backend: str, batching: bool, extra: list[str], cpus: str | None = None) -> None:
+        # cpus: pin the server to these CPUs (taskset list, e.g. "0-1"), as a deployment would:
+        # its threads then hand requests to each other without moving between cores.
+        pin = ["taskset", "-c", cpus] if cpus else []
+        cmd = [*pin, sys.executable, "-m", "warpdp.grpc.cli", "--host", "127.0.0.1", "--port", "0", "--backend", backend,
                "--metrics-port", "0", "--log-every", "0", *extra]
         if not batching:
             cmd.append("--no-batching")
@@ -325,6 +328,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="repeats of the large job (median reported)")
     parser.add_argument("--server-arg", action="append", default=[],
                         help="extra `warpdp serve` option for the servers (repeatable), e.g. --server-arg=--workers=2")
+    parser.add_argument("--server-cpus", default=None,
+                        help="pin the server process to these CPUs (taskset -c list, e.g. 0-1); default: not pinned")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path, default=None, help="write the markdown section here")
     args = parser.parse_args(argv)
@@ -344,8 +349,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     # Both servers run side by side and the two modes alternate in short rounds, so that drift
     # in the machine's load (shared machines) does not favour one mode.
-    with ServerProcess(args.backend, True, args.server_arg) as on, \
-            ServerProcess(args.backend, False, args.server_arg) as off:
+    with ServerProcess(args.backend, True, args.server_arg, args.server_cpus) as on, \
+            ServerProcess(args.backend, False, args.server_arg, args.server_cpus) as off:
         servers = {True: on, False: off}
         for clients in levels:
             parts: dict[bool, list] = {True: [], False: []}
@@ -375,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"server CPU {result['cpu_ms']:.2f} ms/req "
                       f"({result['requests']} requests, {result['per_submission']:.1f} per submission, "
                       f"{result['wrong']} wrong)", flush=True)
-    with ServerProcess(args.backend, True, args.server_arg) as server:
+    with ServerProcess(args.backend, True, args.server_arg, args.server_cpus) as server:
         large = large_job_overhead(server, args.backend, large_cells, args.repeats, args.seed + 1)
         with Client(server.address, timeout=60) as client:
             info = client.server_info()
@@ -391,7 +396,8 @@ def main(argv: list[str] | None = None) -> int:
         f"1-min load average {load_before:.1f} at start, {os.getloadavg()[0]:.1f} at end",
         f"- Command: `python3 benchmarks/grpc_load.py {' '.join(argv if argv is not None else sys.argv[1:])}`",
         f"- Server: `warpdp serve --host 127.0.0.1 --backend {args.backend}"
-        f"{' ' + ' '.join(args.server_arg) if args.server_arg else ''}` (batching: max wait "
+        f"{' ' + ' '.join(args.server_arg) if args.server_arg else ''}`"
+        f"{f' pinned to CPUs {args.server_cpus}' if args.server_cpus else ''} (batching: max wait "
         f"{info.batching.max_wait_us / 1000:g} ms, max {info.batching.max_batch_cells / 1e6:g} M cells per submission, "
         f"{info.batching.workers} worker(s); {info.algorithms[0].detail}); `--no-batching` for the rows marked off; "
         f"loopback; server and clients share the machine"
