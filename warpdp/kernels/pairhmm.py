@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from .chunk_slot import ChunkSlot, cupy_pinned, round_up
 from .host_copy import copy_arrays
 
 __all__ = ["forward", "device_info", "KERNEL_CONFIGS"]
@@ -146,7 +147,6 @@ _C_BUCKET_CURSOR = _C_BUCKET_COUNT + 16 * PLAN_BUCKETS
 _C_BUCKET_START = _C_BUCKET_CURSOR + 16 * PLAN_BUCKETS
 _N_COUNTERS = _C_BUCKET_START + 16 * PLAN_BUCKETS
 
-_ALIGN = 256
 SMALL_BINS_FIRST = True             # launch order of a chunk's bins (see _ChunkPlan)
 _DEFAULT_CHUNK_BYTES = 1 << 30      # device bytes of one chunk's input and outputs
 _DEFAULT_CHUNK_CELLS = 4_000_000_000  # largest chunk; the first ones are smaller (split_work)
@@ -160,10 +160,6 @@ _SECONDS_PER_COLUMN = 0.3e-6
 _EXPECTED_CELLS_PER_SECOND = 2e12
 _ITEM_SHARE_OF_TIME = 4.0
 
-
-
-def _round_up(value: int, step: int = _ALIGN) -> int:
-    return (value + step - 1) // step * step
 
 
 # --------------------------------------------------------------------------------------------
@@ -302,7 +298,7 @@ class _ChunkPlan:
                 continue
             grid = min(-(-(reads * most_items) // config.subwarps_per_block), runner.resident_blocks(config))
             if config.multi:
-                stride = _round_up(min(self.cap, max_haps) * longest_hap + config.lanes + 16, 4)
+                stride = round_up(min(self.cap, max_haps) * longest_hap + config.lanes + 16, 4)
                 size = grid * config.subwarps_per_block * stride * config.cell_bytes
                 if config.real == "float":
                     self.stride_f, scratch_f = stride, size
@@ -319,12 +315,12 @@ class _ChunkPlan:
             # The queue's size is known only on the device: size the pass for all of it.
             grid = max(1, min(runner.resident_blocks(DOUBLE_CONFIG),
                               -(-self.n_out // DOUBLE_CONFIG.subwarps_per_block)))
-            self.stride_d = _round_up(longest_hap + DOUBLE_CONFIG.lanes + 16, 4)
+            self.stride_d = round_up(longest_hap + DOUBLE_CONFIG.lanes + 16, 4)
             scratch_d = grid * DOUBLE_CONFIG.subwarps_per_block * self.stride_d * DOUBLE_CONFIG.cell_bytes
             self.fallback = _Launch(DOUBLE_CONFIG, grid, len(self.configs))
         self.n_params = len(self.configs) + 1
 
-        plane = _round_up(max(self.read_bytes, 1), 16)
+        plane = round_up(max(self.read_bytes, 1), 16)
         off = 0
         sections = {}
         for name, size in (("params", self.n_params * PARAM_WORDS * 8), ("plan", PLAN_WORDS * 8),
@@ -334,13 +330,13 @@ class _ChunkPlan:
                            ("hap_starts", (self.n_haps + 2) * 4),
                            ("reads", 5 * plane), ("codes", self.code_bytes + CODE_PAD)):
             sections[name] = off
-            off = _round_up(off + size)
+            off = round_up(off + size)
         self.blob_bytes = off
         for name, size in (("items", self.n_out * ITEM_INTS * 4), ("out", self.n_out * 8),
                            ("fb_items", (0 if use_double else self.n_out) * ITEM_INTS * 4),
                            ("scratch_f", scratch_f), ("scratch_d", scratch_d)):
             sections[name] = off
-            off = _round_up(off + size)
+            off = round_up(off + size)
         self.device_bytes = off
         self.read_plane = plane
         self.at = sections
@@ -473,7 +469,7 @@ class _CupyDevice:
             per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(
                 kernel.kernel.ptr, config.threads, config.shared_bytes)
         except Exception:  # older CuPy: estimate from registers and shared memory
-            regs = _round_up(max(kernel.num_regs, 1), 8) * config.threads
+            regs = round_up(max(kernel.num_regs, 1), 8) * config.threads
             per_sm = min(self.regs_per_sm // regs,
                          self.smem_per_sm // (config.shared_bytes + 1024), 2048 // config.threads)
         return max(1, int(per_sm))
@@ -486,8 +482,7 @@ class _CupyDevice:
         return self.cupy.cuda.alloc(max(nbytes, 1))
 
     def alloc_pinned(self, nbytes: int) -> tuple[Any, np.ndarray]:
-        memory = self.cupy.cuda.alloc_pinned_memory(max(nbytes, 1))
-        return memory, np.ndarray(max(nbytes, 1), dtype=np.uint8, buffer=memory)
+        return cupy_pinned(self.cupy, nbytes)
 
     def stream(self) -> Any:
         return self.cupy.cuda.Stream(non_blocking=True)
@@ -536,20 +531,6 @@ class _CupyDevice:
         return keep, values
 
 
-class _Slot:
-    """One of the two chunk buffers in flight: pinned input/output and device memory."""
-
-    def __init__(self) -> None:
-        self.pinned_in: np.ndarray | None = None
-        self.pinned_in_mem: Any = None
-        self.pinned_out: np.ndarray | None = None
-        self.pinned_out_mem: Any = None
-        self.device: Any = None
-        self.device_bytes = 0
-        self.pending: tuple[int, int] | None = None  # (out_lo, n_out) to copy out when done
-        self.done: Any = None
-
-
 class _Runner:
     """Per-process GPU state: compiled kernels, tables, streams and reusable buffers."""
 
@@ -566,26 +547,17 @@ class _Runner:
         # Events are re-recorded chunk after chunk (a wait uses the record made before it).
         self.uploaded_events = [device.event() for _ in range(2)]
         self.bin_events = [[device.event() for _ in FLOAT_BINS] for _ in range(2)]
-        self.slots = [_Slot(), _Slot()]
+        self.slots = [ChunkSlot(), ChunkSlot()]
         self.lock = threading.Lock()
 
     def resident_blocks(self, config: KernelConfig) -> int:
         return self._resident[config]
 
-    def _ensure(self, slot: _Slot, plan: _ChunkPlan) -> None:
-        dev = self.device
-        need_in = plan.blob_bytes
-        if slot.pinned_in is None or len(slot.pinned_in) < need_in:
-            slot.pinned_in_mem, slot.pinned_in = dev.alloc_pinned(_round_up(need_in + need_in // 4))
-        need_out = plan.n_out * 8
-        if slot.pinned_out is None or len(slot.pinned_out) < need_out:
-            slot.pinned_out_mem, slot.pinned_out = dev.alloc_pinned(_round_up(need_out + need_out // 4))
-        if slot.device is None or slot.device_bytes < plan.device_bytes:
-            slot.device = None  # free first: the pool can reuse it
-            slot.device_bytes = _round_up(plan.device_bytes + plan.device_bytes // 4)
-            slot.device = dev.alloc_device(slot.device_bytes)
+    def _ensure(self, slot: ChunkSlot, plan: _ChunkPlan) -> None:
+        slot.ensure(plan.blob_bytes, plan.n_out * 8, plan.device_bytes, self.device.alloc_pinned,
+                    self.device.alloc_device)
 
-    def _finish(self, slot: _Slot, out: np.ndarray) -> None:
+    def _finish(self, slot: ChunkSlot, out: np.ndarray) -> None:
         if slot.pending is None:
             return
         slot.done.synchronize()
@@ -593,7 +565,7 @@ class _Runner:
         out[out_lo:out_lo + n_out] = slot.pinned_out[:n_out * 8].view(np.float64)
         slot.pending = None
 
-    def _enqueue(self, slot: _Slot, plan: _ChunkPlan, parity: int) -> None:
+    def _enqueue(self, slot: ChunkSlot, plan: _ChunkPlan, parity: int) -> None:
         """Upload the slot's blob and launch the chunk's kernels (all asynchronous)."""
         dev = self.device
         base = int(slot.device.ptr)

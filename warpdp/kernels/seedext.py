@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .chunk_slot import ChunkSlot, cupy_pinned, round_up
 from .host_copy import copy_arrays
 
 __all__ = ["extend", "KERNEL_CONFIGS", "BINS", "GLOBAL_CONFIG"]
@@ -67,13 +68,8 @@ NVRTC_OPTIONS = ("-std=c++17", f"-DWARPDP_SEEDEXT_THREADS={THREADS_PER_BLOCK}")
 
 PARAMS_BYTES = 128              # sizeof(struct Params), see seedext.cu
 _N_COUNTERS = 16
-_ALIGN = 256
 _CHUNK_PAIRS = 1 << 20          # pairs per chunk (bounds pinned and device memory)
 _CHUNK_BYTES = 256 << 20        # sequence bytes per chunk
-
-
-def _round_up(value: int, step: int = _ALIGN) -> int:
-    return (value + step - 1) // step * step
 
 
 def state_ints(qmax: int) -> int:
@@ -143,11 +139,11 @@ class _ChunkPlan:
                            ("qoff", 8 * (self.n + 1)), ("toff", 8 * (self.n + 1)), ("h0", 4 * self.n),
                            ("order", 4 * self.n)):
             sections[name] = off
-            off = _round_up(off + max(size, 1))
+            off = round_up(off + max(size, 1))
         self.blob_bytes = off
         for name, size in (("out", 24 * self.n), ("scratch", 4 * scratch_ints)):
             sections[name] = off
-            off = _round_up(off + max(size, 1))
+            off = round_up(off + max(size, 1))
         self.device_bytes = off
         self.at = sections
 
@@ -184,21 +180,6 @@ class _ChunkPlan:
         return base + self.at["params"] + PARAMS_BYTES * launch.index
 
 
-class _Slot:
-    """One of the two chunk buffers in flight: pinned input/output and device memory."""
-
-    def __init__(self) -> None:
-        self.pinned_in: np.ndarray | None = None
-        self.pinned_in_mem: Any = None
-        self.pinned_out: np.ndarray | None = None
-        self.pinned_out_mem: Any = None
-        self.device: Any = None
-        self.device_bytes = 0
-        self.stream: Any = None
-        self.pending: tuple[int, int] | None = None
-        self.done: Any = None
-
-
 class _Runner:
     """Per-process GPU state: compiled kernels, streams and reusable buffers."""
 
@@ -216,7 +197,7 @@ class _Runner:
         for config in BINS:
             self.kernels[config].max_dynamic_shared_size_bytes = MAX_SHARED_BYTES
         self._resident: dict[tuple[KernelConfig, int], int] = {}
-        self.slots = [_Slot(), _Slot()]
+        self.slots = [ChunkSlot(), ChunkSlot()]
         for slot in self.slots:
             slot.stream = cupy.cuda.Stream(non_blocking=True)
         self.lock = threading.Lock()
@@ -232,28 +213,16 @@ class _Runner:
                 per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, THREADS_PER_BLOCK,
                                                                           shared_bytes)
             except Exception:  # older CuPy: a conservative estimate from registers
-                regs = _round_up(max(kernel.num_regs, 1), 8) * THREADS_PER_BLOCK
+                regs = round_up(max(kernel.num_regs, 1), 8) * THREADS_PER_BLOCK
                 per_sm = max(1, 65536 // regs)
             self._resident[key] = max(1, int(per_sm)) * self.sm_count
         return self._resident[key]
 
-    def _ensure(self, slot: _Slot, plan: _ChunkPlan) -> None:
-        cupy = self.cupy
-        if slot.pinned_in is None or len(slot.pinned_in) < plan.blob_bytes:
-            size = _round_up(plan.blob_bytes + plan.blob_bytes // 4)
-            slot.pinned_in_mem = cupy.cuda.alloc_pinned_memory(size)
-            slot.pinned_in = np.ndarray(size, dtype=np.uint8, buffer=slot.pinned_in_mem)
-        need_out = 24 * plan.n
-        if slot.pinned_out is None or len(slot.pinned_out) < need_out:
-            size = _round_up(need_out + need_out // 4)
-            slot.pinned_out_mem = cupy.cuda.alloc_pinned_memory(size)
-            slot.pinned_out = np.ndarray(size, dtype=np.uint8, buffer=slot.pinned_out_mem)
-        if slot.device is None or slot.device_bytes < plan.device_bytes:
-            slot.device = None  # free first: the pool can reuse it
-            slot.device_bytes = _round_up(plan.device_bytes + plan.device_bytes // 4)
-            slot.device = cupy.cuda.alloc(slot.device_bytes)
+    def _ensure(self, slot: ChunkSlot, plan: _ChunkPlan) -> None:
+        slot.ensure(plan.blob_bytes, 24 * plan.n, plan.device_bytes, lambda n: cupy_pinned(self.cupy, n),
+                    self.cupy.cuda.alloc)
 
-    def _finish(self, slot: _Slot, table: np.ndarray) -> None:
+    def _finish(self, slot: ChunkSlot, table: np.ndarray) -> None:
         if slot.pending is None:
             return
         slot.done.synchronize()
@@ -261,7 +230,7 @@ class _Runner:
         table[start:start + n] = slot.pinned_out[:24 * n].view(np.int32).reshape(n, 6)
         slot.pending = None
 
-    def _enqueue(self, slot: _Slot, plan: _ChunkPlan) -> None:
+    def _enqueue(self, slot: ChunkSlot, plan: _ChunkPlan) -> None:
         runtime = self.cupy.cuda.runtime
         base = int(slot.device.ptr)
         stream = slot.stream

@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from .chunk_slot import ALIGN, ChunkSlot, cupy_pinned, round_up
+
 __all__ = ["extend", "KERNEL_NAMES", "WIDE_CONFIGS", "WIDE_MIN_WINDOW", "all_kernel_names", "fits_int32",
            "wide_configs", "wide_frames"]
 
@@ -41,7 +43,6 @@ KERNEL_NAMES = {4: "warpdp_xdrop::extend_kernel<int>", 8: "warpdp_xdrop::extend_
 NVRTC_OPTIONS = ("-std=c++17",)
 PARAMS_BYTES = 136             # sizeof(struct Params), see xdrop.cu
 _PARAMS_STRIDE = 256
-_ALIGN = 256
 _INT32_LIMIT = 1 << 29         # xdrop_fits in warpdp/cython_cpu/xdrop_kernel.h
 # Work items are binned by their V flank: the scratch of a warp holds 3 x (flank + 34) cells.
 FLANK_BINS = np.array([1 << 11, 1 << 13, 1 << 15, 1 << 17, 1 << 19], dtype=np.int64)
@@ -72,10 +73,6 @@ WIDE_ENV = "WARPDP_XDROP_WIDE"
 WIDE_MIN_WINDOW_ENV = "WARPDP_XDROP_WIDE_MIN_WINDOW"
 WIDE_CONFIGS_ENV = "WARPDP_XDROP_WIDE_CONFIGS"
 _WIDE_MAX_H = 1 << 30          # the wide kernel counts anti-diagonals in int32
-
-
-def _round_up(value: int, step: int = _ALIGN) -> int:
-    return (value + step - 1) // step * step
 
 
 def fits_int32(m: np.ndarray, n: np.ndarray, match: int, mismatch: int, gap: int, x: int) -> np.ndarray:
@@ -235,7 +232,7 @@ class _ChunkPlan:
                 continue
             cell_bytes = 8 if b >= narrow_bins else 4
             items = self.order[first:first + count]
-            stride = _round_up(int(m[items].max()) + 34, 32)
+            stride = round_up(int(m[items].max()) + 34, 32)
             per_warp = 3 * stride * cell_bytes
             warps = max(1, min(count, resident_warps, _SCRATCH_BYTES // per_warp))
             grid = -(-warps // WARPS_PER_BLOCK)
@@ -250,12 +247,12 @@ class _ChunkPlan:
                            ("h_offsets", 8 * (self.n + 1)), ("v_offsets", 8 * (self.n + 1)),
                            ("h_pos", 8 * self.n), ("v_pos", 8 * self.n), ("order", 4 * 2 * self.n)):
             sections[name] = off
-            off = _round_up(off + max(size, 1))
+            off = round_up(off + max(size, 1))
         self.blob_bytes = off
         # Device only: the bad-base flag and the results come back; the scratch stays.
         sections["out"] = off
-        self.out_bytes = _ALIGN + 32 * 2 * self.n
-        off = _round_up(off + self.out_bytes)
+        self.out_bytes = ALIGN + 32 * 2 * self.n
+        off = round_up(off + self.out_bytes)
         sections["scratch"] = off
         self.device_bytes = off + max(scratch, 1)
         self.at = sections
@@ -285,7 +282,7 @@ class _ChunkPlan:
             words[5] = base + at["v_pos"]
             words[6] = base + at["order"] + 4 * launch.first
             words[7] = base + at["counters"] + 4 * launch.index
-            words[8] = base + at["out"] + _ALIGN
+            words[8] = base + at["out"] + ALIGN
             words[9] = base + at["scratch"]
             words[10:16] = (launch.stride, scores.k, scores.match, scores.mismatch, scores.gap, scores.x)
             ints[32:34] = (launch.count, int(scores.best))
@@ -297,7 +294,7 @@ class _ChunkPlan:
         """Combine the two extensions of each pair into ``results``; False when a base was bad."""
         if out_bytes[:4].view(np.int32)[0] != 0:
             return False
-        table = out_bytes[_ALIGN:_ALIGN + 32 * 2 * self.n].view(np.int64).reshape(self.n, 2, 4)
+        table = out_bytes[ALIGN:ALIGN + 32 * 2 * self.n].view(np.int64).reshape(self.n, 2, 4)
         left, right = table[:, 0], table[:, 1]
         s, e, k = self.start, self.stop, scores.k
         h_pos, v_pos = pairs.h_pos[s:e], pairs.v_pos[s:e]
@@ -308,21 +305,6 @@ class _ChunkPlan:
         results.end_v[s:e] = v_pos + k + right[:, 1]
         results.cells[s:e] = left[:, 3] + right[:, 3]
         return True
-
-
-class _Slot:
-    """One of the two chunk buffers in flight: pinned input/output and device memory."""
-
-    def __init__(self) -> None:
-        self.pinned_in: np.ndarray | None = None
-        self.pinned_in_mem: Any = None
-        self.pinned_out: np.ndarray | None = None
-        self.pinned_out_mem: Any = None
-        self.device: Any = None
-        self.device_bytes = 0
-        self.stream: Any = None
-        self.pending: _ChunkPlan | None = None
-        self.done: Any = None
 
 
 class _Runner:
@@ -347,7 +329,7 @@ class _Runner:
             # (configuration, blocks of it resident on the device) per row, for the plans
             self.wide = [(config, self._resident_blocks(self.kernels["wide", row], 32 * config[1]))
                          for row, config in enumerate(configs)]
-            self.slots = [_Slot(), _Slot()]
+            self.slots = [ChunkSlot(), ChunkSlot()]
             for slot in self.slots:
                 slot.stream = cupy.cuda.Stream(non_blocking=True)
         self.lock = threading.Lock()
@@ -359,26 +341,15 @@ class _Runner:
 
             per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, threads, 0)
         except Exception:  # older CuPy: a conservative estimate from registers
-            regs = _round_up(max(kernel.num_regs, 1), 8) * threads
+            regs = round_up(max(kernel.num_regs, 1), 8) * threads
             per_sm = max(1, 65536 // regs)
         return max(1, int(per_sm)) * self.sm_count
 
-    def _ensure(self, slot: _Slot, plan: _ChunkPlan) -> None:
-        cupy = self.cupy
-        if slot.pinned_in is None or len(slot.pinned_in) < plan.blob_bytes:
-            size = _round_up(plan.blob_bytes + plan.blob_bytes // 4)
-            slot.pinned_in_mem = cupy.cuda.alloc_pinned_memory(size)
-            slot.pinned_in = np.ndarray(size, dtype=np.uint8, buffer=slot.pinned_in_mem)
-        if slot.pinned_out is None or len(slot.pinned_out) < plan.out_bytes:
-            size = _round_up(plan.out_bytes + plan.out_bytes // 4)
-            slot.pinned_out_mem = cupy.cuda.alloc_pinned_memory(size)
-            slot.pinned_out = np.ndarray(size, dtype=np.uint8, buffer=slot.pinned_out_mem)
-        if slot.device is None or slot.device_bytes < plan.device_bytes:
-            slot.device = None  # free first: the pool can reuse it
-            slot.device_bytes = _round_up(plan.device_bytes + plan.device_bytes // 4)
-            slot.device = cupy.cuda.alloc(slot.device_bytes)
+    def _ensure(self, slot: ChunkSlot, plan: _ChunkPlan) -> None:
+        slot.ensure(plan.blob_bytes, plan.out_bytes, plan.device_bytes, lambda n: cupy_pinned(self.cupy, n),
+                    self.cupy.cuda.alloc)
 
-    def _enqueue(self, slot: _Slot, plan: _ChunkPlan) -> None:
+    def _enqueue(self, slot: ChunkSlot, plan: _ChunkPlan) -> None:
         cupy = self.cupy
         runtime = cupy.cuda.runtime
         base = int(slot.device.ptr)
@@ -399,7 +370,7 @@ class _Runner:
         slot.done = cupy.cuda.Event(block=False, disable_timing=True)
         slot.done.record(stream)
 
-    def _finish(self, slot: _Slot, pairs: Any, scores: Scores, results: Any) -> bool:
+    def _finish(self, slot: ChunkSlot, pairs: Any, scores: Scores, results: Any) -> bool:
         plan, slot.pending = slot.pending, None
         if plan is None:
             return True

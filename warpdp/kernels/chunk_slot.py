@@ -1,0 +1,54 @@
+"""The double-buffered chunk memory the GPU launchers share.
+
+Every launcher keeps two chunks in flight: while the GPU computes one, the host fills the
+other's pinned input buffer. A :class:`ChunkSlot` is one of the two: pinned input and output
+buffers, device memory, and what the launcher tracks about the chunk in it. Buffers only grow
+(with a quarter of headroom), so steady work allocates nothing.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ALIGN", "ChunkSlot", "cupy_pinned", "round_up"]
+
+ALIGN = 256  # device sections start on this boundary (coalesced loads, 16-byte vectors)
+
+
+def round_up(value: int, step: int = ALIGN) -> int:
+    return (value + step - 1) // step * step
+
+
+def cupy_pinned(cupy: Any, nbytes: int) -> tuple[Any, np.ndarray]:
+    """Pinned host memory of nbytes and a uint8 array over it (keep both: the array does not own it)."""
+    memory = cupy.cuda.alloc_pinned_memory(max(nbytes, 1))
+    return memory, np.ndarray(max(nbytes, 1), dtype=np.uint8, buffer=memory)
+
+
+class ChunkSlot:
+    """One of the two chunk buffers in flight: pinned input/output and device memory."""
+
+    def __init__(self) -> None:
+        self.pinned_in: np.ndarray | None = None
+        self.pinned_in_mem: Any = None
+        self.pinned_out: np.ndarray | None = None
+        self.pinned_out_mem: Any = None
+        self.device: Any = None
+        self.device_bytes = 0
+        self.stream: Any = None   # launchers with a stream per slot
+        self.pending: Any = None  # what the launcher needs to collect the chunk's results
+        self.done: Any = None     # event recorded after the chunk's last copy back
+
+    def ensure(self, in_bytes: int, out_bytes: int, device_bytes: int,
+               alloc_pinned: Callable[[int], tuple[Any, np.ndarray]], alloc_device: Callable[[int], Any]) -> None:
+        """Grow the buffers to hold a chunk of these sizes."""
+        if self.pinned_in is None or len(self.pinned_in) < in_bytes:
+            self.pinned_in_mem, self.pinned_in = alloc_pinned(round_up(in_bytes + in_bytes // 4))
+        if self.pinned_out is None or len(self.pinned_out) < out_bytes:
+            self.pinned_out_mem, self.pinned_out = alloc_pinned(round_up(out_bytes + out_bytes // 4))
+        if self.device is None or self.device_bytes < device_bytes:
+            self.device = None  # free first: the pool can reuse it
+            self.device_bytes = round_up(device_bytes + device_bytes // 4)
+            self.device = alloc_device(self.device_bytes)
