@@ -12,8 +12,9 @@ pytestmark = [
     pytest.mark.skipif(not gpu_status("xdrop")[0], reason=f"GPU backend not usable: {gpu_status('xdrop')[1]}"),
 ]
 
-from warpdp.plugin.xdrop import XdropPairs, pack_xdrop_pairs, xdrop  # noqa: E402
+from warpdp.plugin.xdrop import XdropPairs, xdrop  # noqa: E402
 from warpdp.plugin.xdrop_io import read_logan_text, read_xdrop_results  # noqa: E402
+from test_xdrop_wide_emulation import noisy_copies, random_pairs as mixed_pairs  # noqa: E402
 
 CASES = [("logan-example", 5), ("logan-example", 21), ("logan-example", 100),
          ("synthetic-300", 10), ("synthetic-300", 50), ("synthetic-300", 200)]
@@ -29,24 +30,9 @@ def test_gpu_reproduces_seqan_exactly(name: str, x: int) -> None:
 
 
 def random_pairs(seed: int, count: int, max_flank: int = 300) -> tuple[XdropPairs, int]:
-    rng = np.random.default_rng(seed)
-    k = 5
-    pairs = []
-    for i in range(count):
-        alphabet = list("ACGTN") if i % 7 == 0 else list("ACGT")
-        v = "".join(rng.choice(alphabet, int(rng.integers(k, max_flank))))
-        kind = i % 4
-        if kind == 0:
-            h = v
-        elif kind == 1:
-            h = "".join(rng.choice(alphabet, int(rng.integers(k, max_flank))))
-        else:
-            h = "".join(c if rng.random() > 0.1 else str(rng.choice(alphabet)) for c in v)
-            h = h.lower() if kind == 3 else h
-        pv = int(rng.integers(0, len(v) - k + 1)) if i % 5 else (0 if i % 2 else len(v) - k)
-        ph = min(pv, len(h) - k)
-        pairs.append((h, ph, v, pv))
-    return pack_xdrop_pairs(pairs), k
+    """The emulation tests' mixed pairs (identical, unrelated, mutated with indels, lower case,
+    N-rich, seeds at the ends), with their seed length."""
+    return mixed_pairs(seed, count, max_flank, k=5), 5
 
 
 @pytest.mark.parametrize("report", ["longest", "best"])
@@ -153,8 +139,6 @@ def test_gpu_mixes_wide_and_narrow_items(monkeypatch) -> None:
 @pytest.mark.parametrize("x", [1000, 5000])
 def test_gpu_wide_kernel_on_benchmark_like_pairs(x) -> None:
     # benchmarks/xdrop.py's shape (H = V with 15% errors, a 17-mer seed in the middle), default rule.
-    from test_xdrop_wide_emulation import noisy_copies
-
     pairs = noisy_copies(16, 40, 5000)
     for report in ("longest", "best"):
         assert_same_as_cpu(pairs, 17, report, match=1, mismatch=-1, gap=-1, x=x)
