@@ -147,7 +147,6 @@ _C_BUCKET_CURSOR = _C_BUCKET_COUNT + 16 * PLAN_BUCKETS
 _C_BUCKET_START = _C_BUCKET_CURSOR + 16 * PLAN_BUCKETS
 _N_COUNTERS = _C_BUCKET_START + 16 * PLAN_BUCKETS
 
-SMALL_BINS_FIRST = True             # launch order of a chunk's bins (see _ChunkPlan)
 _DEFAULT_CHUNK_BYTES = 1 << 30      # device bytes of one chunk's input and outputs
 _DEFAULT_CHUNK_CELLS = 4_000_000_000  # largest chunk; the first ones are smaller (split_work)
 _FIRST_CHUNK_DIVISOR = 4            # the first chunk is smaller: the GPU starts sooner
@@ -159,7 +158,6 @@ _MAX_ITEM_STREAM = 16384            # columns of one item (bounds the MULTI scra
 _SECONDS_PER_COLUMN = 0.3e-6
 _EXPECTED_CELLS_PER_SECOND = 2e12
 _ITEM_SHARE_OF_TIME = 4.0
-
 
 
 # --------------------------------------------------------------------------------------------
@@ -309,7 +307,7 @@ class _ChunkPlan:
         # its items run out, so a bin launched after the biggest one would wait for it and then
         # add its own item latency to the end: small bins go first (their few items start at
         # once, on a few SMs) and the biggest bin last, filling the rest of the GPU.
-        self.launches.sort(key=lambda launch: launch.reads if SMALL_BINS_FIRST else -launch.reads)
+        self.launches.sort(key=lambda launch: launch.reads)
         self.fallback: _Launch | None = None
         if not use_double:
             # The queue's size is known only on the device: size the pass for all of it.
