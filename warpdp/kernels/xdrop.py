@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from .chunk_slot import ALIGN, ChunkSlot, cupy_pinned, round_up
+from .host_copy import copy_arrays
 
 __all__ = ["extend", "KERNEL_NAMES", "WIDE_CONFIGS", "WIDE_MIN_WINDOW", "all_kernel_names", "fits_int32",
            "wide_configs", "wide_frames"]
@@ -261,8 +262,8 @@ class _ChunkPlan:
         """Write the upload part of the chunk into ``blob`` (pinned), pointing at ``base``."""
         at, s, e = self.at, self.start, self.stop
         blob[at["counters"]:at["counters"] + 4 * max(1, len(self.launches))] = 0
-        blob[at["h_bases"]:at["h_bases"] + self.h1 - self.h0] = pairs.h_bases[self.h0:self.h1]
-        blob[at["v_bases"]:at["v_bases"] + self.v1 - self.v0] = pairs.v_bases[self.v0:self.v1]
+        copy_arrays([(blob[at["h_bases"]:at["h_bases"] + self.h1 - self.h0], pairs.h_bases[self.h0:self.h1]),
+                     (blob[at["v_bases"]:at["v_bases"] + self.v1 - self.v0], pairs.v_bases[self.v0:self.v1])])
         np.subtract(pairs.h_offsets[s:e + 1], self.h0, out=blob[at["h_offsets"]:at["h_offsets"] + 8 * (self.n + 1)]
                     .view(np.int64))
         np.subtract(pairs.v_offsets[s:e + 1], self.v0, out=blob[at["v_offsets"]:at["v_offsets"] + 8 * (self.n + 1)]
