@@ -20,8 +20,12 @@ CASES = [("logan-example", 5), ("logan-example", 21), ("logan-example", 100),
          ("synthetic-300", 10), ("synthetic-300", 50), ("synthetic-300", 200)]
 
 
+@pytest.mark.parametrize("shared", ["auto", "1"])
 @pytest.mark.parametrize(("name", "x"), CASES)
-def test_gpu_reproduces_seqan_exactly(name: str, x: int) -> None:
+def test_gpu_reproduces_seqan_exactly(monkeypatch, name: str, x: int, shared: str) -> None:
+    import warpdp.kernels.xdrop as gpu_xdrop
+
+    monkeypatch.setenv(gpu_xdrop.SHARED_ENV, shared)  # "1": every item on extend_shared_kernel
     pairs = read_logan_text(shared_file("xdrop", f"{name}.tsv"), k=17)
     expected = read_xdrop_results(shared_file("xdrop", f"{name}.x{x}.seqan.out"))
     gpu = xdrop(pairs, k=17, x=x, backend="gpu")
@@ -103,6 +107,7 @@ def test_gpu_wide_kernel_matches_cpu(monkeypatch, report, scores) -> None:
     import warpdp.kernels.xdrop as gpu_xdrop
 
     monkeypatch.setenv(gpu_xdrop.WIDE_ENV, "1")
+    monkeypatch.setenv(gpu_xdrop.SHARED_ENV, "0")
     pairs, k = random_pairs(13, 240, max_flank=4100)  # flanks up to 4091 bases: every frame
     frames = gpu_xdrop.wide_frames(*items_of(pairs, k), gpu_xdrop.Scores(k, best=report == "best", **scores))
     assert set(frames.tolist()) == set(range(len(gpu_xdrop.WIDE_CONFIGS)))
@@ -116,6 +121,7 @@ def test_gpu_wide_kernel_small_frames(monkeypatch, report) -> None:
     import warpdp.kernels.xdrop as gpu_xdrop
 
     monkeypatch.setenv(gpu_xdrop.WIDE_ENV, "1")
+    monkeypatch.setenv(gpu_xdrop.SHARED_ENV, "0")
     monkeypatch.setenv(gpu_xdrop.WIDE_CONFIGS_ENV, "1:4:1,2:4:3,3:8:2")
     pairs, k = random_pairs(14, 300, max_flank=900)
     for scores in WIDE_SCORES[:4]:
@@ -128,6 +134,7 @@ def test_gpu_mixes_wide_and_narrow_items(monkeypatch) -> None:
 
     for name in (gpu_xdrop.WIDE_ENV, gpu_xdrop.WIDE_MIN_WINDOW_ENV, gpu_xdrop.WIDE_CONFIGS_ENV):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(gpu_xdrop.SHARED_ENV, "0")
     pairs, k = random_pairs(15, 300, max_flank=6000)
     for report in ("longest", "best"):
         scores = dict(match=1, mismatch=-1, gap=-1, x=5000)
@@ -136,9 +143,44 @@ def test_gpu_mixes_wide_and_narrow_items(monkeypatch) -> None:
         assert_same_as_cpu(pairs, k, report, **scores)
 
 
+@pytest.mark.parametrize("shared", ["auto", "0"])
 @pytest.mark.parametrize("x", [1000, 5000])
-def test_gpu_wide_kernel_on_benchmark_like_pairs(x) -> None:
-    # benchmarks/xdrop.py's shape (H = V with 15% errors, a 17-mer seed in the middle), default rule.
+def test_gpu_wide_kernels_on_benchmark_like_pairs(monkeypatch, x, shared) -> None:
+    # benchmarks/xdrop.py's shape (H = V with 15% errors, a 17-mer seed in the middle), default
+    # rule: the shared-memory kernel, or with it off the register one.
+    import warpdp.kernels.xdrop as gpu_xdrop
+
+    monkeypatch.setenv(gpu_xdrop.SHARED_ENV, shared)
     pairs = noisy_copies(16, 40, 5000)
     for report in ("longest", "best"):
         assert_same_as_cpu(pairs, 17, report, match=1, mismatch=-1, gap=-1, x=x)
+
+
+# The shared-memory kernel (extend_shared_kernel: a warp per item, int16 cells in shared
+# memory), which xdrop.py picks for large X when the values fit int16. WARPDP_XDROP_SHARED=1
+# sends every item that fits to it; the others run on the other kernels in the same call.
+@pytest.mark.parametrize("report", ["longest", "best"])
+@pytest.mark.parametrize("scores", WIDE_SCORES, ids=lambda s: "{match}/{mismatch}/{gap}/x{x}".format(**s))
+def test_gpu_shared_kernel_matches_cpu(monkeypatch, report, scores) -> None:
+    import warpdp.kernels.xdrop as gpu_xdrop
+
+    monkeypatch.setenv(gpu_xdrop.SHARED_ENV, "1")
+    pairs, k = random_pairs(17, 300, max_flank=4200)
+    bins = gpu_xdrop.shared_items(*items_of(pairs, k), gpu_xdrop.Scores(k, best=report == "best", **scores))
+    assert (bins >= 0).sum() > len(bins) // 2 and len(set(bins.tolist())) >= 4
+    assert_same_as_cpu(pairs, k, report, **scores)
+
+
+@pytest.mark.parametrize("report", ["longest", "best"])
+def test_gpu_shared_kernel_at_the_int16_limit(monkeypatch, report) -> None:
+    # Scores that take values to the edge of what fits_int16 lets through, and just past it.
+    import warpdp.kernels.xdrop as gpu_xdrop
+
+    monkeypatch.setenv(gpu_xdrop.SHARED_ENV, "1")
+    pairs = noisy_copies(18, 30, 3000)
+    m, n = items_of(pairs, 17)
+    for scores in (dict(match=4, mismatch=-9, gap=-7, x=10071), dict(match=1, mismatch=-1, gap=-1, x=14519),
+                   dict(match=7, mismatch=-7, gap=-7, x=5633)):
+        fits = gpu_xdrop.fits_int16(m, n, **scores)
+        assert fits.any() and not fits.all()
+        assert_same_as_cpu(pairs, 17, report, **scores)

@@ -245,3 +245,70 @@ def test_chunk_plan_bins_wide_and_narrow_items(monkeypatch) -> None:
             assert (m_items[items] + 2 <= frame).all() and 1 <= launch.grid <= min(264, launch.count)
         else:
             assert (expected[items] == -1).all() and launch.threads == gpu_xdrop.THREADS_PER_BLOCK
+
+
+def test_shared_kernel_selection_rule(monkeypatch) -> None:
+    for name in (gpu_xdrop.SHARED_ENV, gpu_xdrop.SHARED_MIN_WINDOW_ENV):
+        monkeypatch.delenv(name, raising=False)
+    # int16 cells: values up to match * (min(m, n) + 1), plus x, match and the larger penalty,
+    # must stay within 16000.
+    m, n = np.array([1000, 1000, 5000]), np.array([3000, 999, 1000])
+    assert gpu_xdrop.fits_int16(m, n, 2, -3, -1, 16000 - 2 * 1001 - 2 - 3).tolist() == [True, True, True]
+    assert gpu_xdrop.fits_int16(m, n, 2, -3, -1, 16000 - 2 * 1001 - 2 - 3 + 1).tolist() == [False, True, False]
+    assert not gpu_xdrop.fits_int16(m, n, 1, -20000, -1, 0).any()
+
+    bins = gpu_xdrop.SHARED_FLANK_BINS
+    m = np.array([0, 200, int(bins[0]), int(bins[0]) + 1, 3000, int(bins[-1]), int(bins[-1]) + 1, 3000], dtype=np.int64)
+    n = np.array([3000, 3000, 3000, 3000, 3000, 3000, 3000, 1 << 30], dtype=np.int64)
+    x1000 = gpu_xdrop.Scores(k=17, match=1, mismatch=-1, gap=-1, x=1000, best=False)
+    # By V flank, never past the last bin nor with an H flank of 2^30; m = 0 (window of one
+    # column) stays on extend_kernel under the default rule.
+    expected = [-1, 0, 0, 1, int(np.searchsorted(bins, 3000)), len(bins) - 1, -1, -1]
+    assert gpu_xdrop.shared_items(m, n, x1000).tolist() == expected
+    # X = 100 (window ~67) stays on extend_kernel; X = 300 (~201) goes.
+    x100 = gpu_xdrop.Scores(k=17, match=1, mismatch=-1, gap=-1, x=100, best=False)
+    assert (gpu_xdrop.shared_items(m, n, x100) == -1).all()
+    x300 = gpu_xdrop.Scores(k=17, match=1, mismatch=-1, gap=-1, x=300, best=False)
+    assert gpu_xdrop.shared_items(m, n, x300).tolist() == expected
+    monkeypatch.setenv(gpu_xdrop.SHARED_MIN_WINDOW_ENV, "50")
+    assert gpu_xdrop.shared_items(m, n, x100).tolist() == expected
+    monkeypatch.delenv(gpu_xdrop.SHARED_MIN_WINDOW_ENV)
+    monkeypatch.setenv(gpu_xdrop.SHARED_ENV, "1")  # every item that fits
+    assert gpu_xdrop.shared_items(m, n, x100).tolist() == [0, *expected[1:]]
+    monkeypatch.setenv(gpu_xdrop.SHARED_ENV, "0")
+    assert (gpu_xdrop.shared_items(m, n, x1000) == -1).all()
+    monkeypatch.setenv(gpu_xdrop.SHARED_ENV, "often")
+    with pytest.raises(ValueError, match=gpu_xdrop.SHARED_ENV):
+        gpu_xdrop.shared_items(m, n, x1000)
+
+
+def test_chunk_plan_bins_shared_items(monkeypatch) -> None:
+    # Host side only: shared-kernel items get launches of their own, one per flank bin, each
+    # with shared memory for its longest flank; the rest keep their kernels.
+    for name in (gpu_xdrop.SHARED_ENV, gpu_xdrop.SHARED_MIN_WINDOW_ENV, gpu_xdrop.WIDE_ENV):
+        monkeypatch.delenv(name, raising=False)
+    pairs = random_pairs(31, 60, max_flank=14000)
+    scores = gpu_xdrop.Scores(k=5, match=1, mismatch=-1, gap=-1, x=2000, best=False)
+    wide = [(config, 264) for config in gpu_xdrop.WIDE_CONFIGS]
+    plan = gpu_xdrop._ChunkPlan(pairs, 0, pairs.n_pairs, scores, resident_warps=10_000, wide=wide,
+                                shared_resident=lambda size: 1000)
+    n = pairs.n_pairs
+    m_items = np.empty(2 * n, dtype=np.int64)
+    n_items = np.empty(2 * n, dtype=np.int64)
+    m_items[0::2], n_items[0::2] = pairs.v_pos, pairs.h_pos
+    m_items[1::2] = np.diff(pairs.v_offsets) - pairs.v_pos - 5
+    n_items[1::2] = np.diff(pairs.h_offsets) - pairs.h_pos - 5
+    expected = gpu_xdrop.shared_items(m_items, n_items, scores)
+    assert (expected >= 0).any() and (expected < 0).any()
+    assert sorted(plan.order.tolist()) == list(range(2 * n))
+    shared_launches = [launch for launch in plan.launches if launch.kernel == "shared"]
+    assert len(shared_launches) == len(set(expected[expected >= 0].tolist()))
+    for launch in plan.launches:
+        items = plan.order[launch.first:launch.first + launch.count]
+        if launch.kernel == "shared":
+            assert len(set(expected[items].tolist())) == 1 and (expected[items] >= 0).all()
+            assert launch.stride % 8 == 0 and launch.stride >= m_items[items].max() + 16
+            assert launch.shared_bytes == gpu_xdrop.shared_bytes(launch.stride) == 6 * (launch.stride + 8)
+            assert launch.threads == 32 and launch.grid == min(1000, launch.count)
+        else:
+            assert (expected[items] == -1).all() and launch.shared_bytes == 0

@@ -21,9 +21,11 @@
  *     bins the items by that length).
  *   - Cells are int32 when the values provably fit (the CPU's xdrop_fits with 2^29), int64
  *     otherwise: no overflow for any scores.
- *   - For large X, where windows span hundreds to thousands of columns, extend_wide_kernel
- *     (below) runs an item on a whole block with the cells in registers instead; xdrop.py
- *     (wide_frames) decides which items go there.
+ *   - For large X, where windows span hundreds to thousands of columns, extend_shared_kernel
+ *     (below) keeps a warp's anti-diagonals in shared memory as int16 cells, two per operation,
+ *     when the values fit; the int32 items with wide windows that do not fit int16 go to
+ *     extend_wide_kernel, one block per item with the cells in registers. xdrop.py
+ *     (shared_items, wide_frames) decides which items go where.
  */
 
 namespace warpdp_xdrop {
@@ -55,6 +57,7 @@ static_assert(sizeof(Params) == 136, "Params layout changed: update warpdp/kerne
 template <typename Cell> struct Undefined;
 template <> struct Undefined<int> { static constexpr int value = -(1 << 30); };
 template <> struct Undefined<long long> { static constexpr long long value = (-0x7fffffffffffffffLL - 1) + (1LL << 40); };
+template <> struct Undefined<short> { static constexpr short value = -(1 << 14); }; /* extend_shared_kernel */
 
 template <typename Cell> __device__ __forceinline__ Cell cmax(Cell a, Cell b) { return a > b ? a : b; }
 
@@ -632,6 +635,263 @@ __global__ void __launch_bounds__(32 * W, B) extend_wide_kernel(const Params *__
             }
         }
         __syncthreads(); /* sh.item read and the frames reported before the next item */
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Shared-memory kernel (int16 cells): one warp per work item, as extend_kernel, with the three
+ * anti-diagonals in shared memory and two cells per 32-bit operation.
+ *
+ * extend_kernel keeps its anti-diagonals in a global scratch that outgrows L1 once windows span
+ * hundreds of columns, and extend_wide_kernel steps a whole fixed frame behind one barrier per
+ * anti-diagonal; both are slow for large X. Here:
+ *   - a warp owns 3 * (stride + SHARED_PAD) int16 cells of dynamic shared memory (one warp per
+ *     block; the launcher bins items by their V flank, which sets the stride, and asks for as
+ *     many blocks as fit an SM);
+ *   - each anti-diagonal's window is cut into chunks of 8 columns aligned to multiples of 8, and
+ *     the lanes take consecutive chunks, so the work follows the window, not the flank;
+ *   - a chunk is 4 words of two int16 cells, loaded and stored with one 16-byte access per
+ *     anti-diagonal; the recurrence runs on packed halves with the sm_90 DPX instructions
+ *     (max(a + b, c) on both halves at once) and a sign-replicating byte permute;
+ *   - the chunk's bases are read in place (8 bytes of each flank, unaligned, through two
+ *     funnel shifts), byte-reversed for the flank that walks against the columns;
+ *   - the next window's ends are found from the window's ends inwards (ballots over the last
+ *     anti-diagonals, usually one round each), the maximum is a warp reduction.
+ * Windows, threshold, edges, stopping rule, cell count and result are extend_kernel's (and the
+ * CPU's): only where the values live and how many a lane handles differ. The launcher uses this
+ * kernel only when every value fits int16 with room to spare (xdrop.py, fits_int16): legal
+ * values lie in [-x, 16000], an undefined cell is -16384 and anything derived from it stays
+ * below every threshold, and no sum or difference below leaves the int16 range.
+ */
+
+constexpr int SHARED_PAD = 8;              /* cells before column 0 of each buffer (column -1 is read) */
+constexpr unsigned SHORT_U2 = 0xC000C000u; /* two undefined cells */
+constexpr unsigned SHORT_MIN2 = 0x80008000u;
+
+__device__ __forceinline__ unsigned splat16(int v) { return ((unsigned)v & 0xffffu) * 0x10001u; }
+
+/* 0xffff in each half that is negative, 0 elsewhere (prmt's sign-replicating mode). */
+__device__ __forceinline__ unsigned negative_halves(unsigned w)
+{
+    unsigned r;
+    asm("prmt.b32 %0, %1, 0, 0xBB99;" : "=r"(r) : "r"(w));
+    return r;
+}
+
+/* 0xff..: the sign bit of byte b of w, replicated over half 0; byte b + 1 over half 1. */
+template <int B> __device__ __forceinline__ unsigned byte_signs_to_halves(unsigned w)
+{
+    constexpr unsigned lo = 8 | B, hi = 8 | (B + 1);
+    constexpr unsigned selector = lo | (lo << 4) | (hi << 8) | (hi << 12);
+    unsigned r;
+    asm("prmt.b32 %0, %1, 0, %2;" : "=r"(r) : "r"(w), "n"(selector));
+    return r;
+}
+
+/* The 8 bytes at s .. s+7 (any alignment) as two little-endian words; reads 3 bytes before s
+   and 4 after s+7 (the launcher's arrays lie inside one buffer, with other arrays around). */
+__device__ __forceinline__ uint2 load8(const u8 *s)
+{
+    const size_t a = (size_t)s;
+    const unsigned *w = (const unsigned *)(a & ~(size_t)3);
+    const unsigned shift = (unsigned)(a & 3) * 8;
+    const unsigned x0 = __ldg(w), x1 = __ldg(w + 1), x2 = __ldg(w + 2);
+    return make_uint2(__funnelshift_r(x0, x1, shift), __funnelshift_r(x1, x2, shift));
+}
+
+__device__ __forceinline__ unsigned reverse_bytes(unsigned w) { return __byte_perm(w, 0, 0x0123); }
+
+/* Per byte: bit 7 set where a and b differ as bases (case-insensitively), clear where equal. */
+__device__ __forceinline__ unsigned differing_bytes(unsigned a, unsigned b)
+{
+    const unsigned x = (a ^ b) & 0xdfdfdfdfu;
+    return ((x & 0x7f7f7f7fu) + 0x7f7f7f7fu) | x;
+}
+
+__device__ __forceinline__ int half_of(const unsigned (&w)[4], int e)
+{
+    return (short)(e & 1 ? w[e >> 1] >> 16 : w[e >> 1] & 0xffffu);
+}
+
+__device__ __forceinline__ void set_half(unsigned (&w)[4], int e, int v)
+{
+    const unsigned shift = (e & 1) * 16;
+    w[e >> 1] = (w[e >> 1] & ~(0xffffu << shift)) | (((unsigned)v & 0xffffu) << shift);
+}
+
+/* Scratch is not used; the dynamic shared memory holds 3 * (Params.stride + SHARED_PAD) int16
+   cells (Params.stride a multiple of 8, at least the longest V flank of the launch + 16). */
+extern "C" __global__ void __launch_bounds__(32) extend_shared_kernel(const Params *__restrict__ params)
+{
+    extern __shared__ int4 shared_cells[];
+    const Params &p = *params;
+    const int lane = threadIdx.x;
+    const short U = Undefined<short>::value;
+    const int stride = (int)p.stride + SHARED_PAD;
+    short *const buffers = (short *)shared_cells + SHARED_PAD;
+    const int match = (int)p.match, mismatch = (int)p.mismatch, gap = (int)p.gap, x = (int)p.x;
+    const unsigned gap2 = splat16(gap), match2 = splat16(match), mismatch2 = splat16(mismatch);
+
+    for (;;) {
+        int next = 0;
+        if (lane == 0)
+            next = atomicAdd(p.counter, 1);
+        next = __shfl_sync(FULL, next, 0);
+        if (next >= p.n_items)
+            return;
+        const int item = p.order[next];
+        const Flanks f = flanks_of(p, item);
+        const u8 *qs = f.qs, *ts = f.ts;
+        const bool forward = f.step > 0;
+        const int m = (int)f.m;
+        const i64 n = f.n;
+        i64 *out = p.out + 4 * (i64)item;
+        if (m == 0 || n == 0) { /* nothing to extend into: the seed stays */
+            if (lane < 4)
+                out[lane] = 0;
+            continue;
+        }
+
+        short *a1 = buffers, *a2 = buffers + stride, *a3 = buffers + 2 * stride;
+        /* Anti-diagonal 0 is the origin; anti-diagonal 1 the two gap cells, dropped when -gap > x. */
+        if (lane == 0) {
+            a2[0] = 0;
+            a3[0] = a3[1] = (-p.gap > p.x) ? U : (short)gap;
+        }
+        __syncwarp();
+        int lo1 = 0, hi1 = 0, lo2 = 0, hi2 = 0, lo3 = 0, hi3 = 1;
+        int min_col = 1, max_col = 2, d = 1, best = 0, best_col = 0, best_row = 0;
+        i64 cells = 0;
+
+        while (min_col < max_col) {
+            d++;
+            short *recycled = a1;
+            a1 = a2;
+            a2 = a3;
+            a3 = recycled;
+            lo1 = lo2;
+            hi1 = hi2;
+            lo2 = lo3;
+            hi2 = hi3;
+            lo3 = min_col - 1;
+            hi3 = max_col;
+            const int thr = best - x;
+            const i64 edge = (i64)d * gap;
+            const bool edge_kept = edge > thr;
+            const int lo_edge = edge_kept && lo3 == 0 ? (int)edge : U;
+            const int hi_edge = edge_kept && hi3 == d ? (int)edge : U;
+            const unsigned minus_thr2 = splat16(-thr);
+
+            unsigned lane_max2 = SHORT_U2;
+            for (int c0 = ((lo3 >> 3) + lane) * 8; c0 <= hi3; c0 += 256) {
+                /* Bases: column c compares V[c - 1] with H[d - c - 1]. */
+                unsigned v_lo, v_hi, h_lo, h_hi;
+                const i64 j0 = (i64)d - c0 - 1; /* H index of column c0; c0 + 7 has j0 - 7 */
+                if (forward) {
+                    const uint2 v = load8(qs + (c0 - 1));
+                    const uint2 h = load8(ts + (j0 - 7));
+                    v_lo = v.x;
+                    v_hi = v.y;
+                    h_lo = reverse_bytes(h.y);
+                    h_hi = reverse_bytes(h.x);
+                } else {
+                    const uint2 v = load8(qs - (c0 - 1) - 7);
+                    const uint2 h = load8(ts - j0);
+                    v_lo = reverse_bytes(v.y);
+                    v_hi = reverse_bytes(v.x);
+                    h_lo = h.x;
+                    h_hi = h.y;
+                }
+                const unsigned diff_lo = differing_bytes(v_lo, h_lo), diff_hi = differing_bytes(v_hi, h_hi);
+                unsigned differ[4];
+                differ[0] = byte_signs_to_halves<0>(diff_lo);
+                differ[1] = byte_signs_to_halves<2>(diff_lo);
+                differ[2] = byte_signs_to_halves<0>(diff_hi);
+                differ[3] = byte_signs_to_halves<2>(diff_hi);
+
+                /* Words k = 0..3 hold columns (c0 + 2k, c0 + 2k + 1); "shifted" words the
+                   columns one to the left, the previous word's high half first. */
+                const uint4 w1 = *(const uint4 *)(a1 + c0), w2 = *(const uint4 *)(a2 + c0);
+                const unsigned before1 = *(const unsigned *)(a1 + c0 - 2), before2 = *(const unsigned *)(a2 + c0 - 2);
+                const unsigned a1w[4] = {w1.x, w1.y, w1.z, w1.w}, a2w[4] = {w2.x, w2.y, w2.z, w2.w};
+                unsigned value[4];
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    const unsigned a1s = __byte_perm(k ? a1w[k - 1] : before1, a1w[k], 0x5432);
+                    const unsigned a2s = __byte_perm(k ? a2w[k - 1] : before2, a2w[k], 0x5432);
+                    const unsigned s = (differ[k] & mismatch2) | (~differ[k] & match2);
+                    unsigned v = __viaddmax_s16x2(a1s, s, SHORT_MIN2); /* diagonal: a1[c-1] + s */
+                    v = __viaddmax_s16x2(a2w[k], gap2, v);              /* from a2[c] */
+                    v = __viaddmax_s16x2(a2s, gap2, v);                 /* from a2[c-1] */
+                    const unsigned dropped = negative_halves(__viaddmax_s16x2(v, minus_thr2, SHORT_MIN2));
+                    value[k] = (v & ~dropped) | (SHORT_U2 & dropped);
+                }
+                if (c0 <= lo3 || c0 + 7 >= hi3) {
+                    /* A chunk at an end of the window: its edge cells, nothing outside it. */
+#pragma unroll
+                    for (int e = 0; e < 8; e++) {
+                        const int c = c0 + e;
+                        if (c < lo3 || c > hi3)
+                            set_half(value, e, U);
+                        else if (c == lo3)
+                            set_half(value, e, lo_edge);
+                        else if (c == hi3)
+                            set_half(value, e, hi_edge);
+                    }
+                }
+                /* Edge cells (< 0 <= best) may join the maximum: it only matters above best. */
+                lane_max2 = __vimax3_s16x2(lane_max2, value[0], value[1]);
+                lane_max2 = __vimax3_s16x2(lane_max2, value[2], value[3]);
+                *(uint4 *)(a3 + c0) = make_uint4(value[0], value[1], value[2], value[3]);
+            }
+            const int dmax = __reduce_max_sync(FULL, max((int)(short)(lane_max2 & 0xffffu), (int)(short)(lane_max2 >> 16)));
+            cells += max_col - min_col;
+            __syncwarp(); /* a3 complete before anyone reads it */
+
+            /* Live columns for the next window: the first c in (lo3, hi3] with a3[c] or a2[c-1]
+               defined, the last c in [lo3, hi3) with a3[c] or a2[c] defined. */
+            int first_live = hi3 + 1, last_live = lo3 - 1;
+            for (int base = lo3 + 1; base <= hi3; base += 32) {
+                const int c = base + lane;
+                const unsigned bits = __ballot_sync(FULL, c <= hi3 && (a3[c] != U || a2[c - 1] != U));
+                if (bits) {
+                    first_live = base + __ffs(bits) - 1;
+                    break;
+                }
+            }
+            for (int base = hi3 - 1; base >= lo3; base -= 32) {
+                const int c = base - lane;
+                const unsigned bits = __ballot_sync(FULL, c >= lo3 && (a3[c] != U || a2[c] != U));
+                if (bits) {
+                    last_live = base - (__ffs(bits) - 1);
+                    break;
+                }
+            }
+
+            if (p.best_mode && dmax > best) {
+                /* The first cell of the anti-diagonal holding the new best. */
+                for (int base = min_col; base < max_col; base += 32) {
+                    const int c = base + lane;
+                    const unsigned hit = __ballot_sync(FULL, c < max_col && a3[c] == dmax);
+                    if (hit) {
+                        best_col = base + __ffs(hit) - 1;
+                        best_row = d - best_col;
+                        break;
+                    }
+                }
+            }
+            best = max(best, dmax);
+
+            const int next_min = first_live;
+            const int next_max = last_live >= lo3 ? last_live + 2 : lo3 + 1;
+            min_col = (i64)next_min < d + 1 - n ? (int)(d + 1 - n) : next_min;
+            max_col = next_max > m + 1 ? m + 1 : next_max;
+        }
+
+        if (lane == 0)
+            write_result<short>(out, p.best_mode, best, best_col, best_row, a1, a2, a3, d, lo1, hi1, lo2, hi2, hi3,
+                                cells);
+        __syncwarp(); /* lane 0 done with the buffers before the next item overwrites them */
     }
 }
 

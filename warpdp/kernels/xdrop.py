@@ -9,9 +9,13 @@ and calls :func:`extend`. This module
   cells for the others, and bins the items by the length of their V flank, which sizes each
   warp's scratch (three anti-diagonals indexed by column); inside a launch the items go longest
   first and warps take them from an atomic counter,
-* sends the int32 items whose window is expected to be wide (large X, see :func:`wide_frames`)
-  to ``extend_wide_kernel`` instead, one block per item with the cells in registers, binned by
-  the frame their V flank fits (``WIDE_CONFIGS``),
+* sends the items whose values fit int16 and whose window is expected to span many columns
+  (large X, see :func:`shared_items`) to ``extend_shared_kernel``: a warp per item with its
+  anti-diagonals in shared memory, two cells per operation, binned by V flank
+  (``SHARED_FLANK_BINS``, which size each warp's shared memory),
+* sends the other int32 items whose window is expected to be wide (see :func:`wide_frames`)
+  to ``extend_wide_kernel``, one block per item with the cells in registers, binned by the
+  frame their V flank fits (``WIDE_CONFIGS``),
 * uploads the pair arrays as they are (no reversed or re-encoded copies: the kernel walks the
   flanks in place) in chunks through pinned host buffers, two chunks in flight so that the
   host prepares and copies chunk c+1 while the GPU computes chunk c, and checks the bases on
@@ -24,7 +28,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,8 +39,8 @@ import numpy as np
 from .chunk_slot import ALIGN, ChunkSlot, cupy_pinned, round_up
 from .host_copy import copy_arrays
 
-__all__ = ["extend", "KERNEL_NAMES", "WIDE_CONFIGS", "WIDE_MIN_WINDOW", "all_kernel_names", "fits_int32",
-           "wide_configs", "wide_frames"]
+__all__ = ["extend", "KERNEL_NAMES", "SHARED_FLANK_BINS", "SHARED_MIN_WINDOW", "WIDE_CONFIGS", "WIDE_MIN_WINDOW",
+           "all_kernel_names", "fits_int16", "fits_int32", "shared_items", "wide_configs", "wide_frames"]
 
 THREADS_PER_BLOCK = 256        # as __launch_bounds__ in xdrop.cu
 WARPS_PER_BLOCK = THREADS_PER_BLOCK // 32
@@ -75,6 +79,22 @@ WIDE_MIN_WINDOW_ENV = "WARPDP_XDROP_WIDE_MIN_WINDOW"
 WIDE_CONFIGS_ENV = "WARPDP_XDROP_WIDE_CONFIGS"
 _WIDE_MAX_H = 1 << 30          # the wide kernel counts anti-diagonals in int32
 
+# The shared-memory kernel, extend_shared_kernel: one warp (and block) per item, its three
+# anti-diagonals of int16 cells in 3 * (stride + 8) cells of shared memory, stride >= m + 16.
+# Items are binned by V flank m (upper bounds below), so that a launch asks for no more shared
+# memory per warp than its longest item needs; longer flanks go to the other kernels.
+SHARED_FLANK_BINS = np.array([256, 512, 1024, 1536, 2048, 2560, 3072, 3584, 4096, 6144, 8192, 12288],
+                             dtype=np.int64)
+SHARED_KERNEL_NAME = "extend_shared_kernel"
+_SHARED_PAD = 8                # SHARED_PAD in xdrop.cu
+_INT16_LIMIT = 16000           # every value the shared kernel handles lies in [-16000, 16000]
+# Items go to the shared kernel when their window is expected to span at least this many columns.
+SHARED_MIN_WINDOW = 128
+#   WARPDP_XDROP_SHARED=auto|1|0       the rule of shared_items (default) | every item that can | none
+#   WARPDP_XDROP_SHARED_MIN_WINDOW=N   instead of SHARED_MIN_WINDOW
+SHARED_ENV = "WARPDP_XDROP_SHARED"
+SHARED_MIN_WINDOW_ENV = "WARPDP_XDROP_SHARED_MIN_WINDOW"
+
 
 def fits_int32(m: np.ndarray, n: np.ndarray, match: int, mismatch: int, gap: int, x: int) -> np.ndarray:
     """Per work item: whether int32 cells hold every value (xdrop_fits with 2^29, vectorized)."""
@@ -82,6 +102,45 @@ def fits_int32(m: np.ndarray, n: np.ndarray, match: int, mismatch: int, gap: int
     if not (x < _INT32_LIMIT and -mismatch < _INT32_LIMIT and -gap < _INT32_LIMIT and match < _INT32_LIMIT):
         return np.zeros(len(m), dtype=bool)
     return (shorter < _INT32_LIMIT) & (shorter * match < _INT32_LIMIT)
+
+
+def fits_int16(m: np.ndarray, n: np.ndarray, match: int, mismatch: int, gap: int, x: int) -> np.ndarray:
+    """Per work item: whether extend_shared_kernel's int16 cells hold every value with room to
+    spare. Values lie in [-x, match * (min(m, n) + 1)]; an undefined cell is -16384, and
+    sums and differences with the scores and the threshold must stay inside int16 (xdrop.cu)."""
+    penalty = max(-mismatch, -gap)
+    if not (x + match + penalty <= _INT16_LIMIT):
+        return np.zeros(len(m), dtype=bool)
+    return match * (np.minimum(m, n) + 1) + x + match + penalty <= _INT16_LIMIT
+
+
+def shared_items(m: np.ndarray, n: np.ndarray, scores: Scores) -> np.ndarray:
+    """Per work item (V flank m, H flank n): the bin of SHARED_FLANK_BINS to run it in on the
+    shared-memory kernel, -1 for the other kernels.
+
+    An item can go there when its values fit int16 (:func:`fits_int16`), its V flank fits the
+    last bin and n < 2^30. With WARPDP_XDROP_SHARED=auto (the default) it does when its window is
+    expected to span at least SHARED_MIN_WINDOW columns: min(expected_window, m + 1, n + 1). For
+    narrower windows extend_kernel's scratch stays in L1 and its lanes take single columns.
+    """
+    mode = os.environ.get(SHARED_ENV, "auto").strip().lower()
+    if mode not in ("auto", "0", "1"):
+        raise ValueError(f"{SHARED_ENV} must be auto, 0 or 1, not {mode!r}")
+    min_window = int(os.environ.get(SHARED_MIN_WINDOW_ENV, "").strip() or SHARED_MIN_WINDOW)
+    chosen = np.searchsorted(SHARED_FLANK_BINS, m, side="left")
+    can = (chosen < len(SHARED_FLANK_BINS)) & (n < _WIDE_MAX_H) & fits_int16(m, n, scores.match, scores.mismatch,
+                                                                                scores.gap, scores.x)
+    if mode == "0":
+        can[:] = False
+    elif mode == "auto":
+        window = expected_window(scores.match, scores.gap, scores.x)
+        can &= np.minimum(np.minimum(m, n) + 1, window) >= min_window
+    return np.where(can, chosen, -1)
+
+
+def shared_bytes(stride: int) -> int:
+    """Dynamic shared memory of one extend_shared_kernel block (one warp) for a stride."""
+    return 3 * (stride + _SHARED_PAD) * 2
 
 
 def wide_kernel_name(w: int, t: int, blocks: int) -> str:
@@ -181,20 +240,23 @@ class Scores:
 
 @dataclass
 class _Launch:
-    kernel: Any       # 4 / 8: extend_kernel with int32 / int64 cells; ("wide", row of WIDE_CONFIGS)
+    kernel: Any       # 4 / 8: extend_kernel with int32 / int64 cells; ("wide", row of WIDE_CONFIGS);
+                      # "shared": extend_shared_kernel
     first: int        # into the chunk's order
     count: int
     stride: int       # cells per anti-diagonal buffer (wide: the frame)
     grid: int
     threads: int      # per block
     index: int        # params row and counter
+    shared_bytes: int = 0  # dynamic shared memory per block
 
 
 class _ChunkPlan:
     """One chunk's launches and memory layout (host side, numpy only)."""
 
     def __init__(self, pairs: Any, start: int, stop: int, scores: Scores, resident_warps: int,
-                 wide: Sequence[tuple[tuple[int, int, int, int], int]] = ()) -> None:
+                 wide: Sequence[tuple[tuple[int, int, int, int], int]] = (),
+                 shared_resident: Callable[[int], int] | None = None) -> None:
         ho, vo = pairs.h_offsets, pairs.v_offsets
         self.start, self.stop, self.n = start, stop, stop - start
         self.h0, self.h1 = int(ho[start]), int(ho[stop])
@@ -213,14 +275,26 @@ class _ChunkPlan:
         # wide: the runner's (configuration, resident blocks) per row.
         frame = wide_frames(m, n, scores, [config for config, _ in wide]) if wide else np.full(len(m), -1)
         bins = np.where(frame >= 0, 2 * narrow_bins + frame, bins)
+        # shared: the bin of SHARED_FLANK_BINS, before every other kernel.
+        shared_first = 2 * narrow_bins + len(wide)
+        shared = shared_items(m, n, scores) if shared_resident is not None else np.full(len(m), -1)
+        bins = np.where(shared >= 0, shared_first + shared, bins)
         # Within a bin, the longest extensions first, so that the launch does not end on one.
         self.order = np.lexsort((-(m + n), bins)).astype(np.int32)
-        counts = np.bincount(bins, minlength=2 * narrow_bins + len(wide))
+        counts = np.bincount(bins, minlength=shared_first + len(SHARED_FLANK_BINS))
         self.launches: list[_Launch] = []
         first, scratch = 0, 0
         for b, count in enumerate(counts):
             count = int(count)
             if count == 0:
+                continue
+            if b >= shared_first:  # a warp per item, its cells in shared memory
+                items = self.order[first:first + count]
+                stride = round_up(int(m[items].max()) + 16, 8)
+                size = shared_bytes(stride)
+                grid = max(1, min(count, shared_resident(size)))
+                self.launches.append(_Launch("shared", first, count, stride, grid, 32, len(self.launches), size))
+                first += count
                 continue
             if b >= 2 * narrow_bins:  # one block per item, three frames of int32 scratch per block
                 row = b - 2 * narrow_bins
@@ -326,6 +400,9 @@ class _Runner:
             for row, (_, w, t, blocks) in enumerate(configs):
                 self.kernels["wide", row] = self.module.get_function(wide_kernel_name(w, t, blocks))
             self.check = self.module.get_function("check_bases")
+            self.kernels["shared"] = self.module.get_function(SHARED_KERNEL_NAME)
+            self.kernels["shared"].max_dynamic_shared_size_bytes = shared_bytes(int(SHARED_FLANK_BINS[-1]) + 16)
+            self._shared_resident: dict[int, int] = {}
             self.resident_warps = self._resident_blocks(self.kernels[4], THREADS_PER_BLOCK) * WARPS_PER_BLOCK
             # (configuration, blocks of it resident on the device) per row, for the plans
             self.wide = [(config, self._resident_blocks(self.kernels["wide", row], 32 * config[1]))
@@ -335,15 +412,23 @@ class _Runner:
                 slot.stream = cupy.cuda.Stream(non_blocking=True)
         self.lock = threading.Lock()
 
-    def _resident_blocks(self, kernel: Any, threads: int) -> int:
+    def shared_resident(self, shared_bytes: int) -> int:
+        """Blocks of extend_shared_kernel with that much shared memory that fit on the device."""
+        if shared_bytes not in self._shared_resident:
+            self._shared_resident[shared_bytes] = self._resident_blocks(self.kernels["shared"], 32, shared_bytes)
+        return self._shared_resident[shared_bytes]
+
+    def _resident_blocks(self, kernel: Any, threads: int, shared_bytes: int = 0) -> int:
         """Blocks of ``kernel`` that fit on the whole device at once."""
         try:
             from cupy.cuda import driver
 
-            per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, threads, 0)
+            per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, threads, shared_bytes)
         except Exception:  # older CuPy: a conservative estimate from registers
             regs = round_up(max(kernel.num_regs, 1), 8) * threads
             per_sm = max(1, 65536 // regs)
+            if shared_bytes:  # 228 KiB of shared memory per SM (sm_90), 1 KiB reserved per block
+                per_sm = max(1, min(per_sm, (228 << 10) // (shared_bytes + 1024)))
         return max(1, int(per_sm)) * self.sm_count
 
     def _ensure(self, slot: ChunkSlot, plan: _ChunkPlan) -> None:
@@ -366,7 +451,8 @@ class _Runner:
                            stream=stream)
         for launch in plan.launches:
             self.kernels[launch.kernel]((launch.grid,), (launch.threads,),
-                                        (np.uint64(plan.params_address(base, launch)),), stream=stream)
+                                        (np.uint64(plan.params_address(base, launch)),), stream=stream,
+                                        shared_mem=launch.shared_bytes)
         runtime.memcpyAsync(slot.pinned_out.ctypes.data, base + plan.at["out"], plan.out_bytes, 2, stream.ptr)
         slot.done = cupy.cuda.Event(block=False, disable_timing=True)
         slot.done.record(stream)
@@ -386,7 +472,8 @@ class _Runner:
                 for c, (start, stop) in enumerate(chunks):
                     slot = self.slots[c % 2]
                     ok &= self._finish(slot, pairs, scores, results)  # the chunk two back used this slot
-                    plan = _ChunkPlan(pairs, start, stop, scores, self.resident_warps, self.wide)
+                    plan = _ChunkPlan(pairs, start, stop, scores, self.resident_warps, self.wide,
+                                      self.shared_resident)
                     self._ensure(slot, plan)
                     plan.fill(slot.pinned_in, pairs, scores, int(slot.device.ptr))
                     self._enqueue(slot, plan)
