@@ -184,3 +184,16 @@ def test_gpu_shared_kernel_at_the_int16_limit(monkeypatch, report) -> None:
         fits = gpu_xdrop.fits_int16(m, n, **scores)
         assert fits.any() and not fits.all()
         assert_same_as_cpu(pairs, 17, report, **scores)
+
+
+def test_gpu_shared_kernel_longest_flanks(monkeypatch) -> None:
+    # Flanks of ~11,000 bases: the last shared-memory bin (73 KB of shared memory per warp).
+    import warpdp.kernels.xdrop as gpu_xdrop
+
+    monkeypatch.setenv(gpu_xdrop.SHARED_ENV, "auto")
+    pairs = noisy_copies(19, 3, 22000)
+    scores = dict(match=1, mismatch=-1, gap=-1, x=3000)
+    bins = gpu_xdrop.shared_items(*items_of(pairs, 17), gpu_xdrop.Scores(17, best=False, **scores))
+    assert (bins == len(gpu_xdrop.SHARED_FLANK_BINS) - 1).all()
+    for report in ("longest", "best"):
+        assert_same_as_cpu(pairs, 17, report, **scores)
