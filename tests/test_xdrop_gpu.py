@@ -14,7 +14,7 @@ pytestmark = [
 
 from warpdp.plugin.xdrop import XdropPairs, xdrop  # noqa: E402
 from warpdp.plugin.xdrop_io import read_logan_text, read_xdrop_results  # noqa: E402
-from test_xdrop_wide_emulation import noisy_copies, random_pairs as mixed_pairs  # noqa: E402
+from test_xdrop_wide_emulation import items_of, noisy_copies, random_pairs as mixed_pairs  # noqa: E402
 
 CASES = [("logan-example", 5), ("logan-example", 21), ("logan-example", 100),
          ("synthetic-300", 10), ("synthetic-300", 50), ("synthetic-300", 200)]
@@ -89,16 +89,6 @@ def assert_same_as_cpu(pairs: XdropPairs, k: int, report: str, **scores) -> None
     gpu = xdrop(pairs, k=k, report=report, backend="gpu", **scores)
     np.testing.assert_array_equal(gpu.as_array(), cpu.as_array())
     np.testing.assert_array_equal(gpu.cells, cpu.cells)
-
-
-def items_of(pairs: XdropPairs, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """(V flank, H flank) per work item, as xdrop.py's plan orders them."""
-    m = np.empty(2 * pairs.n_pairs, dtype=np.int64)
-    n = np.empty(2 * pairs.n_pairs, dtype=np.int64)
-    m[0::2], n[0::2] = pairs.v_pos, pairs.h_pos
-    m[1::2] = np.diff(pairs.v_offsets) - pairs.v_pos - k
-    n[1::2] = np.diff(pairs.h_offsets) - pairs.h_pos - k
-    return m, n
 
 
 @pytest.mark.parametrize("report", ["longest", "best"])

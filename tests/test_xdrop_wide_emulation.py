@@ -114,6 +114,16 @@ def noisy_copies(seed: int, count: int, length: int, k: int = 17, error_rate: fl
     return pack_xdrop_pairs(pairs)
 
 
+def items_of(pairs: XdropPairs, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(V flank, H flank) per work item, as xdrop.py's plan orders them (2i left, 2i+1 right)."""
+    m = np.empty(2 * pairs.n_pairs, dtype=np.int64)
+    n = np.empty(2 * pairs.n_pairs, dtype=np.int64)
+    m[0::2], n[0::2] = pairs.v_pos, pairs.h_pos
+    m[1::2] = np.diff(pairs.v_offsets) - pairs.v_pos - k
+    n[1::2] = np.diff(pairs.h_offsets) - pairs.h_pos - k
+    return m, n
+
+
 def test_emulated_wide_kernel_benchmark_like_pairs() -> None:
     # The benchmark's shape at small scale, in the launcher's smallest frame: X small, X large
     # enough that nothing is dropped, both modes.
@@ -228,11 +238,7 @@ def test_chunk_plan_bins_wide_and_narrow_items(monkeypatch) -> None:
     wide = [(config, 264) for config in gpu_xdrop.WIDE_CONFIGS]
     plan = gpu_xdrop._ChunkPlan(pairs, 0, pairs.n_pairs, scores, resident_warps=10_000, wide=wide)
     n = pairs.n_pairs
-    m_items = np.empty(2 * n, dtype=np.int64)
-    n_items = np.empty(2 * n, dtype=np.int64)
-    m_items[0::2], n_items[0::2] = pairs.v_pos, pairs.h_pos
-    m_items[1::2] = np.diff(pairs.v_offsets) - pairs.v_pos - 5
-    n_items[1::2] = np.diff(pairs.h_offsets) - pairs.h_pos - 5
+    m_items, n_items = items_of(pairs, 5)
     expected = gpu_xdrop.wide_frames(m_items, n_items, scores)
     assert (expected >= 0).any() and (expected < 0).any()
     assert sorted(plan.order.tolist()) == list(range(2 * n))
@@ -293,11 +299,7 @@ def test_chunk_plan_bins_shared_items(monkeypatch) -> None:
     plan = gpu_xdrop._ChunkPlan(pairs, 0, pairs.n_pairs, scores, resident_warps=10_000, wide=wide,
                                 shared_resident=lambda size: 1000)
     n = pairs.n_pairs
-    m_items = np.empty(2 * n, dtype=np.int64)
-    n_items = np.empty(2 * n, dtype=np.int64)
-    m_items[0::2], n_items[0::2] = pairs.v_pos, pairs.h_pos
-    m_items[1::2] = np.diff(pairs.v_offsets) - pairs.v_pos - 5
-    n_items[1::2] = np.diff(pairs.h_offsets) - pairs.h_pos - 5
+    m_items, n_items = items_of(pairs, 5)
     expected = gpu_xdrop.shared_items(m_items, n_items, scores)
     assert (expected >= 0).any() and (expected < 0).any()
     assert sorted(plan.order.tolist()) == list(range(2 * n))
