@@ -148,6 +148,105 @@ __device__ void write_result(i64 *out, bool best_mode, i64 best, i64 best_col, i
     out[3] = cells;
 }
 
+/* The next work item for a warp (all lanes get it), or -1 when the launch has none left. */
+__device__ __forceinline__ int warp_next_item(const Params &p, int lane)
+{
+    int next = 0;
+    if (lane == 0)
+        next = atomicAdd(p.counter, 1);
+    next = __shfl_sync(FULL, next, 0);
+    return next < p.n_items ? p.order[next] : -1;
+}
+
+/* What extend_kernel and extend_shared_kernel keep per item besides the cells: the three
+   anti-diagonal buffers a1, a2, a3 (d-2, d-1, d), their windows [lo, hi], the next window
+   [min_col, max_col), the best score, its cell (best mode) and the cell count. Index is the
+   column type: i64 for extend_kernel, int for extend_shared_kernel (short flanks). Every lane
+   holds the same values. */
+template <typename Cell, typename Index> struct WarpWalk {
+    Cell *a1, *a2, *a3;
+    Index lo1, hi1, lo2, hi2, lo3, hi3, min_col, max_col, d, best, best_col, best_row;
+    i64 cells;
+    /* for the anti-diagonal being computed: the drop threshold and the values of its edge cells */
+    Index thr;
+    Cell lo_edge, hi_edge;
+
+    /* Anti-diagonal 0 is the origin; anti-diagonal 1 the two gap cells, dropped when -gap > x. */
+    __device__ __forceinline__ void start(Cell *b1, Cell *b2, Cell *b3, i64 gap, i64 x, int lane)
+    {
+        a1 = b1;
+        a2 = b2;
+        a3 = b3;
+        if (lane == 0) {
+            a2[0] = 0;
+            a3[0] = a3[1] = (-gap > x) ? Undefined<Cell>::value : (Cell)gap;
+        }
+        __syncwarp();
+        lo1 = hi1 = lo2 = hi2 = lo3 = 0;
+        hi3 = 1;
+        min_col = 1;
+        max_col = 2;
+        d = 1;
+        best = best_col = best_row = 0;
+        cells = 0;
+    }
+
+    __device__ __forceinline__ bool going() const { return min_col < max_col; }
+
+    /* Moves on to anti-diagonal d + 1: rotates the buffers and windows, sets thr and the edges. */
+    __device__ __forceinline__ void advance(i64 gap, i64 x)
+    {
+        d++;
+        Cell *recycled = a1;
+        a1 = a2;
+        a2 = a3;
+        a3 = recycled;
+        lo1 = lo2;
+        hi1 = hi2;
+        lo2 = lo3;
+        hi2 = hi3;
+        lo3 = min_col - 1;
+        hi3 = max_col;
+        thr = (Index)(best - x);
+        /* d < 2^32 and |gap| < 2^31: d * gap cannot overflow. */
+        const i64 edge = (i64)d * gap;
+        const bool edge_kept = edge > thr;
+        lo_edge = edge_kept && lo3 == 0 ? (Cell)edge : Undefined<Cell>::value;
+        hi_edge = edge_kept && hi3 == d ? (Cell)edge : Undefined<Cell>::value;
+    }
+
+    /* After a3 is complete and visible to the warp: counts the cells, records a new best (best
+       mode: the first cell of the anti-diagonal holding it), and sets the next window from the
+       live ends (first_live: hi3 + 1 when none, last_live: lo3 - 1 when none). */
+    __device__ __forceinline__ void finish(Cell dmax, Index first_live, Index last_live, bool best_mode, Index m, i64 n,
+                                           int lane)
+    {
+        cells += max_col - min_col;
+        if (best_mode && (Index)dmax > best) {
+            for (Index base = min_col; base < max_col; base += 32) {
+                const Index c = base + lane;
+                const unsigned hit = __ballot_sync(FULL, c < max_col && a3[c] == dmax);
+                if (hit) {
+                    best_col = base + __ffs(hit) - 1;
+                    best_row = d - best_col;
+                    break;
+                }
+            }
+        }
+        best = (Index)dmax > best ? (Index)dmax : best;
+        const Index next_max = last_live >= lo3 ? last_live + 2 : lo3 + 1;
+        const i64 lowest = (i64)d + 1 - n; /* the window never leaves the H flank */
+        min_col = (i64)first_live < lowest ? (Index)lowest : first_live;
+        max_col = next_max > m + 1 ? m + 1 : next_max;
+    }
+
+    /* One thread writes the item's result (write_result). */
+    __device__ __forceinline__ void report(i64 *out, bool best_mode) const
+    {
+        write_result<Cell>(out, best_mode, best, best_col, best_row, a1, a2, a3, d, lo1, hi1, lo2, hi2, hi3, cells);
+    }
+};
+
 template <typename Cell>
 __global__ void __launch_bounds__(256, 3) extend_kernel(const Params *__restrict__ params)
 {
@@ -158,13 +257,9 @@ __global__ void __launch_bounds__(256, 3) extend_kernel(const Params *__restrict
     const Cell U = Undefined<Cell>::value;
 
     for (;;) {
-        int next = 0;
-        if (lane == 0)
-            next = atomicAdd(p.counter, 1);
-        next = __shfl_sync(FULL, next, 0);
-        if (next >= p.n_items)
+        const int item = warp_next_item(p, lane);
+        if (item < 0)
             return;
-        const int item = p.order[next];
         const Flanks f = flanks_of(p, item);
         const u8 *qs = f.qs, *ts = f.ts;
         const i64 step = f.step, m = f.m, n = f.n;
@@ -175,34 +270,13 @@ __global__ void __launch_bounds__(256, 3) extend_kernel(const Params *__restrict
             continue;
         }
 
-        Cell *a1 = scratch, *a2 = scratch + p.stride, *a3 = scratch + 2 * p.stride;
-        /* Anti-diagonal 0 is the origin; anti-diagonal 1 the two gap cells, dropped when -gap > x. */
-        if (lane == 0) {
-            a2[0] = 0;
-            a3[0] = a3[1] = (-p.gap > p.x) ? U : (Cell)p.gap;
-        }
-        __syncwarp();
-        i64 lo1 = 0, hi1 = 0, lo2 = 0, hi2 = 0, lo3 = 0, hi3 = 1;
-        i64 min_col = 1, max_col = 2, d = 1, best = 0, cells = 0, best_col = 0, best_row = 0;
-
-        while (min_col < max_col) {
-            d++;
-            Cell *recycled = a1;
-            a1 = a2;
-            a2 = a3;
-            a3 = recycled;
-            lo1 = lo2;
-            hi1 = hi2;
-            lo2 = lo3;
-            hi2 = hi3;
-            lo3 = min_col - 1;
-            hi3 = max_col;
-            const i64 thr = best - p.x;
-            /* d < 2^32 and |gap| < 2^31: d * gap cannot overflow. */
-            const i64 edge = d * p.gap;
-            const bool edge_kept = edge > thr;
-            const Cell lo_edge = edge_kept && lo3 == 0 ? (Cell)edge : U;
-            const Cell hi_edge = edge_kept && hi3 == d ? (Cell)edge : U;
+        WarpWalk<Cell, i64> w;
+        w.start(scratch, scratch + p.stride, scratch + 2 * p.stride, p.gap, p.x, lane);
+        while (w.going()) {
+            w.advance(p.gap, p.x);
+            const Cell *a1 = w.a1, *a2 = w.a2;
+            Cell *a3 = w.a3;
+            const i64 lo3 = w.lo3, hi3 = w.hi3, d = w.d, thr = w.thr;
 
             Cell dmax = U;
             i64 first_live = hi3 + 1, last_live = lo3 - 1;
@@ -212,9 +286,9 @@ __global__ void __launch_bounds__(256, 3) extend_kernel(const Params *__restrict
                 if (c <= hi3) {
                     Cell value;
                     if (c == lo3) {
-                        value = lo_edge;
+                        value = w.lo_edge;
                     } else if (c == hi3) {
-                        value = hi_edge;
+                        value = w.hi_edge;
                     } else {
                         const Cell s = same_base(qs[step * (c - 1)], ts[step * (d - c - 1)]) ? (Cell)p.match
                                                                                            : (Cell)p.mismatch;
@@ -237,32 +311,12 @@ __global__ void __launch_bounds__(256, 3) extend_kernel(const Params *__restrict
             }
             for (int offset = 16; offset > 0; offset >>= 1)
                 dmax = cmax<Cell>(dmax, __shfl_xor_sync(FULL, dmax, offset));
-            cells += max_col - min_col;
             __syncwarp(); /* a3 complete before anyone reads it */
-
-            if (p.best_mode && (i64)dmax > best) {
-                /* The first cell of the anti-diagonal holding the new best. */
-                for (i64 base = min_col; base < max_col; base += 32) {
-                    const i64 c = base + lane;
-                    const unsigned hit = __ballot_sync(FULL, c < max_col && a3[c] == dmax);
-                    if (hit) {
-                        best_col = base + __ffs(hit) - 1;
-                        best_row = d - best_col;
-                        break;
-                    }
-                }
-            }
-            best = (i64)dmax > best ? (i64)dmax : best;
-
-            const i64 next_min = first_live;
-            const i64 next_max = last_live >= lo3 ? last_live + 2 : lo3 + 1;
-            min_col = next_min < d + 1 - n ? d + 1 - n : next_min;
-            max_col = next_max > m + 1 ? m + 1 : next_max;
+            w.finish(dmax, first_live, last_live, p.best_mode, m, n, lane);
         }
 
         if (lane == 0)
-            write_result<Cell>(out, p.best_mode, best, best_col, best_row, a1, a2, a3, d, lo1, hi1, lo2, hi2, hi3,
-                               cells);
+            w.report(out, p.best_mode);
         __syncwarp(); /* lane 0 done with the scratch before the next item overwrites it */
     }
 }
@@ -729,17 +783,13 @@ extern "C" __global__ void __launch_bounds__(32) extend_shared_kernel(const Para
     const short U = Undefined<short>::value;
     const int stride = (int)p.stride + SHARED_PAD;
     short *const buffers = (short *)shared_cells + SHARED_PAD;
-    const int match = (int)p.match, mismatch = (int)p.mismatch, gap = (int)p.gap, x = (int)p.x;
+    const int match = (int)p.match, mismatch = (int)p.mismatch, gap = (int)p.gap;
     const unsigned gap2 = splat16(gap), match2 = splat16(match), mismatch2 = splat16(mismatch);
 
     for (;;) {
-        int next = 0;
-        if (lane == 0)
-            next = atomicAdd(p.counter, 1);
-        next = __shfl_sync(FULL, next, 0);
-        if (next >= p.n_items)
+        const int item = warp_next_item(p, lane);
+        if (item < 0)
             return;
-        const int item = p.order[next];
         const Flanks f = flanks_of(p, item);
         const u8 *qs = f.qs, *ts = f.ts;
         const bool forward = f.step > 0;
@@ -752,35 +802,15 @@ extern "C" __global__ void __launch_bounds__(32) extend_shared_kernel(const Para
             continue;
         }
 
-        short *a1 = buffers, *a2 = buffers + stride, *a3 = buffers + 2 * stride;
-        /* Anti-diagonal 0 is the origin; anti-diagonal 1 the two gap cells, dropped when -gap > x. */
-        if (lane == 0) {
-            a2[0] = 0;
-            a3[0] = a3[1] = (-p.gap > p.x) ? U : (short)gap;
-        }
-        __syncwarp();
-        int lo1 = 0, hi1 = 0, lo2 = 0, hi2 = 0, lo3 = 0, hi3 = 1;
-        int min_col = 1, max_col = 2, d = 1, best = 0, best_col = 0, best_row = 0;
-        i64 cells = 0;
-
-        while (min_col < max_col) {
-            d++;
-            short *recycled = a1;
-            a1 = a2;
-            a2 = a3;
-            a3 = recycled;
-            lo1 = lo2;
-            hi1 = hi2;
-            lo2 = lo3;
-            hi2 = hi3;
-            lo3 = min_col - 1;
-            hi3 = max_col;
-            const int thr = best - x;
-            const i64 edge = (i64)d * gap;
-            const bool edge_kept = edge > thr;
-            const int lo_edge = edge_kept && lo3 == 0 ? (int)edge : U;
-            const int hi_edge = edge_kept && hi3 == d ? (int)edge : U;
-            const unsigned minus_thr2 = splat16(-thr);
+        WarpWalk<short, int> w;
+        w.start(buffers, buffers + stride, buffers + 2 * stride, p.gap, p.x, lane);
+        while (w.going()) {
+            w.advance(p.gap, p.x);
+            const short *a1 = w.a1, *a2 = w.a2;
+            short *a3 = w.a3;
+            const int lo3 = w.lo3, hi3 = w.hi3, d = w.d;
+            const int lo_edge = w.lo_edge, hi_edge = w.hi_edge;
+            const unsigned minus_thr2 = splat16(-w.thr);
 
             unsigned lane_max2 = SHORT_U2;
             for (int c0 = ((lo3 >> 3) + lane) * 8; c0 <= hi3; c0 += 256) {
@@ -845,7 +875,6 @@ extern "C" __global__ void __launch_bounds__(32) extend_shared_kernel(const Para
                 *(uint4 *)(a3 + c0) = make_uint4(value[0], value[1], value[2], value[3]);
             }
             const int dmax = __reduce_max_sync(FULL, max((int)(short)(lane_max2 & 0xffffu), (int)(short)(lane_max2 >> 16)));
-            cells += max_col - min_col;
             __syncwarp(); /* a3 complete before anyone reads it */
 
             /* Live columns for the next window: the first c in (lo3, hi3] with a3[c] or a2[c-1]
@@ -868,29 +897,11 @@ extern "C" __global__ void __launch_bounds__(32) extend_shared_kernel(const Para
                 }
             }
 
-            if (p.best_mode && dmax > best) {
-                /* The first cell of the anti-diagonal holding the new best. */
-                for (int base = min_col; base < max_col; base += 32) {
-                    const int c = base + lane;
-                    const unsigned hit = __ballot_sync(FULL, c < max_col && a3[c] == dmax);
-                    if (hit) {
-                        best_col = base + __ffs(hit) - 1;
-                        best_row = d - best_col;
-                        break;
-                    }
-                }
-            }
-            best = max(best, dmax);
-
-            const int next_min = first_live;
-            const int next_max = last_live >= lo3 ? last_live + 2 : lo3 + 1;
-            min_col = (i64)next_min < d + 1 - n ? (int)(d + 1 - n) : next_min;
-            max_col = next_max > m + 1 ? m + 1 : next_max;
+            w.finish((short)dmax, first_live, last_live, p.best_mode, m, n, lane);
         }
 
         if (lane == 0)
-            write_result<short>(out, p.best_mode, best, best_col, best_row, a1, a2, a3, d, lo1, hi1, lo2, hi2, hi3,
-                                cells);
+            w.report(out, p.best_mode);
         __syncwarp(); /* lane 0 done with the buffers before the next item overwrites them */
     }
 }
