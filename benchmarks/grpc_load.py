@@ -42,6 +42,7 @@ import warpdp  # noqa: E402
 from bench_common import commit, cpu_name  # noqa: E402
 from warpdp.grpc import Client  # noqa: E402
 from warpdp.grpc import _packing  # noqa: E402
+from warpdp.grpc import client as client_module  # noqa: E402
 from warpdp.grpc._algorithms import PAIRHMM  # noqa: E402
 
 GATK_SHAPE = dict(reads=(10, 50), haps=(2, 5), read_len=(100, 150), hap_len=(200, 400))
@@ -291,9 +292,16 @@ def large_job_overhead(server: ServerProcess, backend: str, cells_target: float,
                 cpu[path].append(time.process_time() - cpu0 + server.cpu_seconds() - server0)
                 assert matches(got, expected, backend), f"{path} result differs from in-process"
     message_mb = (int(_packing.pairhmm_request_bytes_per_batch(job).sum()) + 8 * job.n_pairs) / 2**20
+    if info.shared_files.enabled and PAIRHMM.request_bytes(job) >= client_module._SHARED_MIN_BYTES:
+        shared_chunks = PAIRHMM.plan(job, False, chunk_cells,
+                                     min(info.limits.max_message_bytes, client_module._SHARED_CHUNK_BYTES))
+        client_path = f"shared files, {len(shared_chunks)} chunks"
+    elif PAIRHMM.fits(job, False, info.limits.max_request_cells, info.limits.max_message_bytes):
+        client_path = "one unary call"
+    else:
+        client_path = "streamed in messages"
     result = dict(cells=job.n_cells, pairs=job.n_pairs, batches=job.n_batches, chunks=len(chunks),
-                  message_mb=message_mb,
-                  client_unary=PAIRHMM.fits(job, False, info.limits.max_request_cells, info.limits.max_message_bytes))
+                  message_mb=message_mb, client_path=client_path)
     result.update({path: float(np.median(timings[path])) for path in paths})
     result.update({path + " cpu": float(np.median(cpu[path])) for path in paths})
     return result
@@ -434,9 +442,8 @@ def main(argv: list[str] | None = None) -> int:
         "|---|---:|---:|---:|---:|---:|",
     ]
     for key, label in (("in-process", "in-process `warpdp.pairhmm`"),
-                       ("client", "`Client.pairhmm` (" + ("one unary call" if large["client_unary"]
-                                                          else "streamed") + ")"),
-                       ("streamed", f"`PairHmmStream`, {large['chunks']} chunks")):
+                       ("client", f"`Client.pairhmm` ({large['client_path']})"),
+                       ("streamed", f"`PairHmmStream`, arrays in messages, {large['chunks']} chunks")):
         seconds, cpu_s = large[key], large[key + " cpu"]
         overhead = "" if key == "in-process" else f"{100 * (seconds / large['in-process'] - 1):+.1f}%"
         cpu_overhead = "" if key == "in-process" else f"{100 * (cpu_s / large['in-process cpu'] - 1):+.1f}%"

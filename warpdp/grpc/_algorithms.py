@@ -70,17 +70,33 @@ class Algorithm(ABC):
     rpc: ClassVar[str]                  # the unary RPC's name
     payload_type: ClassVar[type]        # the packed input class
     request_type: ClassVar[type]        # the request message class
+    packed_field: ClassVar[str]         # the request's field holding the packed input
+    packed_message: ClassVar[type]      # that field's message class (PairHmmBatches, ...)
     reply_bytes_per_pair: ClassVar[int]  # result bytes per pair in a reply
 
     # -- both sides --
 
     @abstractmethod
-    def request(self, payload: Any, key: Hashable) -> Any:
-        """The request message for packed input and parameters (both already validated)."""
+    def key_fields(self, key: Hashable) -> dict[str, Any]:
+        """The request's parameter fields for a key."""
+
+    def request(self, payload: Any, key: Hashable, shared_file: warpdp_pb2.SharedFile | None = None) -> Any:
+        """The request message for packed input and parameters (both already validated); with
+        shared_file, the arrays are in that file (written from :meth:`wire_arrays`), not in the message."""
+        if shared_file is not None:
+            return self.request_type(shared_file=shared_file, **self.key_fields(key))
+        packed = _packing.packed_message(self.packed_message, payload)
+        return self.request_type(**{self.packed_field: packed}, **self.key_fields(key))
+
+    def wire_arrays(self, payload: Any) -> dict[str, np.ndarray]:
+        """The input's arrays encoded as the packed message's fields, in field-number order."""
+        return _packing.wire_arrays(self.packed_message, payload)
 
     @abstractmethod
-    def decode(self, request: Any) -> Job:
-        """The validated job of a request message; :class:`InvalidRequest` naming the field."""
+    def decode(self, request: Any, packed: Any = None) -> Job:
+        """The validated job of a request message; :class:`InvalidRequest` naming the field.
+        ``packed``: the packed input's arrays by field name when they did not come in the
+        message (a shared file); else the request's own packed message is used."""
 
     @abstractmethod
     def cells(self, payload: Any, key: Hashable) -> int:
@@ -153,14 +169,16 @@ class PairHmmAlgorithm(Algorithm):
     rpc = "PairHmm"
     payload_type = PairHmmBatches
     request_type = warpdp_pb2.PairHmmRequest
+    packed_field = "batches"
+    packed_message = warpdp_pb2.PairHmmBatches
     reply_bytes_per_pair = 8
 
-    def request(self, payload: PairHmmBatches, key: Hashable) -> warpdp_pb2.PairHmmRequest:
-        return _packing.pairhmm_request(payload, bool(key))
+    def key_fields(self, key: Hashable) -> dict[str, Any]:
+        return {"use_double": bool(key)}
 
-    def decode(self, request: warpdp_pb2.PairHmmRequest) -> Job:
+    def decode(self, request: warpdp_pb2.PairHmmRequest, packed: Any = None) -> Job:
         try:
-            batches, n_pairs, n_cells = _packing.decode_pairhmm(request.batches)
+            batches, n_pairs, n_cells = _packing.decode_pairhmm(request.batches if packed is None else packed)
         except (ValueError, TypeError) as exc:
             raise InvalidRequest("PairHmmRequest.batches", exc) from None
         return Job(batches, bool(request.use_double), n_pairs, n_cells)
@@ -215,7 +233,7 @@ class PairsAlgorithm(Algorithm):
     offsets, plus per-pair int64 arrays) and whose results are integer columns."""
 
     reply_type: ClassVar[type]                     # the reply message class
-    pairs_message: ClassVar[type]                  # the nested packed-pairs message class
+    packed_field = "pairs"
     sequences: ClassVar[tuple[tuple[str, str], ...]]  # (bases, offsets) field names
     per_pair: ClassVar[tuple[str, ...]]            # one int64 value per pair
     columns: ClassVar[tuple[str, ...]]             # result columns, as named in the reply
@@ -227,10 +245,6 @@ class PairsAlgorithm(Algorithm):
     @abstractmethod
     def key_of(self, request: Any) -> Hashable:
         """The validated parameters of a request (ValueError/TypeError naming the parameter)."""
-
-    @abstractmethod
-    def key_fields(self, key: Hashable) -> dict[str, Any]:
-        """The request's parameter fields for a key."""
 
     @abstractmethod
     def check(self, payload: Any, key: Hashable) -> None:
@@ -256,18 +270,9 @@ class PairsAlgorithm(Algorithm):
         # from_arrays checks every dtype, length and offset and names the field at fault.
         return self.payload_type.from_arrays(**arrays)
 
-    def request(self, payload: Any, key: Hashable) -> Any:
-        fields: dict[str, bytes] = {}
-        for bases, offsets in self.sequences:
-            fields[bases] = np.ascontiguousarray(getattr(payload, bases)).tobytes()
-            fields[offsets] = _packing.int64_bytes(getattr(payload, offsets))
-        for name in self.per_pair:
-            fields[name] = _packing.int64_bytes(getattr(payload, name))
-        return self.request_type(pairs=self.pairs_message(**fields), **self.key_fields(key))
-
-    def decode(self, request: Any) -> Job:
+    def decode(self, request: Any, packed: Any = None) -> Job:
         try:
-            pairs = self.pairs_of(request.pairs)
+            pairs = self.pairs_of(request.pairs if packed is None else packed)
         except (ValueError, TypeError) as exc:
             raise InvalidRequest(self.where, exc) from None
         try:
@@ -358,7 +363,7 @@ class XdropAlgorithm(PairsAlgorithm):
     payload_type = XdropPairs
     request_type = warpdp_pb2.XdropRequest
     reply_type = warpdp_pb2.XdropReply
-    pairs_message = warpdp_pb2.XdropPairs
+    packed_message = warpdp_pb2.XdropPairs
     sequences = (("h_bases", "h_offsets"), ("v_bases", "v_offsets"))
     per_pair = ("h_pos", "v_pos")
     columns = XdropResults.COLUMNS + ("cells",)
@@ -422,7 +427,7 @@ class SeedExtAlgorithm(PairsAlgorithm):
     payload_type = SeedExtPairs
     request_type = warpdp_pb2.SeedExtendRequest
     reply_type = warpdp_pb2.SeedExtendReply
-    pairs_message = warpdp_pb2.SeedExtPairs
+    packed_message = warpdp_pb2.SeedExtPairs
     sequences = (("query", "query_offsets"), ("target", "target_offsets"))
     per_pair = ("h0",)
     columns = RESULT_FIELDS  # SeedExtResults.table's columns, in order

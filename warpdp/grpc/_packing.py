@@ -39,11 +39,26 @@ def int64_array(raw: bytes, name: str) -> np.ndarray:
     return np.frombuffer(raw, dtype="<i8")
 
 
+def wire_arrays(message_class: type, payload: object) -> dict[str, np.ndarray]:
+    """The arrays of a packed payload as its message's fields hold them, in field-number
+    order: uint8 arrays as they are, integer arrays as little-endian int64."""
+    arrays = {}
+    for field in message_class.DESCRIPTOR.fields:
+        array = getattr(payload, field.name)
+        arrays[field.name] = (np.ascontiguousarray(array) if array.dtype == np.uint8
+                              else np.ascontiguousarray(array, dtype="<i8"))
+    return arrays
+
+
+def packed_message(message_class: type, payload: object) -> object:
+    """The packed message (PairHmmBatches, XdropPairs, SeedExtPairs) of a validated payload."""
+    return message_class(**{name: array.tobytes() for name, array in wire_arrays(message_class, payload).items()})
+
+
 def pairhmm_request(batches: PairHmmBatches, use_double: bool) -> warpdp_pb2.PairHmmRequest:
     """The request message of packed batches (no validation: the caller has validated)."""
-    fields = {name: np.ascontiguousarray(getattr(batches, name)).tobytes() for name in PAIRHMM_BYTE_FIELDS}
-    fields.update({name: int64_bytes(getattr(batches, name)) for name in PAIRHMM_OFFSET_FIELDS})
-    return warpdp_pb2.PairHmmRequest(batches=warpdp_pb2.PairHmmBatches(**fields), use_double=bool(use_double))
+    return warpdp_pb2.PairHmmRequest(batches=packed_message(warpdp_pb2.PairHmmBatches, batches),
+                                     use_double=bool(use_double))
 
 
 def pairhmm_batches(message: warpdp_pb2.PairHmmBatches) -> PairHmmBatches:

@@ -11,6 +11,7 @@ import os
 import sys
 
 from ..plugin.backend import BACKENDS, BackendUnavailableError
+from ._shared_files import DEFAULT_DIRECTORY as DEFAULT_SHARED_DIR
 from .client import Client
 from .server import (
     DEFAULT_GRACE_S,
@@ -108,6 +109,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     limits.add_argument("--handler-threads", type=_positive_int, default=DEFAULT_HANDLER_THREADS,
                         help=f"calls handled at the same time; more wait in gRPC's queue (default "
                              f"{DEFAULT_HANDLER_THREADS})")
+    same_host = parser.add_argument_group("same-host transfer")
+    same_host.add_argument("--shared-dir", metavar="DIR", default=DEFAULT_SHARED_DIR,
+                           help=f"clients on this host may leave large requests' arrays in files here instead of "
+                                f"sending them in messages (default {DEFAULT_SHARED_DIR}; a memory file system)")
+    same_host.add_argument("--no-shared-files", action="store_true",
+                           help="accept request arrays only inside messages")
     security = parser.add_argument_group("security")
     security.add_argument("--tls-cert", metavar="PEM", default=None, help="serve TLS with this certificate chain")
     security.add_argument("--tls-key", metavar="PEM", default=None, help="private key of --tls-cert")
@@ -132,6 +139,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         max_request_cells=args.max_request_cells, max_message_mb=args.max_message_mb,
         tls_cert=args.tls_cert, tls_key=args.tls_key, tokens=tokens, metrics_port=args.metrics_port,
         log_every=args.log_every, handler_threads=args.handler_threads, grace_s=args.grace_s,
+        shared_dir=None if args.no_shared_files else args.shared_dir,
     )
     config.check()
     return config

@@ -10,10 +10,18 @@ Several addresses (``Client(["10.0.0.1:50051", "10.0.0.2:50051"])`` or ``"a:5005
 give one channel with gRPC's ``round_robin`` load balancing over them: calls are spread
 across the servers. Jobs too large for one message are split into chunks and streamed
 (one stream per server, in parallel, when there are several).
+
+A client on the server's own host (a loopback address or a Unix socket) sends large jobs'
+arrays through files in the server's shared directory (``/dev/shm``) instead of inside
+messages, when the server allows it (``SharedFile`` in warpdp.proto); ``shared_files=False``
+turns that off. When the server cannot read the files (another user, another /dev/shm), the
+client says so in a warning and sends messages from then on.
 """
 from __future__ import annotations
 
 import ipaddress
+import logging
+import os
 import socket
 import threading
 from collections.abc import Sequence
@@ -27,7 +35,7 @@ import numpy as np
 from ..plugin.pairhmm import PairHmmBatches, check_output_array
 from ..plugin.seedext import SeedExtPairs, SeedExtParams, SeedExtResults, check_seed_extension
 from ..plugin.xdrop import XdropPairs, XdropResults
-from . import warpdp_pb2, warpdp_pb2_grpc
+from . import _shared_files, warpdp_pb2, warpdp_pb2_grpc
 from ._algorithms import PAIRHMM, SEEDEXT, XDROP, Algorithm, XdropKey, algorithm_for
 
 # Before the server's limits are known, jobs up to this size go in one message without
@@ -36,6 +44,13 @@ _SAFE_CELLS = 64_000_000
 _SAFE_BYTES = 3 * 1024 * 1024
 # A streamed chunk is at most this large, so sending chunk k+1 overlaps computing chunk k.
 _CHUNK_BYTES = 16 * 1024 * 1024
+# Jobs with at least this many bytes of arrays go through shared files (same host only), in
+# chunks of at most _SHARED_CHUNK_BYTES, so writing chunk k+1 overlaps scoring chunk k.
+_SHARED_MIN_BYTES = 1024 * 1024
+_SHARED_CHUNK_BYTES = 8 * 1024 * 1024
+# Chunks written to shared files but not yet answered, per stream: bounds the files in use.
+_SHARED_IN_FLIGHT = 3
+logger = logging.getLogger("warpdp.grpc")
 _URI_SCHEMES = ("dns:", "ipv4:", "ipv6:", "unix:", "unix-abstract:", "vsock:", "xds:")
 
 
@@ -50,6 +65,10 @@ class ServiceError(RuntimeError):
 
 class InvalidRequestError(ServiceError, ValueError):
     """The server rejected the input (INVALID_ARGUMENT); also a ValueError, as local scoring raises."""
+
+
+class _SharedFilesUnusable(Exception):
+    """Shared files cannot carry this client's requests (the job is then sent in messages)."""
 
 
 def _service_error(error: grpc.RpcError) -> ServiceError:
@@ -110,12 +129,14 @@ class Client:
     ``token``: bearer token sent as ``authorization`` metadata. ``tls_ca``: PEM file (or
     bytes) of the CA that signed the servers' certificates; enables TLS (``tls=True``
     enables it with the system's CAs). ``timeout``: seconds per call (a whole streamed job
-    counts as one call); None = no deadline.
+    counts as one call); None = no deadline. ``shared_files``: send large jobs through the
+    server's shared directory when the server is on this host and allows it.
     """
 
     def __init__(self, address_or_addresses: str | Sequence[str], *, token: str | None = None,
                  tls_ca: str | Path | bytes | None = None, tls: bool = False, timeout: float | None = None,
-                 wait_for_ready: bool = False, options: Sequence[tuple[str, Any]] = ()) -> None:
+                 wait_for_ready: bool = False, options: Sequence[tuple[str, Any]] = (),
+                 shared_files: bool = True) -> None:
         if isinstance(address_or_addresses, str):
             addresses = [a.strip() for a in address_or_addresses.split(",") if a.strip()]
         else:
@@ -149,6 +170,8 @@ class Client:
         self._metadata: tuple[tuple[str, str], ...] = (("authorization", f"Bearer {token}"),) if token else ()
         self._info: warpdp_pb2.ServerInfoReply | None = None
         self._info_lock = threading.Lock()
+        self._shared_files = shared_files and all(_shared_files.is_local_address(a) for a in addresses)
+        self._shared_pool: _shared_files.SharedFilePool | None = None
 
     # -- public API --
 
@@ -216,6 +239,9 @@ class Client:
 
     def close(self) -> None:
         self._channel.close()
+        with self._info_lock:
+            if self._shared_pool is not None:
+                self._shared_pool.close()
 
     def __enter__(self) -> Client:
         return self
@@ -231,6 +257,15 @@ class Client:
         if algorithm.n_pairs(payload) == 0:
             return
         timeout = self.timeout if timeout is None else timeout
+        if self._shared_files and algorithm.request_bytes(payload) >= _SHARED_MIN_BYTES:
+            pool = self._pool(timeout)
+            if pool is not None:
+                try:
+                    self._run_shared(pool, payload, key, out, timeout)
+                    return
+                except _SharedFilesUnusable as exc:
+                    logger.warning("warpdp client: sending arrays in messages from now on: %s", exc)
+                    self._shared_files = False
         if self._info is None and algorithm.fits(payload, key, _SAFE_CELLS, _SAFE_BYTES):
             try:
                 self._unary(payload, key, out, timeout)
@@ -251,6 +286,35 @@ class Client:
             chunk_cells = min(max_cells, max(info.batching.max_batch_cells, 1))
         chunks = algorithm.plan(payload, key, chunk_cells, min(max_bytes, _CHUNK_BYTES))
         self._streams(chunks, key, out, timeout)
+
+    def _pool(self, timeout: float | None) -> _shared_files.SharedFilePool | None:
+        """This client's shared files, when the server takes them from here; else None."""
+        info = self.server_info(timeout=timeout)
+        with self._info_lock:
+            if self._shared_pool is None:
+                directory = info.shared_files.directory
+                if not (info.shared_files.enabled and os.path.isdir(directory)):
+                    self._shared_files = False
+                    return None
+                self._shared_pool = _shared_files.SharedFilePool(directory)
+            return self._shared_pool
+
+    def _run_shared(self, pool: _shared_files.SharedFilePool, payload: Any, key: Any, out: np.ndarray,
+                    timeout: float | None) -> None:
+        """Stream the job in chunks whose arrays travel in shared files."""
+        algorithm = algorithm_for(payload)
+        info = self.server_info(timeout=timeout)
+        chunk_cells = info.limits.max_request_cells
+        if info.batching.enabled:
+            chunk_cells = min(chunk_cells, max(info.batching.max_batch_cells, 1))
+        chunks = algorithm.plan(payload, key, chunk_cells, min(info.limits.max_message_bytes, _SHARED_CHUNK_BYTES))
+        offsets = np.concatenate([[0], np.cumsum([algorithm.n_pairs(c) for c in chunks])]).astype(np.int64)
+        try:
+            self._stream(chunks, offsets, key, out, timeout, [], pool)
+        except ServiceError as exc:
+            if exc.code == grpc.StatusCode.FAILED_PRECONDITION and "shared file unusable" in exc.details:
+                raise _SharedFilesUnusable(exc.details) from None
+            raise
 
     def _unary(self, payload: Any, key: Any, out: np.ndarray, timeout: float | None) -> None:
         algorithm = algorithm_for(payload)
@@ -288,13 +352,31 @@ class Client:
                 raise
 
     def _stream(self, chunks: list[Any], offsets: np.ndarray, key: Any, out: np.ndarray,
-                timeout: float | None, calls: list[Any]) -> None:
+                timeout: float | None, calls: list[Any],
+                pool: _shared_files.SharedFilePool | None = None) -> None:
+        """One stream call for the chunks; with a pool, their arrays go through shared files."""
         algorithm = algorithm_for(chunks[0])
         method = algorithm.rpc + "Stream"
+        in_files: dict[int, _shared_files.SharedFile] = {}  # chunk -> its file, until answered
+        write_errors: list[OSError] = []
+        room = threading.Semaphore(_SHARED_IN_FLIGHT)  # gRPC would otherwise write every chunk at once
+        ended = threading.Event()
 
         def requests() -> Any:
-            for chunk in chunks:
-                yield algorithm.request(chunk, key)
+            for index, chunk in enumerate(chunks):
+                if pool is None:
+                    yield algorithm.request(chunk, key)
+                    continue
+                room.acquire()
+                if ended.is_set():
+                    return
+                try:
+                    shared, sizes = pool.acquire(list(algorithm.wire_arrays(chunk).values()))
+                except OSError as exc:  # e.g. the directory is full: end the stream here
+                    write_errors.append(exc)
+                    return
+                in_files[index] = shared
+                yield algorithm.request(chunk, key, warpdp_pb2.SharedFile(name=shared.name, sizes=sizes))
 
         try:
             call = getattr(self._stub, method)(requests(), metadata=self._metadata, timeout=timeout,
@@ -306,9 +388,19 @@ class Client:
                     raise ServiceError(grpc.StatusCode.INTERNAL,
                                        f"{method} answered chunk {reply.chunk} where {received} was expected")
                 _store(algorithm, reply, out, int(offsets[received]), int(offsets[received + 1]), f"chunk {received}")
+                if received in in_files:  # answered, so the server has read it
+                    pool.release(in_files.pop(received))  # type: ignore[union-attr]
+                    room.release()
                 received += 1
         except grpc.RpcError as exc:
             raise _service_error(exc) from None
+        finally:
+            ended.set()
+            room.release(len(chunks))  # a request writer still waiting for room returns
+            for index in list(in_files):
+                pool.release(in_files.pop(index))  # type: ignore[union-attr]
+        if write_errors:
+            raise _SharedFilesUnusable(f"cannot write a shared file in {pool.directory}: {write_errors[0]}")  # type: ignore[union-attr]
         if received != len(chunks):
             raise ServiceError(grpc.StatusCode.INTERNAL,
                                f"{method} ended after {received} of {len(chunks)} chunks")

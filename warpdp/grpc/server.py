@@ -13,6 +13,7 @@ import collections
 import hmac
 import logging
 import math
+import os
 import signal
 import threading
 import time
@@ -20,6 +21,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, NamedTuple, Protocol
 
 import grpc
@@ -29,7 +31,7 @@ from grpc_reflection.v1alpha import reflection
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from ..plugin.backend import choose_backend, cpu_name, resolve_threads
-from . import warpdp_pb2, warpdp_pb2_grpc
+from . import _shared_files, warpdp_pb2, warpdp_pb2_grpc
 from ._algorithms import ALGORITHMS, SEEDEXT, XDROP, Algorithm, InvalidRequest, Job, PAIRHMM
 
 logger = logging.getLogger("warpdp.grpc")
@@ -71,6 +73,8 @@ class ServerConfig:
     handler_threads: int = DEFAULT_HANDLER_THREADS  # concurrent RPCs served (each holds a thread)
     grace_s: float = DEFAULT_GRACE_S               # how long shutdown waits for in-flight calls
     warmup: bool = True                            # one tiny submission before serving
+    # Where same-host clients may leave requests' arrays (SharedFile); None = not accepted.
+    shared_dir: str | Path | None = _shared_files.DEFAULT_DIRECTORY
 
     @property
     def max_message_bytes(self) -> int:
@@ -722,7 +726,7 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
         self._batcher.arrive()  # lets the batcher wait for this request instead of going without it
         arriving = True
         try:
-            job = self._decode(kernel, request)
+            job = self._decode(kernel, request, context)
             cells = job.cells
             self._check_limits(kernel, job, "")
             arriving = False
@@ -789,7 +793,7 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
         try:
             for index, request in enumerate(request_iterator):
                 where = f"chunk {index}: "
-                job = self._decode(kernel, request, where)
+                job = self._decode(kernel, request, context, where)
                 self._check_limits(kernel, job, where)
                 if not window.wait_for_room():
                     return  # the call ended
@@ -808,11 +812,36 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
             window.put(_RpcFailure(grpc.StatusCode.CANCELLED,
                                    f"reading chunk {index + 1} failed: {type(exc).__name__}: {exc}"), counts=False)
 
-    def _decode(self, kernel: AlgorithmKernel, request: Any, chunk: str = "") -> Job:
+    def _decode(self, kernel: AlgorithmKernel, request: Any, context: grpc.ServicerContext, chunk: str = "") -> Job:
+        packed = None
+        if request.HasField("shared_file"):
+            packed = self._read_shared_file(kernel.algorithm, request, context, chunk)
         try:
-            return kernel.algorithm.decode(request)
+            return kernel.algorithm.decode(request, packed)
         except InvalidRequest as exc:  # "invalid <field>: <problem>"
             raise _RpcFailure(grpc.StatusCode.INVALID_ARGUMENT, f"{chunk}{exc}") from None
+
+    def _read_shared_file(self, algorithm: Algorithm, request: Any, context: grpc.ServicerContext,
+                          chunk: str) -> SimpleNamespace:
+        """The packed arrays of a request that left them in a shared file."""
+        if getattr(request, algorithm.packed_field).ByteSize():
+            raise _RpcFailure(grpc.StatusCode.INVALID_ARGUMENT,
+                              f"{chunk}invalid {algorithm.request_type.__name__}: set either "
+                              f"{algorithm.packed_field} or shared_file, not both")
+        directory = self._info.shared_files.directory
+        if not self._info.shared_files.enabled:
+            raise _RpcFailure(grpc.StatusCode.FAILED_PRECONDITION,
+                              f"{chunk}shared file unusable: this server does not accept shared files")
+        if not _shared_files.is_local_peer(context.peer()):
+            raise _RpcFailure(grpc.StatusCode.FAILED_PRECONDITION,
+                              f"{chunk}shared file unusable: only clients on the server's host may send shared files")
+        fields = [field.name for field in algorithm.packed_message.DESCRIPTOR.fields]
+        try:
+            arrays = _shared_files.read_arrays(directory, request.shared_file.name, list(request.shared_file.sizes),
+                                               fields, self._config.max_message_bytes)
+        except _shared_files.SharedFileRejected as exc:
+            raise _RpcFailure(exc.code, f"{chunk}{exc}") from None
+        return SimpleNamespace(**arrays)
 
     def _check_limits(self, kernel: AlgorithmKernel, job: Job, where: str) -> None:
         limit = self._config.max_request_cells
@@ -1024,6 +1053,7 @@ class Server:
             batching=warpdp_pb2.Batching(enabled=cfg.batching, max_wait_us=int(cfg.max_wait_ms * 1000),
                                          max_batch_cells=max_batch_cells, workers=cfg.workers),
             token_required=bool(cfg.tokens),
+            shared_files=self._shared_files_info(),
         )
         servicer = WarpdpServicer(batcher=self._batcher, kernels=kernels, config=cfg, metrics=self.metrics, info=info)
         interceptors = [BearerTokenInterceptor(cfg.tokens, self.metrics)] if cfg.tokens else []
@@ -1078,11 +1108,23 @@ class Server:
                             kernel.detail(cfg.workers))
         batching = (f"max wait {cfg.max_wait_ms:g} ms, max {max_batch_cells} cells per submission"
                     if cfg.batching else "off")
-        logger.info("warpdp serve: batching %s; limits %d cells and %d bytes per request%s", batching,
-                    cfg.max_request_cells, cfg.max_message_bytes,
+        shared = (f"same-host clients may send shared files in {info.shared_files.directory}"
+                  if info.shared_files.enabled else "no shared files")
+        logger.info("warpdp serve: batching %s; limits %d cells and %d bytes per request; %s%s", batching,
+                    cfg.max_request_cells, cfg.max_message_bytes, shared,
                     f"; metrics on http://{_format_address(cfg.host, self.metrics_port)}/metrics"
                     if self.metrics_port is not None else "")
         return self
+
+    def _shared_files_info(self) -> warpdp_pb2.SharedFiles:
+        directory = self.config.shared_dir
+        if directory is None:
+            return warpdp_pb2.SharedFiles(enabled=False)
+        directory = os.path.abspath(directory)
+        if not os.path.isdir(directory):
+            logger.info("warpdp serve: shared files off (%s is not a directory)", directory)
+            return warpdp_pb2.SharedFiles(enabled=False, directory=directory)
+        return warpdp_pb2.SharedFiles(enabled=True, directory=directory)
 
     def stop(self, grace: float | None = None) -> None:
         """Stop accepting calls, let in-flight calls finish (up to `grace` seconds, default

@@ -39,12 +39,14 @@ class PairHmmBatches(_message.Message):
     def __init__(self, read_bases: _Optional[bytes] = ..., read_quals: _Optional[bytes] = ..., read_ins: _Optional[bytes] = ..., read_del: _Optional[bytes] = ..., read_gcp: _Optional[bytes] = ..., read_offsets: _Optional[bytes] = ..., hap_bases: _Optional[bytes] = ..., hap_offsets: _Optional[bytes] = ..., batch_reads: _Optional[bytes] = ..., batch_haps: _Optional[bytes] = ...) -> None: ...
 
 class PairHmmRequest(_message.Message):
-    __slots__ = ("batches", "use_double")
+    __slots__ = ("batches", "use_double", "shared_file")
     BATCHES_FIELD_NUMBER: _ClassVar[int]
     USE_DOUBLE_FIELD_NUMBER: _ClassVar[int]
+    SHARED_FILE_FIELD_NUMBER: _ClassVar[int]
     batches: PairHmmBatches
     use_double: bool
-    def __init__(self, batches: _Optional[_Union[PairHmmBatches, _Mapping]] = ..., use_double: _Optional[bool] = ...) -> None: ...
+    shared_file: SharedFile
+    def __init__(self, batches: _Optional[_Union[PairHmmBatches, _Mapping]] = ..., use_double: _Optional[bool] = ..., shared_file: _Optional[_Union[SharedFile, _Mapping]] = ...) -> None: ...
 
 class PairHmmReply(_message.Message):
     __slots__ = ("log10_likelihoods", "n_pairs", "chunk", "stats")
@@ -75,7 +77,7 @@ class XdropPairs(_message.Message):
     def __init__(self, h_bases: _Optional[bytes] = ..., h_offsets: _Optional[bytes] = ..., v_bases: _Optional[bytes] = ..., v_offsets: _Optional[bytes] = ..., h_pos: _Optional[bytes] = ..., v_pos: _Optional[bytes] = ...) -> None: ...
 
 class XdropRequest(_message.Message):
-    __slots__ = ("pairs", "k", "x", "match", "mismatch", "gap", "report")
+    __slots__ = ("pairs", "k", "x", "match", "mismatch", "gap", "report", "shared_file")
     PAIRS_FIELD_NUMBER: _ClassVar[int]
     K_FIELD_NUMBER: _ClassVar[int]
     X_FIELD_NUMBER: _ClassVar[int]
@@ -83,6 +85,7 @@ class XdropRequest(_message.Message):
     MISMATCH_FIELD_NUMBER: _ClassVar[int]
     GAP_FIELD_NUMBER: _ClassVar[int]
     REPORT_FIELD_NUMBER: _ClassVar[int]
+    SHARED_FILE_FIELD_NUMBER: _ClassVar[int]
     pairs: XdropPairs
     k: int
     x: int
@@ -90,7 +93,8 @@ class XdropRequest(_message.Message):
     mismatch: int
     gap: int
     report: XdropReport
-    def __init__(self, pairs: _Optional[_Union[XdropPairs, _Mapping]] = ..., k: _Optional[int] = ..., x: _Optional[int] = ..., match: _Optional[int] = ..., mismatch: _Optional[int] = ..., gap: _Optional[int] = ..., report: _Optional[_Union[XdropReport, str]] = ...) -> None: ...
+    shared_file: SharedFile
+    def __init__(self, pairs: _Optional[_Union[XdropPairs, _Mapping]] = ..., k: _Optional[int] = ..., x: _Optional[int] = ..., match: _Optional[int] = ..., mismatch: _Optional[int] = ..., gap: _Optional[int] = ..., report: _Optional[_Union[XdropReport, str]] = ..., shared_file: _Optional[_Union[SharedFile, _Mapping]] = ...) -> None: ...
 
 class XdropReply(_message.Message):
     __slots__ = ("score", "begin_h", "end_h", "begin_v", "end_v", "cells", "n_pairs", "chunk", "stats")
@@ -129,7 +133,7 @@ class SeedExtPairs(_message.Message):
     def __init__(self, query: _Optional[bytes] = ..., query_offsets: _Optional[bytes] = ..., target: _Optional[bytes] = ..., target_offsets: _Optional[bytes] = ..., h0: _Optional[bytes] = ...) -> None: ...
 
 class SeedExtendRequest(_message.Message):
-    __slots__ = ("pairs", "a", "b", "o_del", "e_del", "o_ins", "e_ins", "w", "end_bonus", "zdrop")
+    __slots__ = ("pairs", "a", "b", "o_del", "e_del", "o_ins", "e_ins", "w", "end_bonus", "zdrop", "shared_file")
     PAIRS_FIELD_NUMBER: _ClassVar[int]
     A_FIELD_NUMBER: _ClassVar[int]
     B_FIELD_NUMBER: _ClassVar[int]
@@ -140,6 +144,7 @@ class SeedExtendRequest(_message.Message):
     W_FIELD_NUMBER: _ClassVar[int]
     END_BONUS_FIELD_NUMBER: _ClassVar[int]
     ZDROP_FIELD_NUMBER: _ClassVar[int]
+    SHARED_FILE_FIELD_NUMBER: _ClassVar[int]
     pairs: SeedExtPairs
     a: int
     b: int
@@ -150,7 +155,8 @@ class SeedExtendRequest(_message.Message):
     w: int
     end_bonus: int
     zdrop: int
-    def __init__(self, pairs: _Optional[_Union[SeedExtPairs, _Mapping]] = ..., a: _Optional[int] = ..., b: _Optional[int] = ..., o_del: _Optional[int] = ..., e_del: _Optional[int] = ..., o_ins: _Optional[int] = ..., e_ins: _Optional[int] = ..., w: _Optional[int] = ..., end_bonus: _Optional[int] = ..., zdrop: _Optional[int] = ...) -> None: ...
+    shared_file: SharedFile
+    def __init__(self, pairs: _Optional[_Union[SeedExtPairs, _Mapping]] = ..., a: _Optional[int] = ..., b: _Optional[int] = ..., o_del: _Optional[int] = ..., e_del: _Optional[int] = ..., o_ins: _Optional[int] = ..., e_ins: _Optional[int] = ..., w: _Optional[int] = ..., end_bonus: _Optional[int] = ..., zdrop: _Optional[int] = ..., shared_file: _Optional[_Union[SharedFile, _Mapping]] = ...) -> None: ...
 
 class SeedExtendReply(_message.Message):
     __slots__ = ("score", "qle", "tle", "gtle", "gscore", "max_off", "n_pairs", "chunk", "stats")
@@ -174,6 +180,14 @@ class SeedExtendReply(_message.Message):
     stats: CallStats
     def __init__(self, score: _Optional[bytes] = ..., qle: _Optional[bytes] = ..., tle: _Optional[bytes] = ..., gtle: _Optional[bytes] = ..., gscore: _Optional[bytes] = ..., max_off: _Optional[bytes] = ..., n_pairs: _Optional[int] = ..., chunk: _Optional[int] = ..., stats: _Optional[_Union[CallStats, _Mapping]] = ...) -> None: ...
 
+class SharedFile(_message.Message):
+    __slots__ = ("name", "sizes")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SIZES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    sizes: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, name: _Optional[str] = ..., sizes: _Optional[_Iterable[int]] = ...) -> None: ...
+
 class CallStats(_message.Message):
     __slots__ = ("backend", "cells", "queue_us", "compute_us", "coalesced_requests", "submission_cells")
     BACKEND_FIELD_NUMBER: _ClassVar[int]
@@ -195,7 +209,7 @@ class ServerInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ServerInfoReply(_message.Message):
-    __slots__ = ("version", "backend", "requested_backend", "algorithms", "devices", "limits", "batching", "token_required")
+    __slots__ = ("version", "backend", "requested_backend", "algorithms", "devices", "limits", "batching", "token_required", "shared_files")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     BACKEND_FIELD_NUMBER: _ClassVar[int]
     REQUESTED_BACKEND_FIELD_NUMBER: _ClassVar[int]
@@ -204,6 +218,7 @@ class ServerInfoReply(_message.Message):
     LIMITS_FIELD_NUMBER: _ClassVar[int]
     BATCHING_FIELD_NUMBER: _ClassVar[int]
     TOKEN_REQUIRED_FIELD_NUMBER: _ClassVar[int]
+    SHARED_FILES_FIELD_NUMBER: _ClassVar[int]
     version: str
     backend: str
     requested_backend: str
@@ -212,7 +227,16 @@ class ServerInfoReply(_message.Message):
     limits: Limits
     batching: Batching
     token_required: bool
-    def __init__(self, version: _Optional[str] = ..., backend: _Optional[str] = ..., requested_backend: _Optional[str] = ..., algorithms: _Optional[_Iterable[_Union[AlgorithmInfo, _Mapping]]] = ..., devices: _Optional[_Iterable[_Union[Device, _Mapping]]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., batching: _Optional[_Union[Batching, _Mapping]] = ..., token_required: _Optional[bool] = ...) -> None: ...
+    shared_files: SharedFiles
+    def __init__(self, version: _Optional[str] = ..., backend: _Optional[str] = ..., requested_backend: _Optional[str] = ..., algorithms: _Optional[_Iterable[_Union[AlgorithmInfo, _Mapping]]] = ..., devices: _Optional[_Iterable[_Union[Device, _Mapping]]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., batching: _Optional[_Union[Batching, _Mapping]] = ..., token_required: _Optional[bool] = ..., shared_files: _Optional[_Union[SharedFiles, _Mapping]] = ...) -> None: ...
+
+class SharedFiles(_message.Message):
+    __slots__ = ("enabled", "directory")
+    ENABLED_FIELD_NUMBER: _ClassVar[int]
+    DIRECTORY_FIELD_NUMBER: _ClassVar[int]
+    enabled: bool
+    directory: str
+    def __init__(self, enabled: _Optional[bool] = ..., directory: _Optional[str] = ...) -> None: ...
 
 class AlgorithmInfo(_message.Message):
     __slots__ = ("name", "rpc", "backend", "detail")

@@ -1,0 +1,227 @@
+"""Same-host transfer: requests whose arrays travel in shared files (SharedFile in warpdp.proto).
+
+Servers run in-process on loopback with a temporary shared directory; the client's size
+threshold and chunk size are lowered so that small jobs take the shared-file path.
+"""
+from __future__ import annotations
+
+import os
+
+import grpc
+import numpy as np
+import pytest
+
+import warpdp
+from grpc_support import WAIT, start_server, stub_for
+from test_grpc_service import local, make_batches
+from test_grpc_xdrop_seedext import K, assert_seedext_equal, assert_xdrop_equal, local_xdrop, make_seed_pairs, make_xdrop_pairs
+from warpdp.grpc import Client, client as client_module, server as server_module, warpdp_pb2
+from warpdp.grpc._algorithms import PAIRHMM, SEEDEXT, XDROP, XdropKey
+from warpdp.grpc._shared_files import SharedFilePool, SharedFileRejected, is_local_address, is_local_peer
+
+
+@pytest.fixture
+def small_shared_jobs(monkeypatch):
+    """Every job of 1 KB or more goes through shared files, in chunks of at most 20 KB."""
+    monkeypatch.setattr(client_module, "_SHARED_MIN_BYTES", 1024)
+    monkeypatch.setattr(client_module, "_SHARED_CHUNK_BYTES", 20 * 1024)
+
+
+@pytest.fixture
+def shared_server(tmp_path):
+    srv = start_server(shared_dir=tmp_path)
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def files_read(monkeypatch):
+    """Names of the shared files the servers read, in order."""
+    names: list[str] = []
+    real = server_module._shared_files.read_arrays
+
+    def spy(directory, name, *args, **kwargs):
+        names.append(name)
+        return real(directory, name, *args, **kwargs)
+
+    monkeypatch.setattr(server_module._shared_files, "read_arrays", spy)
+    return names
+
+
+def shared_request(directory, algorithm, payload, key, name="warpdp-test-1", sizes=None, extra=b""):
+    """A request whose arrays are written into directory/name by hand."""
+    arrays = list(algorithm.wire_arrays(payload).values())
+    with open(os.path.join(directory, name), "wb") as f:
+        for array in arrays:
+            f.write(array.tobytes())
+        f.write(extra)
+    sizes = [a.nbytes for a in arrays] if sizes is None else sizes
+    return algorithm.request(payload, key, warpdp_pb2.SharedFile(name=name, sizes=sizes))
+
+
+def test_all_three_algorithms_through_shared_files(small_shared_jobs, shared_server, files_read, tmp_path):
+    batches = make_batches(11, 60)
+    pairs = make_xdrop_pairs(12, 120)
+    seeds = make_seed_pairs(13, 120)
+    with Client(shared_server.address, timeout=WAIT) as client:
+        np.testing.assert_array_equal(client.pairhmm(batches), local(batches))
+        np.testing.assert_array_equal(client.pairhmm(batches, double=True), local(batches, True))
+        assert_xdrop_equal(client.xdrop(pairs, k=K, x=20), local_xdrop(pairs, k=K, x=20))
+        assert_seedext_equal(client.seed_extend(seeds, w=30), warpdp.seed_extend(seeds, w=30, backend="cpu"))
+        assert client.server_info().shared_files.enabled
+        # Several chunks each, and the files are reused: far fewer files than chunks.
+        assert len(files_read) >= 8
+        assert 1 <= len(set(files_read)) <= 3
+        assert sorted(os.listdir(tmp_path)) == sorted(set(files_read))
+        for name in os.listdir(tmp_path):  # readable by the client's user only
+            assert os.stat(tmp_path / name).st_mode & 0o077 == 0
+    assert os.listdir(tmp_path) == []  # close() deletes them
+
+
+def test_small_jobs_and_remote_servers_use_messages(shared_server, files_read):
+    with Client(shared_server.address, timeout=WAIT) as client:
+        batches = make_batches(14, 8)  # far below the 1 MiB threshold
+        np.testing.assert_array_equal(client.pairhmm(batches), local(batches))
+    assert files_read == []
+    assert not is_local_address("10.1.2.3:50051") and not is_local_address("gpu-node:50051")
+
+
+def test_shared_files_off_and_unreadable_fall_back_to_messages(small_shared_jobs, tmp_path, files_read, monkeypatch):
+    batches = make_batches(15, 40)
+    off = start_server(shared_dir=None)
+    try:
+        with Client(off.address, timeout=WAIT) as client:
+            assert not client.server_info().shared_files.enabled
+            np.testing.assert_array_equal(client.pairhmm(batches), local(batches))
+        assert files_read == []
+    finally:
+        off.stop()
+
+    # A server that cannot read the client's files (another user, another /dev/shm).
+    def unreadable(directory, name, *args, **kwargs):
+        raise SharedFileRejected(grpc.StatusCode.FAILED_PRECONDITION, f"shared file unusable: cannot open {name}")
+
+    monkeypatch.setattr(server_module._shared_files, "read_arrays", unreadable)
+    srv = start_server(shared_dir=tmp_path)
+    try:
+        with Client(srv.address, timeout=WAIT) as client:
+            np.testing.assert_array_equal(client.pairhmm(batches), local(batches))
+            np.testing.assert_array_equal(client.pairhmm(batches), local(batches))
+            assert client._shared_files is False  # noqa: SLF001 (tried once, then messages only)
+    finally:
+        srv.stop()
+    assert os.listdir(tmp_path) == []
+
+
+BAD_SHARED = [
+    ("name with a path", dict(name="../warpdp-x"), grpc.StatusCode.INVALID_ARGUMENT, "invalid shared_file.name"),
+    ("name without the prefix", dict(name="other-file"), grpc.StatusCode.INVALID_ARGUMENT, "invalid shared_file.name"),
+    ("too few sizes", dict(sizes=[1, 2]), grpc.StatusCode.INVALID_ARGUMENT, "invalid shared_file.sizes: 2 sizes"),
+    ("sizes past the end", dict(sizes="grow"), grpc.StatusCode.INVALID_ARGUMENT, "add up to"),
+    ("missing file", dict(name="warpdp-missing"), grpc.StatusCode.FAILED_PRECONDITION, "cannot open"),
+    ("over the message limit", dict(sizes="huge"), grpc.StatusCode.RESOURCE_EXHAUSTED, "message limit"),
+]
+
+
+@pytest.mark.parametrize("case, change, code, message", BAD_SHARED, ids=[c[0] for c in BAD_SHARED])
+def test_bad_shared_file_requests(shared_server, tmp_path, case, change, code, message):
+    batches = make_batches(16, 3)
+    request = shared_request(tmp_path, PAIRHMM, batches, False)
+    sizes = list(request.shared_file.sizes)
+    if change.get("sizes") == "grow":
+        sizes[0] += 100
+    elif change.get("sizes") == "huge":
+        sizes[0] = 1 << 40
+    elif "sizes" in change:
+        sizes = change["sizes"]
+    request.shared_file.CopyFrom(warpdp_pb2.SharedFile(name=change.get("name", request.shared_file.name), sizes=sizes))
+    channel, stub = stub_for(shared_server)
+    with channel, pytest.raises(grpc.RpcError) as error:
+        stub.PairHmm(request, timeout=WAIT)
+    assert error.value.code() == code and message in error.value.details()
+
+
+def test_shared_file_contents_are_validated_like_messages(shared_server, tmp_path):
+    channel, stub = stub_for(shared_server)
+    with channel:
+        # Offsets that run past the bases: the field is named, as for a message.
+        batches = make_batches(17, 3)
+        request = shared_request(tmp_path, PAIRHMM, batches, False)
+        arrays = PAIRHMM.wire_arrays(batches)
+        offsets = arrays["read_offsets"].copy()
+        offsets[-1] += 5
+        arrays["read_offsets"] = offsets
+        with open(tmp_path / request.shared_file.name, "wb") as f:
+            for array in arrays.values():
+                f.write(array.tobytes())
+        with pytest.raises(grpc.RpcError) as error:
+            stub.PairHmm(request, timeout=WAIT)
+        assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "read_offsets" in error.value.details()
+
+        # Both the arrays in the message and a shared file.
+        both = PAIRHMM.request(batches, False)
+        both.shared_file.CopyFrom(request.shared_file)
+        with pytest.raises(grpc.RpcError) as error:
+            stub.PairHmm(both, timeout=WAIT)
+        assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "not both" in error.value.details()
+
+        # A symbolic link is not followed.
+        os.symlink(tmp_path / request.shared_file.name, tmp_path / "warpdp-link")
+        linked = PAIRHMM.request(batches, False, warpdp_pb2.SharedFile(name="warpdp-link",
+                                                                        sizes=request.shared_file.sizes))
+        with pytest.raises(grpc.RpcError) as error:
+            stub.PairHmm(linked, timeout=WAIT)
+        assert error.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+
+        # A well-formed file with trailing room is fine (clients reuse larger files).
+        seeds = make_seed_pairs(18, 30)
+        ok = shared_request(tmp_path, SEEDEXT, seeds, warpdp.SeedExtParams(), name="warpdp-ok", extra=b"\0" * 999)
+        reply = stub.SeedExtend(ok, timeout=WAIT)
+        expected = warpdp.seed_extend(seeds, backend="cpu")
+        np.testing.assert_array_equal(np.frombuffer(reply.score, "<i8"), expected.score)
+
+        pairs = make_xdrop_pairs(19, 30)
+        key = XdropKey.make(k=K, x=20)
+        reply = stub.Xdrop(shared_request(tmp_path, XDROP, pairs, key, name="warpdp-x"), timeout=WAIT)
+        np.testing.assert_array_equal(np.frombuffer(reply.score, "<i8"), local_xdrop(pairs, k=K, x=20).score)
+
+
+def test_shared_files_only_from_local_peers(shared_server, tmp_path, monkeypatch):
+    monkeypatch.setattr(server_module._shared_files, "is_local_peer", lambda peer: False)
+    request = shared_request(tmp_path, PAIRHMM, make_batches(20, 3), False)
+    channel, stub = stub_for(shared_server)
+    with channel, pytest.raises(grpc.RpcError) as error:
+        stub.PairHmm(request, timeout=WAIT)
+    assert error.value.code() == grpc.StatusCode.FAILED_PRECONDITION and "server's host" in error.value.details()
+
+
+def test_local_peers_and_addresses():
+    for peer in ("ipv4:127.0.0.1:5000", "ipv6:[::1]:5000", "ipv6:[::ffff:127.0.0.1]:5000", "unix:/tmp/s",
+                 "ipv4:127.1.2.3:1"):
+        assert is_local_peer(peer), peer
+    for peer in ("ipv4:10.0.0.2:5000", "ipv6:[2001:db8::1]:5000", "ipv6:[::ffff:10.0.0.1]:5000", "garbage", ""):
+        assert not is_local_peer(peer), peer
+    for address in ("127.0.0.1:50051", "localhost:50051", "[::1]:50051", "unix:/run/warpdp.sock", "ipv4:127.0.0.1:1"):
+        assert is_local_address(address), address
+    for address in ("10.0.0.1:50051", "example.org:50051", "[2001:db8::1]:50051", "dns:///example.org:1"):
+        assert not is_local_address(address), address
+
+
+def test_pool_reuses_grows_and_deletes(tmp_path):
+    pool = SharedFilePool(str(tmp_path), keep_bytes=1000)
+    small = [np.arange(10, dtype=np.uint8), np.arange(3, dtype="<i8")]
+    first, sizes = pool.acquire(small)
+    assert sizes == [10, 24]
+    assert (tmp_path / first.name).read_bytes() == small[0].tobytes() + small[1].tobytes()
+    pool.release(first)
+    second, _ = pool.acquire([np.zeros(500, dtype=np.uint8)])  # the free file grows
+    assert second.name == first.name
+    other, _ = pool.acquire(small)  # the first is handed out: a new one
+    assert other.name != first.name
+    pool.release(second)
+    pool.release(other)  # 500 + 34 bytes kept, within 1000
+    big, _ = pool.acquire([np.zeros(2000, dtype=np.uint8)])
+    pool.release(big)  # over keep_bytes: deleted at once
+    assert big.name not in os.listdir(tmp_path)
+    pool.close()
+    assert os.listdir(tmp_path) == []

@@ -1,0 +1,243 @@
+"""Same-host transfer of large requests through files on a memory file system (``SharedFile``
+in warpdp.proto).
+
+A client on the server's host writes a request's arrays back to back into a file in the
+server's shared directory (``/dev/shm`` by default) and sends only the file's name and the
+arrays' sizes. Tens of megabytes then cost two memory copies instead of a trip through gRPC's
+message path, which on the GPU backend took longer than the scoring itself.
+
+The server reads the file into its own memory while it decodes the request. It never maps
+the file: a client that truncated a mapped file would crash the server with SIGBUS, and a
+client that rewrote one could change offsets after they were validated. The client owns its
+files: it creates them readable by its own user only, reuses them from call to call (writing
+over pages the file already has is several times faster than filling a new file), and
+deletes them when it closes.
+"""
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import secrets
+import stat
+import threading
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import grpc
+import numpy as np
+
+DEFAULT_DIRECTORY = "/dev/shm"
+NAME_PREFIX = "warpdp-"
+_NAME = re.compile(r"warpdp-[A-Za-z0-9._-]{1,200}")
+# A client keeps files for reuse up to this many bytes in all; larger ones are deleted after use.
+KEEP_BYTES = 256 * 1024 * 1024
+# Linux moves at most this much per read/write call.
+_IO_STEP = 1 << 30
+
+
+class SharedFileRejected(Exception):
+    """The server cannot take a request's shared file; ``code`` is the status to answer."""
+
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def is_local_peer(peer: str) -> bool:
+    """Whether a gRPC peer string (ServicerContext.peer()) is a client on this host."""
+    if peer.startswith(("unix:", "unix-abstract:")):
+        return True
+    scheme, _, rest = peer.partition(":")
+    if scheme == "ipv4":
+        host = rest.rsplit(":", 1)[0]
+    elif scheme == "ipv6":
+        host = rest.rsplit(":", 1)[0].strip("[]")
+    else:
+        return False
+    try:
+        ip = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback
+
+
+def is_local_address(address: str) -> bool:
+    """Whether a client's server address (``host:port``, ``unix:...``) names this host."""
+    if address.startswith(("unix:", "unix-abstract:")):
+        return True
+    for scheme in ("ipv4:", "ipv6:", "dns:///", "dns:"):
+        if address.startswith(scheme):
+            address = address[len(scheme):]
+            break
+    host = address[1:].partition("]")[0] if address.startswith("[") else address.rpartition(":")[0]
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def read_arrays(directory: str, name: str, sizes: Sequence[int], fields: Sequence[str],
+                max_bytes: int) -> dict[str, np.ndarray]:
+    """The arrays of a shared file as uint8 arrays in server memory, by field name.
+
+    Raises SharedFileRejected: INVALID_ARGUMENT for a bad name, sizes that do not match the
+    fields or a file shorter than they say; RESOURCE_EXHAUSTED over max_bytes;
+    FAILED_PRECONDITION when the file cannot be opened (the client does not share this
+    host's directory, or wrote it as another user).
+    """
+    invalid = grpc.StatusCode.INVALID_ARGUMENT
+    if not _NAME.fullmatch(name):
+        raise SharedFileRejected(invalid, f"invalid shared_file.name {name!r}: it must be {NAME_PREFIX!r} followed "
+                                          f"by letters, digits, '.', '_' or '-' (a name in {directory}, no path)")
+    if len(sizes) != len(fields):
+        raise SharedFileRejected(invalid, f"invalid shared_file.sizes: {len(sizes)} sizes for the {len(fields)} "
+                                          f"arrays {', '.join(fields)}")
+    total = sum(int(size) for size in sizes)
+    if total > max_bytes:
+        raise SharedFileRejected(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                 f"the shared file's arrays hold {total} bytes, over this server's message limit "
+                                 f"of {max_bytes} bytes; split the request")
+    path = os.path.join(directory, name)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as exc:
+        raise SharedFileRejected(grpc.StatusCode.FAILED_PRECONDITION,
+                                 f"shared file unusable: cannot open {path}: {exc.strerror} (client and server "
+                                 f"must share this directory and the server's user must be able to read it)") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise SharedFileRejected(invalid, f"invalid shared_file.name: {path} is not a regular file")
+        if info.st_size < total:
+            raise SharedFileRejected(invalid, f"invalid shared_file.sizes: they add up to {total} bytes but {path} "
+                                              f"holds {info.st_size}")
+        # Each array starts 8-byte aligned in server memory, so int64 views need no copy.
+        starts = np.concatenate([[0], np.cumsum([(int(size) + 7) // 8 * 8 for size in sizes])])
+        buffer = np.empty(int(starts[-1]), dtype=np.uint8)
+        arrays, file_offset = {}, 0
+        for field, size, start in zip(fields, sizes, starts):
+            array = arrays[field] = buffer[start:start + int(size)]
+            done = 0
+            while done < len(array):
+                got = os.preadv(fd, [array[done:done + _IO_STEP]], file_offset + done)
+                if got == 0:  # shortened while we read
+                    raise SharedFileRejected(invalid, f"invalid shared_file: {path} ended after "
+                                                      f"{file_offset + done} of {total} bytes")
+                done += got
+            file_offset += len(array)
+    except OSError as exc:
+        raise SharedFileRejected(grpc.StatusCode.FAILED_PRECONDITION,
+                                 f"shared file unusable: cannot read {path}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    return arrays
+
+
+@dataclass
+class SharedFile:
+    """One of a client's files: its name in the directory and the bytes it has room for."""
+
+    name: str
+    fd: int
+    capacity: int
+
+
+class SharedFilePool:
+    """A client's files in a server's shared directory, reused from call to call.
+
+    ``acquire`` writes arrays into a free file (a new one when none is free) and hands it
+    out until ``release``; the server has read a file once it has answered its request.
+    """
+
+    def __init__(self, directory: str, keep_bytes: int = KEEP_BYTES) -> None:
+        self.directory = directory
+        self._keep_bytes = keep_bytes
+        self._free: list[SharedFile] = []
+        self._lock = threading.Lock()
+        self._paths: set[str] = set()
+        # Delete the files even when the client is never closed.
+        self._finalizer = weakref.finalize(self, _unlink_all, self._paths)
+
+    def acquire(self, arrays: Sequence[np.ndarray]) -> tuple[SharedFile, list[int]]:
+        """A file holding the arrays (uint8 or int64 little-endian, C-contiguous) back to back,
+        and their sizes in bytes. OSError when the directory cannot take them."""
+        buffers = [memoryview(np.ascontiguousarray(a)).cast("B") for a in arrays]
+        sizes = [len(b) for b in buffers]
+        total = sum(sizes)
+        with self._lock:
+            fitting = [f for f in self._free if f.capacity >= total]
+            chosen = min(fitting, key=lambda f: f.capacity) if fitting else None
+            if chosen is None and self._free:  # grow the largest free file rather than start a new one
+                chosen = max(self._free, key=lambda f: f.capacity)
+            if chosen is not None:
+                self._free.remove(chosen)
+        if chosen is None:
+            chosen = self._create()
+        try:
+            _write_all(chosen.fd, buffers)
+        except OSError:
+            self._delete(chosen)
+            raise
+        chosen.capacity = max(chosen.capacity, total)
+        return chosen, sizes
+
+    def release(self, shared: SharedFile) -> None:
+        with self._lock:
+            kept = sum(f.capacity for f in self._free)
+            if kept + shared.capacity <= self._keep_bytes and self._finalizer.alive:
+                self._free.append(shared)
+                return
+        self._delete(shared)
+
+    def close(self) -> None:
+        """Delete every file (files still handed out are deleted when released)."""
+        with self._lock:
+            free, self._free = self._free, []
+        for shared in free:
+            self._delete(shared)
+        self._finalizer()
+
+    def _create(self) -> SharedFile:
+        name = f"{NAME_PREFIX}{os.getpid()}-{secrets.token_hex(8)}"
+        path = os.path.join(self.directory, name)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        with self._lock:
+            self._paths.add(path)
+        return SharedFile(name, fd, 0)
+
+    def _delete(self, shared: SharedFile) -> None:
+        path = os.path.join(self.directory, shared.name)
+        with self._lock:
+            self._paths.discard(path)
+        try:
+            os.close(shared.fd)
+        except OSError:
+            pass
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def _write_all(fd: int, buffers: list[memoryview]) -> None:
+    offset = 0
+    for buffer in buffers:
+        done = 0
+        while done < len(buffer):
+            done += os.pwrite(fd, buffer[done:done + _IO_STEP], offset + done)
+        offset += len(buffer)
+
+
+def _unlink_all(paths: set[str]) -> None:
+    for path in list(paths):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    paths.clear()
