@@ -40,6 +40,7 @@ import grpc  # noqa: E402
 
 import warpdp  # noqa: E402
 from bench_common import commit, cpu_name  # noqa: E402
+from pairhmm_workloads import active_region_batches  # noqa: E402
 from warpdp.grpc import Client  # noqa: E402
 from warpdp.grpc import _packing  # noqa: E402
 from warpdp.grpc import client as client_module  # noqa: E402
@@ -48,8 +49,17 @@ from warpdp.grpc._algorithms import PAIRHMM  # noqa: E402
 GATK_SHAPE = dict(reads=(10, 50), haps=(2, 5), read_len=(100, 150), hap_len=(200, 400))
 
 
-def make_batches(rng: np.random.Generator, n_batches: int, reads=(10, 50), haps=(2, 5), read_len=(100, 150),
-                 hap_len=(200, 400)) -> warpdp.PairHmmBatches:
+def make_batches(rng: np.random.Generator, n_batches: int, content: str = "random", **shape) -> warpdp.PairHmmBatches:
+    """GATK-sized active regions. content "gatk": reads sampled from the haplotypes with 1 %
+    errors, as GATK's are (most pairs then score within float's range); "random": unrelated
+    random sequences (every pair's likelihood underflows float and is recomputed in double)."""
+    if content == "gatk":
+        return active_region_batches(rng, n_batches, **shape)
+    return random_batches(rng, n_batches, **shape)
+
+
+def random_batches(rng: np.random.Generator, n_batches: int, reads=(10, 50), haps=(2, 5), read_len=(100, 150),
+                   hap_len=(200, 400)) -> warpdp.PairHmmBatches:
     n_reads = rng.integers(reads[0], reads[1], n_batches, endpoint=True)
     n_haps = rng.integers(haps[0], haps[1], n_batches, endpoint=True)
     read_lens = rng.integers(read_len[0], read_len[1], int(n_reads.sum()), endpoint=True)
@@ -262,11 +272,12 @@ def in_process_rate(pool: list, backend: str, duration: float) -> dict:
                 p99=np.percentile(lat, 99) * 1e3, cpu_ms=(time.process_time() - cpu0) / k * 1e3)
 
 
-def large_job_overhead(server: ServerProcess, backend: str, cells_target: float, repeats: int, seed: int) -> dict:
+def large_job_overhead(server: ServerProcess, backend: str, cells_target: float, repeats: int, seed: int,
+                       content: str) -> dict:
     rng = np.random.default_rng(seed)
-    probe = make_batches(rng, 64, **GATK_SHAPE)
+    probe = make_batches(rng, 64, content, **GATK_SHAPE)
     per_batch = probe.n_cells / probe.n_batches
-    job = make_batches(rng, max(1, int(cells_target / per_batch)), **GATK_SHAPE)
+    job = make_batches(rng, max(1, int(cells_target / per_batch)), content, **GATK_SHAPE)
     expected = warpdp.pairhmm(job, backend=backend)  # also warms the backend up
     paths = ("in-process", "client", "streamed")
     timings: dict[str, list[float]] = {k: [] for k in paths}
@@ -338,6 +349,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="extra `warpdp serve` option for the servers (repeatable), e.g. --server-arg=--workers=2")
     parser.add_argument("--server-cpus", default=None,
                         help="pin the server process to these CPUs (taskset -c list, e.g. 0-1); default: not pinned")
+    parser.add_argument("--content", choices=("random", "gatk"), default="random",
+                        help="random: unrelated random sequences, whose likelihoods all underflow float and "
+                             "are recomputed in double (default; the content of every run in BENCHMARKS.md "
+                             "before 2026-11-21); gatk: reads sampled from their haplotypes with 1%% errors, "
+                             "as GATK's are")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path, default=None, help="write the markdown section here")
     args = parser.parse_args(argv)
@@ -346,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
 
     load_before = os.getloadavg()[0]
     rng = np.random.default_rng(args.seed)
-    pool = [make_batches(rng, 1, **GATK_SHAPE) for _ in range(args.pool)]
+    pool = [make_batches(rng, 1, args.content, **GATK_SHAPE) for _ in range(args.pool)]
     refs = [warpdp.pairhmm(b, backend=args.backend) for b in pool]
     mean_cells = np.mean([b.n_cells for b in pool])
     mean_pairs = np.mean([b.n_pairs for b in pool])
@@ -389,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"({result['requests']} requests, {result['per_submission']:.1f} per submission, "
                       f"{result['wrong']} wrong)", flush=True)
     with ServerProcess(args.backend, True, args.server_arg, args.server_cpus) as server:
-        large = large_job_overhead(server, args.backend, large_cells, args.repeats, args.seed + 1)
+        large = large_job_overhead(server, args.backend, large_cells, args.repeats, args.seed + 1, args.content)
         with Client(server.address, timeout=60) as client:
             info = client.server_info()
     print(f"large job: {large}", flush=True)
@@ -412,6 +428,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{' (OMP_WAIT_POLICY=' + os.environ['OMP_WAIT_POLICY'] + ')' if 'OMP_WAIT_POLICY' in os.environ else ''}.",
         f"- Requests: GATK-sized, one active region each: 10-50 reads x 2-5 haplotypes, reads 100-150 bp, "
         f"haplotypes 200-400 bp (mean {mean_pairs:.0f} pairs, {mean_cells / 1e6:.2f} M cells); "
+        + ("reads sampled from the haplotypes with 1 % errors (GATK-like content); " if args.content == "gatk"
+           else "unrelated random sequences (every pair recomputed in double); ") +
         f"{len(pool)} distinct requests cycled; closed loop, each client its own channel, "
         f"{args.duration:g} s per row in {args.rounds} rounds alternating with the other mode; every reply checked against in-process scoring "
         f"({wrong} mismatches).",
