@@ -280,11 +280,7 @@ class Client:
         if algorithm.fits(payload, key, max_cells, max_bytes):
             self._unary(payload, key, out, timeout)
             return
-        chunk_cells = max_cells
-        if info.batching.enabled:
-            # Chunks the size of one backend submission keep the server's pipeline full.
-            chunk_cells = min(max_cells, max(info.batching.max_batch_cells, 1))
-        chunks = algorithm.plan(payload, key, chunk_cells, min(max_bytes, _CHUNK_BYTES))
+        chunks = algorithm.plan(payload, key, _chunk_cells(info), min(max_bytes, _CHUNK_BYTES))
         self._streams(chunks, key, out, timeout)
 
     def _pool(self, timeout: float | None) -> _shared_files.SharedFilePool | None:
@@ -304,13 +300,9 @@ class Client:
         """Stream the job in chunks whose arrays travel in shared files."""
         algorithm = algorithm_for(payload)
         info = self.server_info(timeout=timeout)
-        chunk_cells = info.limits.max_request_cells
-        if info.batching.enabled:
-            chunk_cells = min(chunk_cells, max(info.batching.max_batch_cells, 1))
-        chunks = algorithm.plan(payload, key, chunk_cells, min(info.limits.max_message_bytes, _SHARED_CHUNK_BYTES))
-        offsets = np.concatenate([[0], np.cumsum([algorithm.n_pairs(c) for c in chunks])]).astype(np.int64)
+        chunks = algorithm.plan(payload, key, _chunk_cells(info), min(info.limits.max_message_bytes, _SHARED_CHUNK_BYTES))
         try:
-            self._stream(chunks, offsets, key, out, timeout, [], pool)
+            self._streams(chunks, key, out, timeout, pool)
         except ServiceError as exc:
             if exc.code == grpc.StatusCode.FAILED_PRECONDITION and "shared file unusable" in exc.details:
                 raise _SharedFilesUnusable(exc.details) from None
@@ -326,12 +318,13 @@ class Client:
             raise _service_error(exc) from None
         _store(algorithm, reply, out, 0, algorithm.n_pairs(payload), algorithm.rpc)
 
-    def _streams(self, chunks: list[Any], key: Any, out: np.ndarray, timeout: float | None) -> None:
+    def _streams(self, chunks: list[Any], key: Any, out: np.ndarray, timeout: float | None,
+                 shared: _shared_files.SharedFilePool | None = None) -> None:
         algorithm = algorithm_for(chunks[0])
         offsets = np.concatenate([[0], np.cumsum([algorithm.n_pairs(c) for c in chunks])]).astype(np.int64)
         n_streams = min(len(self.addresses), len(chunks))
         if n_streams <= 1:
-            self._stream(chunks, offsets, key, out, timeout, [])
+            self._stream(chunks, offsets, key, out, timeout, [], shared)
             return
         # Several servers: one stream per server (round_robin spreads the calls), each over a
         # contiguous share of the chunks with about the same number of cells.
@@ -341,7 +334,7 @@ class Client:
         bounds = sorted(set(min(b, len(chunks)) for b in bounds))
         calls: list[Any] = []
         with ThreadPoolExecutor(max_workers=len(bounds) - 1, thread_name_prefix="warpdp-client") as pool:
-            futures = [pool.submit(self._stream, chunks[a:b], offsets[a:b + 1], key, out, timeout, calls)
+            futures = [pool.submit(self._stream, chunks[a:b], offsets[a:b + 1], key, out, timeout, calls, shared)
                        for a, b in zip(bounds[:-1], bounds[1:])]
             try:
                 for future in futures:
@@ -404,6 +397,14 @@ class Client:
         if received != len(chunks):
             raise ServiceError(grpc.StatusCode.INTERNAL,
                                f"{method} ended after {received} of {len(chunks)} chunks")
+
+
+def _chunk_cells(info: warpdp_pb2.ServerInfoReply) -> int:
+    """Cells per streamed chunk: the request limit, and with batching one backend submission,
+    so that chunks keep the server's pipeline full."""
+    if info.batching.enabled:
+        return min(info.limits.max_request_cells, max(info.batching.max_batch_cells, 1))
+    return info.limits.max_request_cells
 
 
 def _store(algorithm: Algorithm, reply: Any, out: np.ndarray, start: int, stop: int, what: str) -> None:
