@@ -24,6 +24,7 @@ import warpdp
 from grpc_support import WAIT, client, server, start_server, stub, stub_for  # noqa: F401 (fixtures)
 from warpdp.grpc import Client, InvalidRequestError, Server, ServerConfig, ServiceError
 from warpdp.grpc import _packing, warpdp_pb2, warpdp_pb2_grpc
+from warpdp.grpc._algorithms import PAIRHMM
 from warpdp.grpc.cli import add_serve_arguments, config_from_args, count
 from warpdp.grpc.server import Batcher, Metrics
 
@@ -70,7 +71,7 @@ def local(batches: warpdp.PairHmmBatches, double: bool = False) -> np.ndarray:
 
 
 def request_for(batches: warpdp.PairHmmBatches, double: bool = False) -> warpdp_pb2.PairHmmRequest:
-    return _packing.pairhmm_request(batches, double)
+    return PAIRHMM.request(batches, double)
 
 
 def free_port() -> int:

@@ -55,17 +55,6 @@ def packed_message(message_class: type, payload: object) -> object:
     return message_class(**{name: array.tobytes() for name, array in wire_arrays(message_class, payload).items()})
 
 
-def pairhmm_request(batches: PairHmmBatches, use_double: bool) -> warpdp_pb2.PairHmmRequest:
-    """The request message of packed batches (no validation: the caller has validated)."""
-    return warpdp_pb2.PairHmmRequest(batches=packed_message(warpdp_pb2.PairHmmBatches, batches),
-                                     use_double=bool(use_double))
-
-
-def pairhmm_batches(message: warpdp_pb2.PairHmmBatches) -> PairHmmBatches:
-    """Packed batches from a message; ValueError/TypeError naming the field when malformed."""
-    return decode_pairhmm(message)[0]
-
-
 def decode_pairhmm(message: warpdp_pb2.PairHmmBatches) -> tuple[PairHmmBatches, int, int]:
     """Packed batches from a message, with their pair and cell counts; ValueError/TypeError
     naming the field when malformed."""
