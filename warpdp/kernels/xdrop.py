@@ -123,19 +123,10 @@ def shared_items(m: np.ndarray, n: np.ndarray, scores: Scores) -> np.ndarray:
     expected to span at least SHARED_MIN_WINDOW columns: min(expected_window, m + 1, n + 1). For
     narrower windows extend_kernel's scratch stays in L1 and its lanes take single columns.
     """
-    mode = os.environ.get(SHARED_ENV, "auto").strip().lower()
-    if mode not in ("auto", "0", "1"):
-        raise ValueError(f"{SHARED_ENV} must be auto, 0 or 1, not {mode!r}")
-    min_window = int(os.environ.get(SHARED_MIN_WINDOW_ENV, "").strip() or SHARED_MIN_WINDOW)
     chosen = np.searchsorted(SHARED_FLANK_BINS, m, side="left")
     can = (chosen < len(SHARED_FLANK_BINS)) & (n < _WIDE_MAX_H) & fits_int16(m, n, scores.match, scores.mismatch,
                                                                                 scores.gap, scores.x)
-    if mode == "0":
-        can[:] = False
-    elif mode == "auto":
-        window = expected_window(scores.match, scores.gap, scores.x)
-        can &= np.minimum(np.minimum(m, n) + 1, window) >= min_window
-    return np.where(can, chosen, -1)
+    return np.where(_routed(can, m, n, scores, SHARED_ENV, SHARED_MIN_WINDOW_ENV, SHARED_MIN_WINDOW), chosen, -1)
 
 
 def shared_bytes(stride: int) -> int:
@@ -197,20 +188,28 @@ def wide_frames(m: np.ndarray, n: np.ndarray, scores: Scores,
     warps work on the window only; the wide kernel's block steps its whole frame.
     """
     configs = wide_configs() if configs is None else configs
-    mode = os.environ.get(WIDE_ENV, "auto").strip().lower()
-    if mode not in ("auto", "0", "1"):
-        raise ValueError(f"{WIDE_ENV} must be auto, 0 or 1, not {mode!r}")
-    min_window = int(os.environ.get(WIDE_MIN_WINDOW_ENV, "").strip() or WIDE_MIN_WINDOW)
     frames = np.array([c[0] for c in configs], dtype=np.int64)
     chosen = np.searchsorted(frames, m + 2, side="left")
     can = (chosen < len(frames)) & (n < _WIDE_MAX_H) & fits_int32(m, n, scores.match, scores.mismatch,
                                                                        scores.gap, scores.x)
+    return np.where(_routed(can, m, n, scores, WIDE_ENV, WIDE_MIN_WINDOW_ENV, WIDE_MIN_WINDOW), chosen, -1)
+
+
+def _routed(can: np.ndarray, m: np.ndarray, n: np.ndarray, scores: Scores, mode_env: str, min_window_env: str,
+            min_window_default: int) -> np.ndarray:
+    """Of the items that can run on a kernel, those it takes under its environment variables
+    (ValueError when they are bad): mode "0" none, "1" all, "auto" those whose window is
+    expected to span at least the minimum window (min(expected_window, m + 1, n + 1) columns)."""
+    mode = os.environ.get(mode_env, "auto").strip().lower()
+    if mode not in ("auto", "0", "1"):
+        raise ValueError(f"{mode_env} must be auto, 0 or 1, not {mode!r}")
+    min_window = int(os.environ.get(min_window_env, "").strip() or min_window_default)
     if mode == "0":
-        can[:] = False
-    elif mode == "auto":
+        return np.zeros_like(can)
+    if mode == "auto":
         window = expected_window(scores.match, scores.gap, scores.x)  # < 2^63: x <= 2^62
-        can &= np.minimum(np.minimum(m, n) + 1, window) >= min_window
-    return np.where(can, chosen, -1)
+        return can & (np.minimum(np.minimum(m, n) + 1, window) >= min_window)
+    return can
 
 
 def split_chunks(h_offsets: np.ndarray, v_offsets: np.ndarray, chunk_pairs: int = _CHUNK_PAIRS,
