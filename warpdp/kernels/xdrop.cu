@@ -98,6 +98,17 @@ __device__ __forceinline__ Flanks flanks_of(const Params &p, int item)
     return f;
 }
 
+/* An item with nothing to extend into keeps its seed: threads 0..3 write its all-zero result
+   (score, ext_v, ext_h, cells). Says whether that is the case. */
+__device__ __forceinline__ bool seed_stays(const Flanks &f, i64 *out, unsigned thread)
+{
+    if (f.m != 0 && f.n != 0)
+        return false;
+    if (thread < 4)
+        out[thread] = 0;
+    return true;
+}
+
 /* Writes one item's result: score, ext_v, ext_h, cells. In best mode the first cell reaching
    the best score; else SeqAn's longest extension (see xdrop_body.h), read from the last three
    anti-diagonals a1, a2, a3 (d-2, d-1, d) and their windows. */
@@ -264,11 +275,8 @@ __global__ void __launch_bounds__(256, 3) extend_kernel(const Params *__restrict
         const u8 *qs = f.qs, *ts = f.ts;
         const i64 step = f.step, m = f.m, n = f.n;
         i64 *out = p.out + 4 * (i64)item;
-        if (m == 0 || n == 0) { /* nothing to extend into: the seed stays */
-            if (lane < 4)
-                out[lane] = 0;
+        if (seed_stays(f, out, lane))
             continue;
-        }
 
         WarpWalk<Cell, i64> w;
         w.start(scratch, scratch + p.stride, scratch + 2 * p.stride, p.gap, p.x, lane);
@@ -661,10 +669,7 @@ __global__ void __launch_bounds__(32 * W, B) extend_wide_kernel(const Params *__
         const int item = p.order[next];
         const Flanks f = flanks_of(p, item);
         i64 *out = p.out + 4 * (i64)item;
-        if (f.m == 0 || f.n == 0) { /* nothing to extend into: the seed stays */
-            if (threadIdx.x < 4)
-                out[threadIdx.x] = 0;
-        } else {
+        if (!seed_stays(f, out, threadIdx.x)) {
             s.start(p, f, sh);
             for (;;) { /* three anti-diagonals per turn, so that the buffers rotate by name only */
                 if (!s.template advance<0, 1, 2>(sh, buf)) {
@@ -796,11 +801,8 @@ extern "C" __global__ void __launch_bounds__(32) extend_shared_kernel(const Para
         const int m = (int)f.m;
         const i64 n = f.n;
         i64 *out = p.out + 4 * (i64)item;
-        if (m == 0 || n == 0) { /* nothing to extend into: the seed stays */
-            if (lane < 4)
-                out[lane] = 0;
+        if (seed_stays(f, out, lane))
             continue;
-        }
 
         WarpWalk<short, int> w;
         w.start(buffers, buffers + stride, buffers + 2 * stride, p.gap, p.x, lane);
