@@ -17,6 +17,7 @@ each with its own channel, as separate GATK processes would have.
 from __future__ import annotations
 
 import argparse
+import collections
 import datetime
 import multiprocessing
 import os
@@ -123,14 +124,27 @@ class ServerProcess:
             self.log.append(line)
             self.lines.put(line)
 
-    def batch_stats(self) -> tuple[float, float]:
-        """(submissions, requests in them) so far, from the server's Prometheus metrics."""
+    # Server-side sums read from its Prometheus metrics: where a request's time goes.
+    _STAT_SAMPLES = {
+        "submissions": ("warpdp_batch_requests_count", None),
+        "requests": ("warpdp_batch_requests_sum", None),
+        "compute_s": ("warpdp_compute_seconds_sum", None),
+        "queue_s": ("warpdp_queue_wait_seconds_sum", None),
+        "handled": ("warpdp_request_seconds_count", "PairHmm"),
+        "handler_s": ("warpdp_request_seconds_sum", "PairHmm"),
+    }
+
+    def stats(self) -> dict[str, float]:
+        """Counters so far (see _STAT_SAMPLES), from the server's Prometheus metrics."""
         from prometheus_client.parser import text_string_to_metric_families
 
         text = urllib.request.urlopen(self.metrics_url, timeout=10).read().decode()
-        values = {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples
-                  if s.name.startswith("warpdp_batch_requests_")}
-        return values.get("warpdp_batch_requests_count", 0.0), values.get("warpdp_batch_requests_sum", 0.0)
+        samples = [s for f in text_string_to_metric_families(text) for s in f.samples]
+        result = {}
+        for key, (name, method) in self._STAT_SAMPLES.items():
+            result[key] = sum(s.value for s in samples
+                              if s.name == name and (method is None or s.labels.get("method") == method))
+        return result
 
     def cpu_seconds(self) -> float:
         """CPU time the server process has used, all threads (Linux /proc)."""
@@ -378,32 +392,37 @@ def main(argv: list[str] | None = None) -> int:
         servers = {True: on, False: off}
         for clients in levels:
             parts: dict[bool, list] = {True: [], False: []}
-            batch = {True: [0.0, 0.0], False: [0.0, 0.0]}
+            totals = {True: collections.Counter(), False: collections.Counter()}
             cpu = {True: 0.0, False: 0.0}
             for round_ in range(args.rounds):
                 for batching in ((True, False) if round_ % 2 == 0 else (False, True)):
                     server = servers[batching]
-                    before = server.batch_stats()
+                    before = server.stats()
                     cpu_before = server.cpu_seconds()
                     parts[batching].append(run_load(server.address, clients, args.client_processes, pool, refs,
                                                     args.backend, args.duration / args.rounds,
                                                     args.max_requests // args.rounds))
                     cpu[batching] += server.cpu_seconds() - cpu_before
-                    after = server.batch_stats()
-                    batch[batching][0] += after[0] - before[0]
-                    batch[batching][1] += after[1] - before[1]
+                    after = server.stats()
+                    totals[batching].update({k: after[k] - before[k] for k in after})
             for batching in (True, False):
                 result = summarize(parts[batching])
-                submissions, requests = batch[batching]
+                t = totals[batching]
                 # (includes each client's one warm-up request per round)
-                result["per_submission"] = requests / submissions if submissions else float("nan")
-                result["cpu_ms"] = cpu[batching] / requests * 1e3 if requests else float("nan")
+                result["per_submission"] = t["requests"] / t["submissions"] if t["submissions"] else float("nan")
+                result["cpu_ms"] = cpu[batching] / t["requests"] * 1e3 if t["requests"] else float("nan")
+                result["submission_ms"] = t["compute_s"] / t["submissions"] * 1e3 if t["submissions"] else float("nan")
+                result["busy"] = t["compute_s"] / result["seconds"]  # submissions running, summed over workers
+                result["queue_ms"] = t["queue_s"] / t["requests"] * 1e3 if t["requests"] else float("nan")
+                result["handler_ms"] = t["handler_s"] / t["handled"] * 1e3 if t["handled"] else float("nan")
                 rows.append((batching, clients, result))
                 print(f"batching {'on ' if batching else 'off'} clients {clients:3d}: {result['rps']:8.1f} req/s "
                       f"{result['gcups']:6.2f} GCUPS p50 {result['p50']:7.2f} ms p99 {result['p99']:7.2f} ms "
                       f"server CPU {result['cpu_ms']:.2f} ms/req "
                       f"({result['requests']} requests, {result['per_submission']:.1f} per submission, "
-                      f"{result['wrong']} wrong)", flush=True)
+                      f"{result['wrong']} wrong); in the server: handler {result['handler_ms']:.2f} ms, "
+                      f"queued {result['queue_ms']:.2f} ms, submission {result['submission_ms']:.2f} ms, "
+                      f"backend busy {100 * result['busy']:.0f}%", flush=True)
     with ServerProcess(args.backend, True, args.server_arg, args.server_cpus) as server:
         large = large_job_overhead(server, args.backend, large_cells, args.repeats, args.seed + 1, args.content)
         with Client(server.address, timeout=60) as client:
@@ -438,14 +457,20 @@ def main(argv: list[str] | None = None) -> int:
         "- `server CPU ms/req`: CPU time of the server process (all threads: gRPC, batching, backend) "
         "per request; unlike wall-clock rates it hardly depends on what else the machine runs.",
         "",
+        "- In the server (means, from its metrics): `handler ms`, a request's time in the RPC handler "
+        "(decoding, queued, computed, split); `queued ms`, waiting for its submission to start; "
+        "`submission ms`, one backend submission; `busy`, submission time per second of load (over 100% "
+        "when several workers overlap). The rest of a client's latency is gRPC and the client itself.",
+        "",
         "| batching | clients | requests | req/s | GCUPS | p50 ms | p99 ms | server CPU ms/req "
-        "| requests per backend submission |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| requests per backend submission | handler ms | queued ms | submission ms | busy |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for batching, clients, r in rows:
         lines.append(f"| {'on' if batching else 'off'} | {clients} | {r['requests']} | {r['rps']:.1f} | "
                      f"{r['gcups']:.2f} | {r['p50']:.2f} | {r['p99']:.2f} | {r['cpu_ms']:.2f} | "
-                     f"{r['per_submission']:.1f} |")
+                     f"{r['per_submission']:.1f} | {r['handler_ms']:.2f} | {r['queue_ms']:.2f} | "
+                     f"{r['submission_ms']:.2f} | {100 * r['busy']:.0f}% |")
     on = {c: r for b, c, r in rows if b}
     off = {c: r for b, c, r in rows if not b}
     lines.append("")
