@@ -362,6 +362,45 @@ def test_forced_chunking_gives_same_results() -> None:
     assert_matches_cpu(chunked, pairhmm(batches, backend="cpu"))
 
 
+def test_concurrent_calls_overlap_and_keep_their_results() -> None:
+    # Calls share the launcher's two chunk slots: a call's last chunks are still on the GPU
+    # when the next call enqueues, and whichever call needs a slot copies the results of the
+    # chunk in it into that chunk's own output. Every call must get exactly its own results.
+    import threading
+
+    from warpdp.kernels import pairhmm as gpu_module
+
+    rng = np.random.default_rng(23)
+    inputs = [random_batches(rng, n_batches=int(rng.integers(1, 12)), reads=(1, 10), haps=(1, 5),
+                             read_len=(5, 300), hap_len=(5, 400), related=0.6) for _ in range(12)]
+    chunk_bytes = [None, 15_000, None, 40_000] * 3  # some calls in one chunk, some in many
+    alone = []
+    for batches, size in zip(inputs, chunk_bytes):
+        out = np.full(batches.n_pairs, np.nan)
+        gpu_module.forward(batches, out, chunk_bytes=size)
+        alone.append(out)
+    together = [np.full(b.n_pairs, np.nan) for b in inputs]
+    errors: list[BaseException] = []
+
+    def score(k: int) -> None:
+        try:
+            for _ in range(3):
+                together[k][:] = np.nan
+                gpu_module.forward(inputs[k], together[k], chunk_bytes=chunk_bytes[k])
+                np.testing.assert_array_equal(together[k], alone[k])
+        except BaseException as exc:  # reported below, from the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=score, args=(k,)) for k in range(len(inputs))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors[0]
+    for got, expected in zip(together, alone):
+        np.testing.assert_array_equal(got, expected)
+
+
 def test_every_output_written() -> None:
     from warpdp.kernels import pairhmm as gpu_module
 

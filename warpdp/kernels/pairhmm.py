@@ -545,7 +545,10 @@ class _Runner:
         # Events are re-recorded chunk after chunk (a wait uses the record made before it).
         self.uploaded_events = [device.event() for _ in range(2)]
         self.bin_events = [[device.event() for _ in FLOAT_BINS] for _ in range(2)]
+        # Chunks take the two slots in turn, across calls (see run).
         self.slots = [ChunkSlot(), ChunkSlot()]
+        self.slot_locks = [threading.Lock(), threading.Lock()]
+        self._next_slot = 0
         self.lock = threading.Lock()
 
     def resident_blocks(self, config: KernelConfig) -> int:
@@ -555,13 +558,21 @@ class _Runner:
         slot.ensure(plan.blob_bytes, plan.n_out * 8, plan.device_bytes, self.device.alloc_pinned,
                     self.device.alloc_device)
 
-    def _finish(self, slot: ChunkSlot, out: np.ndarray) -> None:
-        if slot.pending is None:
-            return
-        slot.done.synchronize()
-        out_lo, n_out = slot.pending
-        out[out_lo:out_lo + n_out] = slot.pinned_out[:n_out * 8].view(np.float64)
-        slot.pending = None
+    def _finish(self, index: int, token: object | None = None) -> None:
+        """Wait for the chunk in slot `index` and copy its results into its caller's output.
+
+        Whoever needs the slot does this: the next chunk to use it (under the runner lock) or
+        the chunk's own call (outside it, with `token`: only if its chunk is still there).
+        """
+        slot = self.slots[index]
+        with self.slot_locks[index]:
+            pending = slot.pending
+            if pending is None or (token is not None and pending[0] is not token):
+                return  # empty, or the owner's chunk was already finished by another call
+            slot.pending = None  # free even if the wait below raises
+            slot.done.synchronize()
+            _token, out, out_lo, n_out = pending
+            out[out_lo:out_lo + n_out] = slot.pinned_out[:n_out * 8].view(np.float64)
 
     def _enqueue(self, slot: ChunkSlot, plan: _ChunkPlan, parity: int) -> None:
         """Upload the slot's blob and launch the chunk's kernels (all asynchronous)."""
@@ -603,24 +614,28 @@ class _Runner:
         if not chunks:
             return
         stats = _input_stats(batches)
-        with self.lock:  # one call at a time uses the shared buffers and streams
-            try:
-                for c, chunk in enumerate(chunks):
+        mine: list[tuple[int, object]] = []  # (slot, token) of this call's chunks
+        try:
+            # One call at a time plans and enqueues; it waits for its last chunks after letting
+            # go, so the next call's host work and kernels overlap this call's GPU work.
+            with self.lock:
+                for chunk in chunks:
                     # Planned here, not up front: the GPU works on the previous chunk meanwhile.
                     plan = _ChunkPlan(batches, chunk, use_double, self, *stats)
-                    slot = self.slots[c % 2]
-                    self._finish(slot, out)  # the chunk two back used this slot
+                    index = self._next_slot
+                    self._next_slot = 1 - index
+                    slot = self.slots[index]
+                    self._finish(index)  # the chunk two back, this call's or an earlier one's
                     self._ensure(slot, plan)
                     plan.fill(slot.pinned_in, batches, int(slot.device.ptr), self.tables)
-                    self._enqueue(slot, plan, c % 2)
-                    slot.pending = (plan.out_lo, plan.n_out)
-                for slot in self.slots:
-                    self._finish(slot, out)
-            finally:
-                for slot in self.slots:
-                    if slot.pending is not None and slot.done is not None:
-                        slot.done.synchronize()
-                    slot.pending = None
+                    self._enqueue(slot, plan, index)
+                    token = object()
+                    slot.pending = (token, out, plan.out_lo, plan.n_out)
+                    mine.append((index, token))
+        finally:
+            # Also after an error: the chunks already enqueued are waited for before returning.
+            for index, token in mine[-2:]:
+                self._finish(index, token)
 
     # Benchmark support: the kernels alone, on data already on the device.
     def kernel_seconds(self, batches: Any, use_double: bool = False, repeats: int = 5,
@@ -630,6 +645,7 @@ class _Runner:
             return []
         chunk = _Chunk(0, len(batches.batch_reads) - 1, None, None, 0, n_out)
         with self.lock:
+            self._finish(0)  # a previous call's chunk may still be in it
             slot = self.slots[0]
             plan = _ChunkPlan(batches, chunk, use_double, self, *_input_stats(batches))
             self._ensure(slot, plan)
