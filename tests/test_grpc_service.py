@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import threading
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -543,6 +544,44 @@ def test_batcher_coalesces_by_key_and_cap_and_isolates_failures():
         batcher.close(WAIT)
 
 
+class _GatedKernel(_ListKernel):
+    """A _ListKernel whose submissions containing "hold" block until `release` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        self.started: list[list] = []
+
+    def run(self, payload, key):
+        self.started.append(list(payload))
+        if "hold" in payload:
+            assert self.release.wait(WAIT)
+        return super().run([0 if x == "hold" else x for x in payload], key)
+
+
+def test_only_large_work_overlaps_a_running_submission():
+    # The GPU server's rule (overlap_cells): while one submission runs, a second worker starts
+    # only once enough cells are queued; small requests wait and are batched.
+    kernel = _GatedKernel()
+    batcher = Batcher(workers=2, batching=True, max_wait_s=0, max_batch_cells=100, overlap_cells=10,
+                      metrics=Metrics())
+    try:
+        running = batcher.submit(kernel, "f", ["hold"], cells=50, n_out=1)
+        assert batcher.wait_for(lambda b: b.running == 1, WAIT)
+        small = [batcher.submit(kernel, "f", [k], cells=1, n_out=1) for k in (1, 2)]
+        time.sleep(0.3)  # the idle worker had time to take them, and must not have
+        assert kernel.started == [["hold"]] and all(not item.event.is_set() for item in small)
+        large = batcher.submit(kernel, "f", [3], cells=20, n_out=1)
+        for item in (*small, large):  # 22 cells queued: they run while the first still holds
+            assert item.event.wait(WAIT)
+        assert kernel.started == [["hold"], [1, 2, 3]] and not running.event.is_set()
+        kernel.release.set()
+        assert running.event.wait(WAIT) and list(running.result) == [0]
+    finally:
+        kernel.release.set()
+        batcher.close(WAIT)
+
+
 def test_lone_request_is_not_delayed():
     # Nobody else is arriving, so a request does not wait max_wait for company.
     kernel = _ListKernel()
@@ -719,7 +758,7 @@ def _parse(*argv: str):
 def test_serve_options():
     args = _parse()
     config = config_from_args(args)
-    assert (config.host, config.port, config.backend, config.workers) == ("127.0.0.1", 50051, "auto", 1)
+    assert (config.host, config.port, config.backend, config.workers) == ("127.0.0.1", 50051, "auto", None)
     assert config.batching and config.max_wait_ms > 0
     args = _parse("--max-batch-cells", "64M", "--max-request-cells", "2G", "--no-batching", "--max-wait-ms", "0.5")
     config = config_from_args(args)

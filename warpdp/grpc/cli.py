@@ -86,8 +86,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     backend = parser.add_argument_group("backend")
     backend.add_argument("--backend", choices=BACKENDS, default="auto",
                          help="auto (default: GPU if usable, else CPU), cpu or gpu (fails if no usable GPU)")
-    backend.add_argument("--workers", type=_positive_int, default=1,
-                         help="backend submissions running at the same time (default 1)")
+    backend.add_argument("--workers", type=_positive_int, default=None,
+                         help="backend submissions running at the same time (default 1 on the CPU; 2 on the GPU, "
+                              "where only large submissions overlap)")
     backend.add_argument("--threads", type=_positive_int, default=None,
                          help="CPU threads per worker (default: all cores / workers)")
     batching = parser.add_argument_group("dynamic batching")

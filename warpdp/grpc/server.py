@@ -44,6 +44,12 @@ DEFAULT_MAX_WAIT_MS = 2.0
 # GPU needs much larger submissions than the CPU to amortise its per-launch costs.
 DEFAULT_MAX_BATCH_CELLS = {"cpu": 256_000_000, "gpu": 2_000_000_000}
 DEFAULT_MAX_REQUEST_CELLS = 4_000_000_000
+# The GPU runs two submissions at once, but only large ones (a quarter of the submission cap
+# or more) overlap: the second's host work then hides behind the first's GPU work. Small
+# requests wait for the running submission and batch, as with one worker: a submission of
+# their own would cost more than it overlaps (measured, BENCHMARKS.md).
+DEFAULT_WORKERS = {"cpu": 1, "gpu": 2}
+GPU_OVERLAP_SHARE = 4
 DEFAULT_MAX_MESSAGE_MB = 64.0
 DEFAULT_HANDLER_THREADS = 128
 DEFAULT_GRACE_S = 30.0
@@ -58,7 +64,7 @@ class ServerConfig:
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT                       # 0 = pick a free port (see Server.port)
     backend: str = "auto"                          # "auto" | "cpu" | "gpu"
-    workers: int = 1                               # backend submissions running at once
+    workers: int | None = None                     # backend submissions running at once (default: by backend)
     threads: int | None = None                     # CPU threads per worker (default: cores / workers)
     batching: bool = True                          # coalesce concurrent requests
     max_wait_ms: float = DEFAULT_MAX_WAIT_MS       # longest a request waits for others to join it
@@ -312,13 +318,20 @@ class Batcher:
     arriving means nobody to wait for, so a lone caller is not delayed. Under load requests
     queue while the workers compute, so a free worker finds a full batch at once. With
     ``batching=False`` every request is its own submission.
+
+    With several workers, ``overlap_cells`` > 0 lets a worker start while another submission
+    runs only once at least that many cells are queued. The GPU server uses this: a large
+    job's chunks overlap (one's host work hides behind the other's GPU work), while small
+    requests wait and join the next batch instead of paying for a submission of their own.
     """
 
     def __init__(self, *, workers: int = 1, batching: bool = True, max_wait_s: float = 0.002,
-                 max_batch_cells: int = DEFAULT_MAX_BATCH_CELLS["cpu"], metrics: Metrics | None = None) -> None:
+                 max_batch_cells: int = DEFAULT_MAX_BATCH_CELLS["cpu"], overlap_cells: int = 0,
+                 metrics: Metrics | None = None) -> None:
         self._batching = batching
         self._max_wait = max_wait_s
         self._max_cells = max_batch_cells
+        self._overlap_cells = overlap_cells
         self._metrics = metrics or Metrics()
         self._lock = threading.Lock()
         # Workers sleep on _work and are woken only when what they wait for may have changed
@@ -374,8 +387,13 @@ class Batcher:
             self._queue.append(item)
             self._queued_cells += cells
             # What a sleeping worker waits for: a request at all, then (batching) for nobody
-            # to be arriving or the queue to be full. Anything else leaves its decision as is.
-            if was_empty or self._arriving == 0 or self._queued_cells >= self._max_cells:
+            # to be arriving or the queue to be full, and (overlap_cells) for a running
+            # submission to end or enough cells to overlap it. Anything else leaves its
+            # decision as is, and waking it would only cost a thread switch.
+            if self._running and self._queued_cells < self._overlap_cells:
+                pass  # the running submission's worker takes it next
+            elif (was_empty or self._arriving == 0 or self._queued_cells >= self._max_cells
+                    or (self._running and self._queued_cells - cells < self._overlap_cells)):
                 self._wake_worker_locked()
             self._changed_locked()
         return item
@@ -473,7 +491,7 @@ class Batcher:
                 self._run(items)
             finally:
                 with self._lock:
-                    self._running -= 1
+                    self._running -= 1  # this worker takes what is queued next itself
                     self._changed_locked()
 
     def _next_batch_locked(self) -> list[WorkItem] | None:
@@ -488,6 +506,9 @@ class Batcher:
             if first.deadline is not None and first.deadline <= now:
                 self._queue.popleft()
                 self._drop_locked(first, "deadline")
+                continue
+            if self._running and self._queued_cells < self._overlap_cells and not self._draining:
+                self._sleep_locked(None)  # woken when a submission ends or enough is queued
                 continue
             if (self._batching and not self._draining and self._arriving > 0
                     and self._queued_cells < self._max_cells):
@@ -682,14 +703,14 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
     handlers (:meth:`_unary`, :meth:`_stream`), driven by its AlgorithmKernel."""
 
     def __init__(self, *, batcher: Batcher, kernels: Sequence[AlgorithmKernel], config: ServerConfig,
-                 metrics: Metrics, info: warpdp_pb2.ServerInfoReply) -> None:
+                 metrics: Metrics, info: warpdp_pb2.ServerInfoReply, workers: int = 1) -> None:
         self._batcher = batcher
         self._kernels = {kernel.name: kernel for kernel in kernels}
         self._config = config
         self._metrics = metrics
         self._info = info
         self._stats = _CallStats(config.log_every)
-        self._stream_window = max(2, config.workers + 1)
+        self._stream_window = max(2, workers + 1)
 
     # -- RPCs --
 
@@ -1000,6 +1021,7 @@ class Server:
         self.port: int | None = None
         self.metrics_port: int | None = None
         self.backend: str | None = None
+        self.workers: int | None = None  # backend submissions at once (after start)
         self._grpc: grpc.Server | None = None
         self._batcher: Batcher | None = None
         self._health: health.HealthServicer | None = None
@@ -1028,7 +1050,9 @@ class Server:
         # run). Raises BackendUnavailableError when --backend gpu cannot run one of them here.
         backends = {algorithm.name: choose_backend(cfg.backend, algorithm.name) for algorithm in ALGORITHMS}
         self.backend = backends[PAIRHMM.name]  # the server's headline backend, as before
-        cpu_threads = cfg.threads or max(1, resolve_threads(None) // cfg.workers)
+        workers = cfg.workers or DEFAULT_WORKERS[self.backend]
+        self.workers = workers
+        cpu_threads = cfg.threads or max(1, resolve_threads(None) // workers)
         kernels = [AlgorithmKernel(algorithm, backends[algorithm.name],
                                    cpu_threads if backends[algorithm.name] == "cpu" else (cfg.threads or 1))
                    for algorithm in ALGORITHMS]
@@ -1036,26 +1060,28 @@ class Server:
             for kernel in kernels:
                 kernel.warmup()
         threads = kernels[0].threads
-        detail = kernels[0].detail(cfg.workers)
+        detail = kernels[0].detail(workers)
 
         max_batch_cells = cfg.max_batch_cells or DEFAULT_MAX_BATCH_CELLS[self.backend]
-        self._batcher = Batcher(workers=cfg.workers, batching=cfg.batching, max_wait_s=cfg.max_wait_ms / 1e3,
-                                max_batch_cells=max_batch_cells, metrics=self.metrics)
+        overlap_cells = max_batch_cells // GPU_OVERLAP_SHARE if self.backend == "gpu" else 0
+        self._batcher = Batcher(workers=workers, batching=cfg.batching, max_wait_s=cfg.max_wait_ms / 1e3,
+                                max_batch_cells=max_batch_cells, overlap_cells=overlap_cells, metrics=self.metrics)
         from .. import __version__
 
         info = warpdp_pb2.ServerInfoReply(
             version=__version__, backend=self.backend, requested_backend=cfg.backend,
             algorithms=[warpdp_pb2.AlgorithmInfo(name=k.name, rpc=k.algorithm.rpc, backend=k.backend,
-                                                 detail=k.detail(cfg.workers)) for k in kernels],
-            devices=_devices(self.backend, threads * cfg.workers),
+                                                 detail=k.detail(workers)) for k in kernels],
+            devices=_devices(self.backend, threads * workers),
             limits=warpdp_pb2.Limits(max_request_cells=cfg.max_request_cells,
                                      max_message_bytes=cfg.max_message_bytes),
             batching=warpdp_pb2.Batching(enabled=cfg.batching, max_wait_us=int(cfg.max_wait_ms * 1000),
-                                         max_batch_cells=max_batch_cells, workers=cfg.workers),
+                                         max_batch_cells=max_batch_cells, workers=workers),
             token_required=bool(cfg.tokens),
             shared_files=self._shared_files_info(),
         )
-        servicer = WarpdpServicer(batcher=self._batcher, kernels=kernels, config=cfg, metrics=self.metrics, info=info)
+        servicer = WarpdpServicer(batcher=self._batcher, kernels=kernels, config=cfg, metrics=self.metrics, info=info,
+                                  workers=workers)
         interceptors = [BearerTokenInterceptor(cfg.tokens, self.metrics)] if cfg.tokens else []
         options = [
             ("grpc.max_receive_message_length", cfg.max_message_bytes),
@@ -1105,7 +1131,7 @@ class Server:
         for kernel in kernels:
             if kernel.backend != self.backend:  # "auto" with a GPU kernel usable for some algorithms only
                 logger.info("warpdp serve: %s runs on the %s: %s", kernel.name, kernel.backend.upper(),
-                            kernel.detail(cfg.workers))
+                            kernel.detail(workers))
         batching = (f"max wait {cfg.max_wait_ms:g} ms, max {max_batch_cells} cells per submission"
                     if cfg.batching else "off")
         shared = (f"same-host clients may send shared files in {info.shared_files.directory}"
