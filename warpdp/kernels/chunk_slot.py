@@ -3,16 +3,19 @@
 Every launcher keeps two chunks in flight: while the GPU computes one, the host fills the
 other's pinned input buffer. A :class:`ChunkSlot` is one of the two: pinned input and output
 buffers, device memory, and what the launcher tracks about the chunk in it. Buffers only grow
-(with a quarter of headroom), so steady work allocates nothing.
+(with a quarter of headroom), so steady work allocates nothing. A :class:`SlotRing` hands the
+two slots to chunks in turn, across calls, so that one call's last chunks overlap the next
+call's first (the gRPC server runs two GPU submissions at once for large jobs).
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-__all__ = ["ALIGN", "ChunkSlot", "cupy_pinned", "round_up"]
+__all__ = ["ALIGN", "ChunkSlot", "Held", "SlotRing", "cupy_pinned", "round_up"]
 
 ALIGN = 256  # device sections start on this boundary (coalesced loads, 16-byte vectors)
 
@@ -52,3 +55,57 @@ class ChunkSlot:
             self.device = None  # free first: the pool can reuse it
             self.device_bytes = round_up(device_bytes + device_bytes // 4)
             self.device = alloc_device(self.device_bytes)
+
+
+class Held:
+    """A chunk enqueued in a slot: how its results leave the slot, and what that returned."""
+
+    __slots__ = ("copy_out", "result")
+
+    def __init__(self, copy_out: Callable[[ChunkSlot], Any]) -> None:
+        self.copy_out = copy_out
+        self.result: Any = None
+
+
+class SlotRing:
+    """The two chunk slots, taken in turn by consecutive chunks, whichever call they belong to.
+
+    A launcher takes slots and enqueues under its own lock, one call at a time; it collects its
+    call's results after letting go of that lock, so the next call's host work and kernels
+    overlap them. Whoever needs a slot first finishes the chunk in it: waits for its ``done``
+    event and runs its ``copy_out`` (the next chunk to take the slot, or the chunk's own call).
+    """
+
+    def __init__(self) -> None:
+        self.slots = [ChunkSlot(), ChunkSlot()]
+        self._locks = [threading.Lock(), threading.Lock()]
+        self._next = 0
+
+    def take(self) -> tuple[int, ChunkSlot]:
+        """The next slot, its previous chunk finished (call under the launcher's lock)."""
+        index = self._next
+        self._next = 1 - index
+        self._finish(index)
+        return index, self.slots[index]
+
+    def hold(self, index: int, copy_out: Callable[[ChunkSlot], Any]) -> Held:
+        """Mark the chunk just enqueued in slot `index` (its ``done`` event recorded)."""
+        held = Held(copy_out)
+        self.slots[index].pending = held
+        return held
+
+    def collect(self, chunks: list[tuple[int, Held]]) -> list[Any]:
+        """Wait for a call's chunks (slot, Held) and return what their copy_out returned, in order."""
+        for index, held in chunks:
+            self._finish(index, held)
+        return [held.result for _, held in chunks]
+
+    def _finish(self, index: int, only: Held | None = None) -> None:
+        slot = self.slots[index]
+        with self._locks[index]:
+            held = slot.pending
+            if held is None or (only is not None and held is not only):
+                return  # empty, or that chunk was finished already (by whoever took the slot)
+            slot.pending = None  # free even if the wait below raises
+            slot.done.synchronize()
+            held.result = held.copy_out(slot)

@@ -21,12 +21,13 @@ import os
 import re
 import threading
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .chunk_slot import ChunkSlot, cupy_pinned, round_up
+from .chunk_slot import ChunkSlot, Held, SlotRing, cupy_pinned, round_up
 from .host_copy import copy_arrays
 
 __all__ = ["forward", "device_info", "KERNEL_CONFIGS"]
@@ -545,10 +546,7 @@ class _Runner:
         # Events are re-recorded chunk after chunk (a wait uses the record made before it).
         self.uploaded_events = [device.event() for _ in range(2)]
         self.bin_events = [[device.event() for _ in FLOAT_BINS] for _ in range(2)]
-        # Chunks take the two slots in turn, across calls (see run).
-        self.slots = [ChunkSlot(), ChunkSlot()]
-        self.slot_locks = [threading.Lock(), threading.Lock()]
-        self._next_slot = 0
+        self.ring = SlotRing()
         self.lock = threading.Lock()
 
     def resident_blocks(self, config: KernelConfig) -> int:
@@ -557,22 +555,6 @@ class _Runner:
     def _ensure(self, slot: ChunkSlot, plan: _ChunkPlan) -> None:
         slot.ensure(plan.blob_bytes, plan.n_out * 8, plan.device_bytes, self.device.alloc_pinned,
                     self.device.alloc_device)
-
-    def _finish(self, index: int, token: object | None = None) -> None:
-        """Wait for the chunk in slot `index` and copy its results into its caller's output.
-
-        Whoever needs the slot does this: the next chunk to use it (under the runner lock) or
-        the chunk's own call (outside it, with `token`: only if its chunk is still there).
-        """
-        slot = self.slots[index]
-        with self.slot_locks[index]:
-            pending = slot.pending
-            if pending is None or (token is not None and pending[0] is not token):
-                return  # empty, or the owner's chunk was already finished by another call
-            slot.pending = None  # free even if the wait below raises
-            slot.done.synchronize()
-            _token, out, out_lo, n_out = pending
-            out[out_lo:out_lo + n_out] = slot.pinned_out[:n_out * 8].view(np.float64)
 
     def _enqueue(self, slot: ChunkSlot, plan: _ChunkPlan, parity: int) -> None:
         """Upload the slot's blob and launch the chunk's kernels (all asynchronous)."""
@@ -614,28 +596,19 @@ class _Runner:
         if not chunks:
             return
         stats = _input_stats(batches)
-        mine: list[tuple[int, object]] = []  # (slot, token) of this call's chunks
+        mine: list[tuple[int, Held]] = []
         try:
-            # One call at a time plans and enqueues; it waits for its last chunks after letting
-            # go, so the next call's host work and kernels overlap this call's GPU work.
-            with self.lock:
+            with self.lock:  # one call at a time enqueues; its chunks finish after it lets go
                 for chunk in chunks:
                     # Planned here, not up front: the GPU works on the previous chunk meanwhile.
                     plan = _ChunkPlan(batches, chunk, use_double, self, *stats)
-                    index = self._next_slot
-                    self._next_slot = 1 - index
-                    slot = self.slots[index]
-                    self._finish(index)  # the chunk two back, this call's or an earlier one's
+                    index, slot = self.ring.take()
                     self._ensure(slot, plan)
                     plan.fill(slot.pinned_in, batches, int(slot.device.ptr), self.tables)
                     self._enqueue(slot, plan, index)
-                    token = object()
-                    slot.pending = (token, out, plan.out_lo, plan.n_out)
-                    mine.append((index, token))
+                    mine.append((index, self.ring.hold(index, partial(_copy_out, out, plan.out_lo, plan.n_out))))
         finally:
-            # Also after an error: the chunks already enqueued are waited for before returning.
-            for index, token in mine[-2:]:
-                self._finish(index, token)
+            self.ring.collect(mine)  # also after an error: nothing enqueued is left running
 
     # Benchmark support: the kernels alone, on data already on the device.
     def kernel_seconds(self, batches: Any, use_double: bool = False, repeats: int = 5,
@@ -645,8 +618,7 @@ class _Runner:
             return []
         chunk = _Chunk(0, len(batches.batch_reads) - 1, None, None, 0, n_out)
         with self.lock:
-            self._finish(0)  # a previous call's chunk may still be in it
-            slot = self.slots[0]
+            _index, slot = self.ring.take()
             plan = _ChunkPlan(batches, chunk, use_double, self, *_input_stats(batches))
             self._ensure(slot, plan)
             base = int(slot.device.ptr)
@@ -674,6 +646,10 @@ class _Runner:
                 else:
                     times.append(elapsed(events[0], events[-1]) / 1000.0)
             return times[1:]
+
+
+def _copy_out(out: np.ndarray, out_lo: int, n_out: int, slot: ChunkSlot) -> None:
+    out[out_lo:out_lo + n_out] = slot.pinned_out[:n_out * 8].view(np.float64)
 
 
 def _input_stats(batches: Any) -> tuple[int, int, float]:

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .chunk_slot import ChunkSlot, cupy_pinned, round_up
+from .chunk_slot import ChunkSlot, Held, SlotRing, cupy_pinned, round_up
 from .host_copy import copy_arrays
 
 __all__ = ["extend", "KERNEL_CONFIGS", "BINS", "GLOBAL_CONFIG"]
@@ -197,8 +198,8 @@ class _Runner:
         for config in BINS:
             self.kernels[config].max_dynamic_shared_size_bytes = MAX_SHARED_BYTES
         self._resident: dict[tuple[KernelConfig, int], int] = {}
-        self.slots = [ChunkSlot(), ChunkSlot()]
-        for slot in self.slots:
+        self.ring = SlotRing()
+        for slot in self.ring.slots:
             slot.stream = cupy.cuda.Stream(non_blocking=True)
         self.lock = threading.Lock()
 
@@ -222,14 +223,6 @@ class _Runner:
         slot.ensure(plan.blob_bytes, 24 * plan.n, plan.device_bytes, lambda n: cupy_pinned(self.cupy, n),
                     self.cupy.cuda.alloc)
 
-    def _finish(self, slot: ChunkSlot, table: np.ndarray) -> None:
-        if slot.pending is None:
-            return
-        slot.done.synchronize()
-        start, n = slot.pending
-        table[start:start + n] = slot.pinned_out[:24 * n].view(np.int32).reshape(n, 6)
-        slot.pending = None
-
     def _enqueue(self, slot: ChunkSlot, plan: _ChunkPlan) -> None:
         runtime = self.cupy.cuda.runtime
         base = int(slot.device.ptr)
@@ -245,23 +238,22 @@ class _Runner:
 
     def run(self, pairs: Any, params: Any, table: np.ndarray) -> None:
         chunks = split_chunks(pairs.query_offsets, pairs.target_offsets, _CHUNK_PAIRS, _CHUNK_BYTES)
-        with self.lock:  # one call at a time uses the shared buffers and streams
-            try:
-                for c, (start, stop) in enumerate(chunks):
-                    slot = self.slots[c % 2]
-                    self._finish(slot, table)  # the chunk two back used this slot
+        mine: list[tuple[int, Held]] = []
+        try:
+            with self.lock:  # one call at a time enqueues; its chunks finish after it lets go
+                for start, stop in chunks:
                     plan = _ChunkPlan(pairs, start, stop, int(params.w), self)
+                    index, slot = self.ring.take()
                     self._ensure(slot, plan)
                     plan.fill(slot.pinned_in, pairs, params, int(slot.device.ptr))
                     self._enqueue(slot, plan)
-                    slot.pending = (start, plan.n)
-                for slot in self.slots:
-                    self._finish(slot, table)
-            finally:
-                for slot in self.slots:
-                    if slot.pending is not None and slot.done is not None:
-                        slot.done.synchronize()
-                    slot.pending = None
+                    mine.append((index, self.ring.hold(index, partial(_copy_out, table, start, plan.n))))
+        finally:
+            self.ring.collect(mine)  # also after an error: nothing enqueued is left running
+
+
+def _copy_out(table: np.ndarray, start: int, n: int, slot: ChunkSlot) -> None:
+    table[start:start + n] = slot.pinned_out[:24 * n].view(np.int32).reshape(n, 6)
 
 
 _RUNNER: _Runner | None = None

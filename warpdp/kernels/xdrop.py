@@ -31,12 +31,13 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .chunk_slot import ALIGN, ChunkSlot, cupy_pinned, round_up
+from .chunk_slot import ALIGN, ChunkSlot, Held, SlotRing, cupy_pinned, round_up
 from .host_copy import copy_arrays
 
 __all__ = ["extend", "KERNEL_NAMES", "SHARED_FLANK_BINS", "SHARED_MIN_WINDOW", "WIDE_CONFIGS", "WIDE_MIN_WINDOW",
@@ -406,8 +407,8 @@ class _Runner:
             # (configuration, blocks of it resident on the device) per row, for the plans
             self.wide = [(config, self._resident_blocks(self.kernels["wide", row], 32 * config[1]))
                          for row, config in enumerate(configs)]
-            self.slots = [ChunkSlot(), ChunkSlot()]
-            for slot in self.slots:
+            self.ring = SlotRing()
+            for slot in self.ring.slots:
                 slot.stream = cupy.cuda.Stream(non_blocking=True)
         self.lock = threading.Lock()
 
@@ -456,35 +457,28 @@ class _Runner:
         slot.done = cupy.cuda.Event(block=False, disable_timing=True)
         slot.done.record(stream)
 
-    def _finish(self, slot: ChunkSlot, pairs: Any, scores: Scores, results: Any) -> bool:
-        plan, slot.pending = slot.pending, None
-        if plan is None:
-            return True
-        slot.done.synchronize()
-        return plan.store(slot.pinned_out, pairs, scores, results)
-
     def run(self, pairs: Any, chunks: Sequence[tuple[int, int]], scores: Scores, results: Any) -> bool:
         """Extend the pairs of ``chunks`` into ``results``; False when some base was not ACGTN."""
-        ok = True
-        with self.lock, self.cupy.cuda.Device(self.device_id):  # one call at a time uses the buffers
+        mine: list[tuple[int, Held]] = []
+        with self.cupy.cuda.Device(self.device_id):
             try:
-                for c, (start, stop) in enumerate(chunks):
-                    slot = self.slots[c % 2]
-                    ok &= self._finish(slot, pairs, scores, results)  # the chunk two back used this slot
-                    plan = _ChunkPlan(pairs, start, stop, scores, self.resident_warps, self.wide,
-                                      self.shared_resident)
-                    self._ensure(slot, plan)
-                    plan.fill(slot.pinned_in, pairs, scores, int(slot.device.ptr))
-                    self._enqueue(slot, plan)
-                    slot.pending = plan
-                for slot in self.slots:
-                    ok &= self._finish(slot, pairs, scores, results)
+                with self.lock:  # one call at a time enqueues; its chunks finish after it lets go
+                    for start, stop in chunks:
+                        plan = _ChunkPlan(pairs, start, stop, scores, self.resident_warps, self.wide,
+                                          self.shared_resident)
+                        index, slot = self.ring.take()
+                        self._ensure(slot, plan)
+                        plan.fill(slot.pinned_in, pairs, scores, int(slot.device.ptr))
+                        self._enqueue(slot, plan)
+                        copy_out = partial(_copy_out, plan, pairs, scores, results)
+                        mine.append((index, self.ring.hold(index, copy_out)))
             finally:
-                for slot in self.slots:
-                    if slot.pending is not None and slot.done is not None:
-                        slot.done.synchronize()
-                    slot.pending = None
-        return ok
+                stored = self.ring.collect(mine)  # also after an error: nothing enqueued is left running
+        return all(stored)
+
+
+def _copy_out(plan: _ChunkPlan, pairs: Any, scores: Scores, results: Any, slot: ChunkSlot) -> bool:
+    return plan.store(slot.pinned_out, pairs, scores, results)
 
 
 _RUNNERS: dict[tuple[int, Any], _Runner] = {}
