@@ -225,3 +225,43 @@ def test_pool_reuses_grows_and_deletes(tmp_path):
     assert big.name not in os.listdir(tmp_path)
     pool.close()
     assert os.listdir(tmp_path) == []
+
+
+def test_files_left_by_ended_processes_are_removed(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    from warpdp.grpc import _shared_files
+
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    dead, old = ended.pid, time.time() - 2 * _shared_files.STALE_AFTER_S
+
+    def make(name: str, age: float | None = old) -> str:
+        path = tmp_path / name
+        path.write_bytes(b"x" * 64)
+        if age is not None:
+            os.utime(path, (age, age))
+        return name
+
+    stale = make(f"warpdp-{dead}-{'a' * 16}")
+    kept = [
+        make(f"warpdp-{dead}-{'b' * 16}", age=None),         # changed recently: maybe a live client elsewhere
+        make(f"warpdp-{os.getpid()}-{'c' * 16}"),            # this process's own
+        make(f"warpdp-{os.getppid()}-{'d' * 16}"),           # a live process's
+        make(f"warpdp-{dead}-notours"),                      # not a client's name
+        make("unrelated-file"),
+    ]
+    os.symlink(tmp_path / "unrelated-file", tmp_path / f"warpdp-{dead}-{'e' * 16}")
+    kept.append(f"warpdp-{dead}-{'e' * 16}")                 # a link, not a file
+    assert _shared_files.remove_stale_files(str(tmp_path)) == 1
+    assert sorted(os.listdir(tmp_path)) == sorted(kept)
+    assert stale not in os.listdir(tmp_path)
+    # A pool sweeps its directory once per process.
+    make(f"warpdp-{dead}-{'f' * 16}")
+    SharedFilePool(str(tmp_path)).close()
+    assert f"warpdp-{dead}-{'f' * 16}" not in os.listdir(tmp_path)
+    make(f"warpdp-{dead}-{'0' * 16}")
+    SharedFilePool(str(tmp_path)).close()
+    assert f"warpdp-{dead}-{'0' * 16}" in os.listdir(tmp_path)

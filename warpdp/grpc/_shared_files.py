@@ -11,16 +11,19 @@ the file: a client that truncated a mapped file would crash the server with SIGB
 client that rewrote one could change offsets after they were validated. The client owns its
 files: it creates them readable by its own user only, reuses them from call to call (writing
 over pages the file already has is several times faster than filling a new file), and
-deletes them when it closes.
+deletes them when it closes. A client killed outright cannot; the next pool of the same user
+removes such leftovers (:func:`remove_stale_files`).
 """
 from __future__ import annotations
 
 import ipaddress
+import logging
 import os
 import re
 import secrets
 import stat
 import threading
+import time
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,6 +38,13 @@ _NAME = re.compile(r"warpdp-[A-Za-z0-9._-]{1,200}")
 KEEP_BYTES = 256 * 1024 * 1024
 # Linux moves at most this much per read/write call.
 _IO_STEP = 1 << 30
+# A client's file left behind by a dead process is removed once unchanged this long: a live
+# client in another PID namespace (whose PID looks dead here) writes its files at every call.
+STALE_AFTER_S = 600.0
+_OWN_NAME = re.compile(r"warpdp-(\d+)-[0-9a-f]{16}")
+_swept: set[str] = set()
+_swept_lock = threading.Lock()
+logger = logging.getLogger("warpdp.grpc")
 
 
 class SharedFileRejected(Exception):
@@ -157,6 +167,13 @@ class SharedFilePool:
 
     def __init__(self, directory: str, keep_bytes: int = KEEP_BYTES) -> None:
         self.directory = directory
+        with _swept_lock:  # once per process and directory
+            sweep = directory not in _swept
+            _swept.add(directory)
+        if sweep:
+            removed = remove_stale_files(directory)
+            if removed:
+                logger.info("removed %d shared file(s) left in %s by ended processes", removed, directory)
         self._keep_bytes = keep_bytes
         self._free: list[SharedFile] = []
         self._lock = threading.Lock()
@@ -223,6 +240,42 @@ class SharedFilePool:
             os.unlink(path)
         except OSError:
             pass
+
+
+def remove_stale_files(directory: str, stale_after_s: float = STALE_AFTER_S) -> int:
+    """Delete this user's client files (``warpdp-<pid>-<hex>``) in directory whose process has
+    ended and which have not changed for stale_after_s seconds; returns how many."""
+    removed = 0
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return 0
+    now = time.time()
+    for name in names:
+        match = _OWN_NAME.fullmatch(name)
+        if match is None or int(match.group(1)) == os.getpid():
+            continue
+        path = os.path.join(directory, name)
+        try:
+            info = os.lstat(path)
+            if (not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid()
+                    or now - info.st_mtime < stale_after_s or _process_exists(int(match.group(1)))):
+                continue
+            os.unlink(path)
+            removed += 1
+        except OSError:
+            continue  # gone meanwhile, or not ours to delete
+    return removed
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # another user's process (or not a PID at all: leave the file alone)
+    return True
 
 
 def _write_all(fd: int, buffers: list[memoryview]) -> None:
