@@ -1052,7 +1052,9 @@ class Server:
         self.backend = backends[PAIRHMM.name]  # the server's headline backend, as before
         workers = cfg.workers or DEFAULT_WORKERS[self.backend]
         self.workers = workers
-        cpu_threads = cfg.threads or max(1, resolve_threads(None) // workers)
+        # Algorithms left on the CPU by a GPU server keep every core: its second worker only
+        # overlaps large submissions.
+        cpu_threads = cfg.threads or max(1, resolve_threads(None) // (cfg.workers or 1))
         kernels = [AlgorithmKernel(algorithm, backends[algorithm.name],
                                    cpu_threads if backends[algorithm.name] == "cpu" else (cfg.threads or 1))
                    for algorithm in ALGORITHMS]
