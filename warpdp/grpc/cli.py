@@ -108,8 +108,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     limits.add_argument("--max-message-mb", type=float, default=DEFAULT_MAX_MESSAGE_MB,
                         help=f"largest request message in MiB, also bounds replies (default {DEFAULT_MAX_MESSAGE_MB:g})")
     limits.add_argument("--handler-threads", type=_positive_int, default=DEFAULT_HANDLER_THREADS,
-                        help=f"calls handled at the same time; more wait in gRPC's queue (default "
-                             f"{DEFAULT_HANDLER_THREADS})")
+                        help=f"threads that read shared files and decode large requests; calls themselves "
+                             f"run on one event loop (default {DEFAULT_HANDLER_THREADS})")
     same_host = parser.add_argument_group("same-host transfer")
     same_host.add_argument("--shared-dir", metavar="DIR", default=DEFAULT_SHARED_DIR,
                            help=f"clients on this host may leave large requests' arrays in files here instead of "
