@@ -30,6 +30,7 @@ def test_stdin_and_stdout(monkeypatch, capsys) -> None:
 
 
 def test_fasta_pairs(tmp_path, capsys) -> None:
+    pytest.importorskip("pysam", reason="FASTA input needs pysam (pip install 'warpdp[bam]')")
     queries = tmp_path / "q.fa"
     targets = tmp_path / "t.fa"
     queries.write_text(">r1 h0=20\nACGTACGT\nAC\n>r2\nACGT\n>r3 other h0=7 words\nACGT\n")
@@ -39,6 +40,7 @@ def test_fasta_pairs(tmp_path, capsys) -> None:
 
 
 def test_fasta_errors(tmp_path, capsys) -> None:
+    pytest.importorskip("pysam", reason="FASTA input needs pysam (pip install 'warpdp[bam]')")
     queries = tmp_path / "q.fa"
     targets = tmp_path / "t.fa"
     queries.write_text(">r1\nACGT\n>r2 h0=3\nACGT\n")

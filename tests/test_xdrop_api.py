@@ -154,7 +154,8 @@ def test_result_lines_round_trip() -> None:
 
 
 def write_fastx_inputs(tmp_path, lines: list[str]) -> tuple:
-    """The LOGAN lines as V FASTA, H FASTQ and a seeds file."""
+    """The LOGAN lines as V FASTA, H FASTQ and a seeds file (tests reading them need pysam)."""
+    pytest.importorskip("pysam", reason="FASTA/FASTQ input needs pysam (pip install 'warpdp[bam]')")
     v_path, h_path, seeds = tmp_path / "v.fa", tmp_path / "h.fq", tmp_path / "seeds.txt"
     with open(v_path, "w") as v, open(h_path, "w") as h, open(seeds, "w") as s:
         for i, line in enumerate(lines):
