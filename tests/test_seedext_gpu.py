@@ -108,3 +108,19 @@ def test_bwa_like_workload_and_auto() -> None:
 
 def test_empty_input() -> None:
     assert warpdp.seed_extend(warpdp.pack_seed_pairs([]), backend="gpu").table.shape == (0, 6)
+
+
+def test_lane_kernel_limits() -> None:
+    """Both sides of the lane kernel's limits: query length 256 / 257, and best reachable score
+    h0 + a * qlen of 16383 / 16384 (its 14-bit fields)."""
+    rng = np.random.default_rng(11)
+    acgt = np.frombuffer(b"ACGT", dtype=np.uint8)
+    items = []
+    for qlen in (200, 255, 256, 257, 300):
+        target = acgt[rng.integers(0, 4, qlen + 40)]
+        query = target[:qlen].copy()
+        query[rng.random(qlen) < 0.03] = acgt[0]
+        for h0 in (30, 16383 - qlen, 16384 - qlen):
+            items.append((query.tobytes(), target.tobytes(), h0))
+    assert_same_as_cpu(warpdp.pack_seed_pairs(items))
+    assert_same_as_cpu(warpdp.pack_seed_pairs(items), a=2, zdrop=0)

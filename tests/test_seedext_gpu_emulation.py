@@ -17,6 +17,7 @@ import re
 import shutil
 import struct
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,20 @@ from warpdp.kernels import seedext as gpu_module
 
 CU_SOURCE = Path(gpu_module.__file__).with_name("seedext.cu")
 FULL = os.environ.get("WARPDP_EMULATE_ALL") == "1"
+
+
+@dataclass(frozen=True)
+class LaneKernel:
+    """The lane kernel, in the shape the harness's command line takes (lanes 1 selects it)."""
+
+    lanes: int = 1
+    cols: int = 0
+    shared: bool = True
+    name: str = gpu_module.LANE_KERNEL
+
+
+LANE = LaneKernel()
+ALL_KERNELS = (LANE, *gpu_module.KERNEL_CONFIGS)
 
 HARNESS = r"""
 #include <ucontext.h>
@@ -113,6 +128,42 @@ template <int G, int C, bool SHARED> static void lane_main() {
     swapcontext(&emu_lanes[emu_current].ctx, &emu_scheduler);
 }
 
+static void lane_kernel_main() {
+    extend_lane_kernel(reinterpret_cast<const Params *>(emu_params));
+    emu_lanes[emu_current].done = true;
+    swapcontext(&emu_lanes[emu_current].ctx, &emu_scheduler);
+}
+
+/* The lane kernel: one block of one warp, 32 fibers sharing its interleaved row state. */
+static void run_lane(Params &p) {
+    emu_G = 32;
+    emu_params = &p;
+    std::vector<int> shared((size_t)32 * (p.qmax + 1));
+    emu_shared = shared.data();
+    emu_slots.assign((size_t)2 * 32, 0);
+    emu_lanes = std::vector<Lane>(32);
+    for (int tid = 0; tid < 32; tid++) {
+        Lane &lane = emu_lanes[tid];
+        lane.tid = tid;
+        lane.stack.resize(1 << 18);
+        getcontext(&lane.ctx);
+        lane.ctx.uc_stack.ss_sp = lane.stack.data();
+        lane.ctx.uc_stack.ss_size = lane.stack.size();
+        lane.ctx.uc_link = nullptr;
+        makecontext(&lane.ctx, (void (*)())lane_kernel_main, 0);
+    }
+    for (bool running = true; running;) {
+        running = false;
+        for (int k = 0; k < 32; k++) {
+            if (emu_lanes[k].done) continue;
+            emu_current = k;
+            threadIdx.x = emu_lanes[k].tid;
+            swapcontext(&emu_scheduler, &emu_lanes[k].ctx);
+            running = true;
+        }
+    }
+}
+
 template <int G, int C, bool SHARED> static void run(Params &p, int n_sub) {
     emu_G = G;
     emu_params = &p;
@@ -173,6 +224,7 @@ int main(int argc, char **argv) {
     p.a = par[0]; p.b = par[1]; p.o_del = par[2]; p.e_del = par[3]; p.o_ins = par[4]; p.e_ins = par[5];
     p.w = par[6]; p.end_bonus = par[7]; p.zdrop = par[8];
     bool ran = false;
+    if (G == 1) { run_lane(p); ran = true; }
     DISPATCH
     if (!ran) return 4;
     for (int k = 0; k < n; k++)
@@ -251,12 +303,12 @@ def assert_config_matches(binary, pairs, params, config, tmp_path) -> None:
     assert len(bad) == 0, f"{config.name}: pair {bad[0]} got {got[bad[0]]}, want {want[bad[0]]}"
 
 
-@pytest.mark.parametrize("config", gpu_module.KERNEL_CONFIGS, ids=lambda c: c.name.split("::")[1])
+@pytest.mark.parametrize("config", ALL_KERNELS, ids=lambda c: c.name.split("::")[1])
 def test_reference_pairs(harness, config, tmp_path) -> None:
     pairs = warpdp.read_seedext_tsv(shared_file("seedext", "bwamem-like-500.tsv"))
     if not FULL:
         # Fewer pairs for the wide subwarps (more threads to schedule per pair).
-        count = {4: 10, 8: 8, 16: 5}[config.lanes]
+        count = {1: 64, 4: 10, 8: 8, 16: 5}[config.lanes]
         pairs = pairs.select(0, count)
     for params in (DEFAULTS, ALT):
         assert_config_matches(harness, pairs, params, config, tmp_path)
@@ -278,10 +330,11 @@ def random_items(rng: np.random.Generator, n: int) -> list[tuple[bytes, bytes, i
     return items
 
 
-@pytest.mark.parametrize("config", [gpu_module.BINS[0], gpu_module.BINS[3]], ids=lambda c: c.name.split("::")[1])
+@pytest.mark.parametrize("config", [LANE, gpu_module.BINS[0], gpu_module.BINS[3]],
+                         ids=lambda c: c.name.split("::")[1])
 def test_random_pairs_and_parameters(harness, config, tmp_path) -> None:
     """Empty sequences, N, tiny bands, z-drop, h0 0 and large: the small configurations take
-    such queries in several tiles per row."""
+    such queries in several tiles per row; the lane kernel gets the pairs it is given."""
     rng = np.random.default_rng(5)
     for trial in range(6 if not FULL else 40):
         params = dict(a=int(rng.choice([0, 1, 2, 5])), b=int(rng.choice([0, 1, 4, 9])),
@@ -289,8 +342,11 @@ def test_random_pairs_and_parameters(harness, config, tmp_path) -> None:
                       o_ins=int(rng.choice([0, 1, 6, 20])), e_ins=int(rng.choice([1, 3, 5])),
                       w=int(rng.choice([0, 1, 2, 5, 30, 2**31 - 1])), end_bonus=int(rng.choice([0, 5, 50])),
                       zdrop=int(rng.choice([0, 1, 5, 20, 100])))
-        pairs = warpdp.pack_seed_pairs(random_items(rng, 8))
-        assert_config_matches(harness, pairs, params, config, tmp_path)
+        items = random_items(rng, 8)
+        if config is LANE:  # the launcher sends it only pairs whose scores fit its 14-bit fields
+            items = [item for item in items
+                     if item[2] + params["a"] * len(item[0]) < 1 << gpu_module.LANE_SCORE_BITS]
+        assert_config_matches(harness, warpdp.pack_seed_pairs(items), params, config, tmp_path)
 
 
 def indel_items(rng: np.random.Generator, n: int) -> list[tuple[bytes, bytes, int]]:
@@ -318,9 +374,45 @@ def indel_items(rng: np.random.Generator, n: int) -> list[tuple[bytes, bytes, in
     return items
 
 
-@pytest.mark.parametrize("config", [gpu_module.BINS[0], gpu_module.BINS[2]], ids=lambda c: c.name.split("::")[1])
+@pytest.mark.parametrize("config", [LANE, gpu_module.BINS[0], gpu_module.BINS[2]],
+                         ids=lambda c: c.name.split("::")[1])
 def test_insertions_across_tiles(harness, config, tmp_path) -> None:
     rng = np.random.default_rng(8)
     pairs = warpdp.pack_seed_pairs(indel_items(rng, 6))
     for params in (DEFAULTS, dict(DEFAULTS, o_ins=0, e_ins=1, zdrop=0, w=2**31 - 1)):
         assert_config_matches(harness, pairs, params, config, tmp_path)
+
+
+class _NoDevice:
+    """What _ChunkPlan asks of the runner, without a GPU."""
+
+    def resident_blocks(self, config, shared_bytes: int) -> int:
+        return 1000
+
+
+def test_plan_sends_short_queries_to_the_lane_kernel() -> None:
+    """Lane bins take exactly the pairs within its limits, in query-length order; every pair
+    is in exactly one launch."""
+    from warpdp.plugin.seedext import SeedExtParams
+
+    rng = np.random.default_rng(12)
+    acgt = np.frombuffer(b"ACGT", dtype=np.uint8)
+    items = [(acgt[rng.integers(0, 4, int(q))].tobytes(), acgt[rng.integers(0, 4, int(t))].tobytes(), int(h))
+             for q, t, h in zip(rng.integers(0, 400, 3000), rng.integers(0, 500, 3000),
+                                rng.choice([0, 40, 16000, 16200], 3000))]
+    pairs = warpdp.pack_seed_pairs(items)
+    for params in (SeedExtParams(), SeedExtParams(a=60, w=20)):
+        plan = gpu_module._ChunkPlan(pairs, params, 0, pairs.n_pairs, _NoDevice())
+        assert sorted(plan.order.tolist()) == list(range(pairs.n_pairs))
+        qlen = np.diff(pairs.query_offsets)
+        fits = (qlen <= gpu_module.LANE_MAX_QUERY) & (pairs.h0 + params.a * qlen < 1 << gpu_module.LANE_SCORE_BITS)
+        seen = 0
+        for launch in plan.launches:
+            chosen = plan.order[launch.first:launch.first + launch.count]
+            seen += launch.count
+            assert fits[chosen].all() if launch.config is None else not fits[chosen].any()
+            assert launch.qmax == qlen[chosen].max()
+            if launch.config is None:
+                assert np.all(np.diff(qlen[chosen]) >= 0)
+                assert launch.shared_bytes == gpu_module.lane_shared_bytes(launch.qmax)
+        assert seen == pairs.n_pairs

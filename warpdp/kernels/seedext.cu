@@ -1,10 +1,13 @@
 /* Seed extension with BWA's ksw_extend2 semantics on NVIDIA GPUs.
  *
  * Compiled at run time through CuPy (NVRTC); warpdp/kernels/seedext.py picks the template
- * configurations by name and launches them. Intra-query parallelism after SALoBa (one
- * subwarp of G lanes per extension, each lane a contiguous block of C columns of a tile held
- * in registers, C odd so that the lanes' shared-memory accesses hit different banks); the code
- * and the row-parallel formulation are this project's own.
+ * configurations by name and launches them. Two kernels:
+ *   - extend_kernel: intra-query parallelism after SALoBa (one subwarp of G lanes per
+ *     extension, each lane a contiguous block of C columns of a tile held in registers, C odd
+ *     so that the lanes' shared-memory accesses hit different banks), for long queries;
+ *   - extend_lane_kernel (further down): one thread per extension, for short queries, where a
+ *     subwarp's per-row collectives cost more than its cells.
+ * The code and the row-parallel formulation are this project's own.
  *
  * Why rows, not anti-diagonals
  *   ksw_extend2 narrows the window [beg, end) of row i+1 from the cells of the whole of row i
@@ -288,6 +291,190 @@ __global__ void __launch_bounds__(THREADS) extend_kernel(const Params *params)
         if (k >= p.n)
             break;
         extend_one<G, C>(p, p.order[k], state, mask, t);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Lane kernel (inter-query): one thread per extension, for short queries.
+ *
+ * For BWA-MEM's reads (50-250 bases) a subwarp's per-row scan and reductions cost more than its
+ * few cells per lane (SALoBa, too, finds inter-query parallelism better for very short
+ * queries), so such pairs run one per thread: ksw_extend2's loops as written, with no
+ * collective per row. A thread's row state lives in shared memory, one 32-bit word per column
+ * j = 0..qlen: the query's base code in bits 0..3 (A, C, G, T = 0..3, N = 4), H(i-1, j-1) in
+ * bits 4..17 and E(i, j) in bits 18..31. Blocks are one warp; column j of lane l is word
+ * 32 * j + l of the block, so the lanes always hit different banks, whichever columns they are
+ * at. The launcher sends a pair here only when every score it can reach, h0 + a * qlen, fits
+ * in 14 bits.
+ * ------------------------------------------------------------------------------------------- */
+constexpr int LANE_BITS = 14;
+constexpr u32 LANE_FIELD = (1u << LANE_BITS) - 1u;
+constexpr int LANE_H_SHIFT = 4, LANE_E_SHIFT = LANE_H_SHIFT + LANE_BITS;
+constexpr u32 LANE_CODE_MASK = 0xfu;
+constexpr int LANE_N = 4;
+constexpr int SCORE_BIAS = 128; /* scores -127..127 travel as the bytes 1..255 */
+
+/* Byte (selector & 7) of the eight bytes hi:lo, in bits 0..7; bits 8..31 are to be masked off
+   (prmt reads selector bits 4..15 too). Bit 3 of the selector must be 0. */
+__device__ __forceinline__ u32 select_byte(u32 lo, u32 hi, u32 selector)
+{
+#ifdef __CUDA_ARCH__
+    u32 r;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(lo), "r"(hi), "r"(selector));
+    return r;
+#else
+    const unsigned long long both = ((unsigned long long)hi << 32) | lo;
+    return (u32)(both >> (8 * (selector & 7u))) & 0xffu;
+#endif
+}
+
+/* Gap costs, copied into registers (the shared-memory stores must not make the compiler
+   reload them from the parameters). */
+struct GapCosts {
+    int e_del, e_ins, oe_del, oe_ins;
+};
+
+/* The running values of one row of the lane kernel. */
+struct LaneRow {
+    u32 lo, hi; /* the row's score of each query code, as biased bytes (select_byte) */
+    int h1;     /* H(i, j-1) */
+    int f;      /* F(i, j) */
+    int key;    /* (H << 16) + j of the row's best cell so far: the max keeps BWA's later j on ties */
+};
+
+/* Cell (i, j) from its state word (H(i-1, j-1), E(i, j), the query code); returns the new word
+   (H(i, j-1), E(i+1, j), the code) as ksw_extend2 leaves column j. */
+__device__ __forceinline__ u32 lane_cell(LaneRow &row, u32 cell, int j, const GapCosts &g)
+{
+    const int diag = (int)((cell >> LANE_H_SHIFT) & LANE_FIELD), e = (int)(cell >> LANE_E_SHIFT);
+    const int score_byte = (int)(select_byte(row.lo, row.hi, cell) & 0xffu);
+    /* M = diag ? diag + score : 0. With diag 0 this gives min(score, 0): a negative M changes
+       neither H (E, F >= 0) nor the gap scores (clamped at 0). */
+    const int m = imin(diag + score_byte - SCORE_BIAS, diag << 8);
+    const int h = imax(imax(m, e), row.f);
+    const int e_next = imax(e - g.e_del, imax(m - g.oe_del, 0));
+    const u32 out = (cell & LANE_CODE_MASK) | ((u32)row.h1 << LANE_H_SHIFT) | ((u32)e_next << LANE_E_SHIFT);
+    row.h1 = h;
+    row.f = imax(row.f - g.e_ins, imax(m - g.oe_ins, 0));
+    row.key = imax(row.key, h * 65536 + j);
+    return out;
+}
+
+__device__ __forceinline__ void extend_lane(const Params &p, int pair, u32 *col)
+{
+    const i64 q0 = p.query_offsets[pair], t0 = p.target_offsets[pair];
+    const int qlen = (int)(p.query_offsets[pair + 1] - q0), tlen = (int)(p.target_offsets[pair + 1] - t0);
+    const u8 *query = p.query + q0, *target = p.target + t0;
+    const int h0 = p.h0[pair];
+    const int e_del = p.e_del, e_ins = p.e_ins;
+    const GapCosts gaps{e_del, e_ins, p.o_del + e_del, p.o_ins + e_ins};
+    /* Per row, the score of each query code as a biased byte: lo holds A, C, G, T, hi holds N. */
+    const u32 mismatch_bytes = (u32)(SCORE_BIAS - p.b) * 0x01010101u, n_bytes = (u32)(SCORE_BIAS - 1) * 0x01010101u;
+    const u32 match_step = (u32)(p.a + p.b);
+
+    /* Row -1: h0, then an insertion run along the query; E = 0; the query's codes. */
+    for (int j = 0; j <= qlen; j++) {
+        const i64 run = (i64)h0 - p.o_ins - (i64)e_ins * j;
+        const int h = j == 0 ? h0 : (run > 0 ? (int)run : 0);
+        const u32 code = j < qlen ? (u32)base_code(query[j], LANE_N) : 0u;
+        col[32 * j] = code | ((u32)h << LANE_H_SHIFT);
+    }
+
+    /* The target, read a 32-bit aligned word at a time, the next word loaded 4 rows ahead. */
+    const u32 *word = (const u32 *)((unsigned long long)target & ~3ull);
+    const u8 *target_end = target + tlen;
+    int shift = 8 * (int)((unsigned long long)target & 3ull);
+    u32 current = tlen > 0 ? word[0] : 0u;
+    u32 next = (const u8 *)(word + 1) < target_end ? word[1] : 0u;
+
+    const i64 w = narrowed_band(qlen, p);
+    int beg = 0, end = qlen;
+    int best = h0, best_i = -1, best_j = -1, gscore = -1, gscore_i = -1, max_off = 0;
+    for (int i = 0; i < tlen; i++) {
+        const u32 tc = (u32)base_code((current >> shift) & 0xffu, LANE_N);
+        shift += 8;
+        if (shift == 32) {
+            shift = 0;
+            current = next;
+            word++;
+            if ((const u8 *)(word + 1) < target_end)
+                next = word[1];
+        }
+        const u32 lo = tc == LANE_N ? n_bytes : mismatch_bytes + (match_step << (8 * tc)), hi = n_bytes;
+
+        if ((i64)beg < (i64)i - w)
+            beg = (int)(i - w);
+        if ((i64)end > (i64)i + w + 1)
+            end = (int)(i + w + 1);
+        end = imin(end, qlen);
+        int h1 = 0; /* H(i, j-1); before the window, the deletion run from the seed at beg 0 */
+        if (beg == 0) {
+            const i64 run = (i64)h0 - p.o_del - (i64)e_del * (i + 1);
+            h1 = run > 0 ? (int)run : 0;
+        }
+        LaneRow row{lo, hi, h1, 0, 0};
+        int j = beg;
+#pragma unroll 4
+        for (; j < end; j++)
+            col[32 * j] = lane_cell(row, col[32 * j], j, gaps);
+        h1 = row.h1;
+        const int row_key = row.key;
+        col[32 * end] = (col[32 * end] & LANE_CODE_MASK) | ((u32)h1 << LANE_H_SHIFT); /* E(i+1, end) = 0 */
+        if ((beg < end ? end : beg) == qlen && h1 >= gscore) {
+            gscore = h1;
+            gscore_i = i;
+        }
+        const int row_max = row_key >> 16, row_max_j = row_key & 0xffff;
+        if (row_max == 0)
+            break;
+        if (row_max > best) {
+            best = row_max;
+            best_i = i;
+            best_j = row_max_j;
+            const int off = row_max_j > i ? row_max_j - i : i - row_max_j;
+            max_off = imax(max_off, off);
+        } else if (p.zdrop > 0) {
+            const i64 di = (i64)i - best_i, dj = (i64)row_max_j - best_j, drop = (i64)best - row_max;
+            if (di > dj ? drop - (di - dj) * e_del > p.zdrop : drop - (dj - di) * e_ins > p.zdrop)
+                break;
+        }
+        /* The next row's window: trim columns whose H and E are both zero off both ends. */
+        j = beg;
+        while (j < end && (col[32 * j] & ~LANE_CODE_MASK) == 0)
+            j++;
+        beg = j;
+        j = end;
+        while (j >= beg && (col[32 * j] & ~LANE_CODE_MASK) == 0)
+            j--;
+        end = imin(j + 2, qlen);
+    }
+    int *r = p.out + (i64)pair * 6;
+    r[0] = best;
+    r[1] = best_j + 1;
+    r[2] = best_i + 1;
+    r[3] = gscore_i + 1;
+    r[4] = gscore;
+    r[5] = max_off;
+}
+
+/* Blocks of one warp; the warp takes 32 consecutive entries of the launch's list at a time (the
+   launcher sorts them so that neighbours have similar lengths). Shared memory: 32 * (qmax + 1)
+   words. */
+__global__ void __launch_bounds__(32) extend_lane_kernel(const Params *params)
+{
+    const Params &p = *params;
+    WARPDP_DYNAMIC_SHARED(u32, lane_state);
+    const int lane = (int)(threadIdx.x & 31u);
+    u32 *col = lane_state + lane;
+    for (;;) {
+        int k = 0;
+        if (lane == 0)
+            k = atomicAdd(p.counter, 32);
+        k = __shfl_sync(0xffffffffu, k, 0, 32);
+        if (k >= p.n)
+            break;
+        if (k + lane < p.n)
+            extend_lane(p, p.order[k + lane], col);
     }
 }
 

@@ -3,15 +3,19 @@
 The plugin layer (:func:`warpdp.plugin.seedext.seed_extend`) validates the packed pairs and the
 parameters and calls :func:`extend`. This module
 
-* bins the pairs by the widest window a row can have (the query length, or 2w+1 when the band
-  is narrower), one templated kernel configuration per bin (subwarps of 4 to 16 lanes, tiles
-  of 36 to 208 columns, see ``seedext.cu``), so that narrow and wide extensions each keep
-  their subwarp's lanes busy; inside a bin the subwarps take pairs dynamically (an atomic
-  counter); windows wider than a tile take several tiles per row,
-* keeps each extension's row state in shared memory (global scratch for very long queries),
-* copies the raw sequences (ASCII; the kernel makes the base codes) in chunks through pinned
+* sends short queries (up to LANE_MAX_QUERY bases, scores within 14 bits) to the lane kernel,
+  one thread per extension, binned by query length (its shared memory per warp follows the
+  bin's longest query) and sorted by target length inside a bin, so a warp's 32 extensions
+  take about as long as each other;
+* bins the other pairs by the widest window a row can have (the query length, or 2w+1 when
+  the band is narrower), one templated subwarp configuration per bin (subwarps of 4 to 16
+  lanes, tiles of 36 to 208 columns, see ``seedext.cu``); inside a bin the subwarps take
+  pairs dynamically (an atomic counter); windows wider than a tile take several tiles per row,
+  and very long queries keep their row state in global scratch;
+* launches a chunk's bins on concurrent streams, so small bins fill the GPU beside big ones;
+* copies the raw sequences (ASCII; the kernels make the base codes) in chunks through pinned
   host buffers, two chunks in flight so that the host prepares and copies chunk c+1 while the
-  GPU computes chunk c.
+  GPU computes chunk c. The first chunk is small, so the GPU starts soon, and the next ones grow.
 
 CuPy is imported only when a GPU function runs, so importing this module needs no GPU.
 """
@@ -28,7 +32,7 @@ import numpy as np
 from .chunk_slot import ChunkSlot, Held, SlotRing, cupy_pinned, round_up
 from .host_copy import copy_arrays
 
-__all__ = ["extend", "KERNEL_CONFIGS", "BINS", "GLOBAL_CONFIG"]
+__all__ = ["extend", "KERNEL_CONFIGS", "BINS", "GLOBAL_CONFIG", "LANE_KERNEL", "LANE_BOUNDS"]
 
 THREADS_PER_BLOCK = 128
 
@@ -67,10 +71,26 @@ _BOUNDS = np.array([c.max_width for c in BINS[:-1]], dtype=np.int64)
 MAX_SHARED_BYTES = 96 * 1024    # dynamic shared memory one block may use
 NVRTC_OPTIONS = ("-std=c++17", f"-DWARPDP_SEEDEXT_THREADS={THREADS_PER_BLOCK}")
 
+# The lane kernel (one thread per extension; blocks of one warp): queries up to LANE_MAX_QUERY
+# bases whose scores, h0 + a * qlen, fit in LANE_SCORE_BITS bits. Bins by query length: a warp's
+# shared memory is 128 * (longest query + 1) bytes, so short queries get more warps per SM.
+LANE_KERNEL = "warpdp_seedext::extend_lane_kernel"
+LANE_MAX_QUERY = 256
+LANE_SCORE_BITS = 14
+LANE_BOUNDS: tuple[int, ...] = (64, 96, 128, 160, 192, 224, LANE_MAX_QUERY)
+_N_BINS = len(LANE_BOUNDS) + len(BINS)
+_SUBWARP_KEYS = 0xC000          # sort keys of subwarp pairs start here, after every lane key
+# Bin of a lane pair by query length 0..LANE_MAX_QUERY (+1: not a lane pair), and of a subwarp
+# pair by row width 0.._BOUNDS[-1] (+1: anything wider).
+_LANE_BIN_OF_QUERY = np.searchsorted(np.array(LANE_BOUNDS), np.arange(LANE_MAX_QUERY + 2)).astype(np.uint8)
+_SUBWARP_BIN_OF_WIDTH = (np.searchsorted(_BOUNDS, np.arange(_BOUNDS[-1] + 2)) + len(LANE_BOUNDS)).astype(np.uint8)
+
 PARAMS_BYTES = 128              # sizeof(struct Params), see seedext.cu
-_N_COUNTERS = 16
-_CHUNK_PAIRS = 1 << 20          # pairs per chunk (bounds pinned and device memory)
-_CHUNK_BYTES = 256 << 20        # sequence bytes per chunk
+_N_COUNTERS = 32
+_CHUNK_PAIRS = 1 << 18          # pairs per chunk (bounds pinned and device memory)
+_CHUNK_BYTES = 96 << 20         # sequence bytes per chunk
+_FIRST_CHUNK_DIVISOR = 8        # the first chunk is this much smaller: the GPU starts sooner
+_CHUNK_GROWTH = 2               # and each next one this much larger, up to the limits
 
 
 def state_ints(qmax: int) -> int:
@@ -78,61 +98,107 @@ def state_ints(qmax: int) -> int:
     return 2 * (qmax + 2) + (qmax + 3) // 4 + 1
 
 
+def lane_shared_bytes(qmax: int) -> int:
+    """Shared memory of one lane-kernel block (a warp): a word per column 0..qmax per lane."""
+    return 32 * 4 * (qmax + 1)
+
+
 def split_chunks(query_offsets: np.ndarray, target_offsets: np.ndarray,
                  chunk_pairs: int = _CHUNK_PAIRS, chunk_bytes: int = _CHUNK_BYTES) -> list[tuple[int, int]]:
-    """Consecutive pair ranges of at most chunk_pairs pairs and about chunk_bytes of sequence."""
+    """Consecutive pair ranges of at most chunk_pairs pairs and about chunk_bytes of sequence;
+    the first is _FIRST_CHUNK_DIVISOR times smaller and the next grow by _CHUNK_GROWTH."""
     n = len(query_offsets) - 1
     seq = query_offsets + target_offsets  # cumulative sequence bytes
     chunks, start = [], 0
+    scale = 1.0 / _FIRST_CHUNK_DIVISOR
     while start < n:
-        stop = min(n, start + chunk_pairs)
-        by_bytes = int(np.searchsorted(seq, seq[start] + chunk_bytes, side="right")) - 1
+        pairs_now = max(1, int(chunk_pairs * scale))
+        bytes_now = max(1, int(chunk_bytes * scale))
+        stop = min(n, start + pairs_now)
+        by_bytes = int(np.searchsorted(seq, seq[start] + bytes_now, side="right")) - 1
         stop = max(start + 1, min(stop, by_bytes))
         chunks.append((start, stop))
         start = stop
+        scale = min(1.0, scale * _CHUNK_GROWTH)
     return chunks
 
 
 @dataclass
 class _Launch:
-    config: KernelConfig
+    config: KernelConfig | None  # None: the lane kernel
     first: int        # into the chunk's order
     count: int
     qmax: int
     shared_bytes: int
     grid: int
     index: int        # params row and counter
+    scratch: int = 0  # byte offset of the launch's global scratch (launches run concurrently)
+
+    @property
+    def threads(self) -> int:
+        return 32 if self.config is None else THREADS_PER_BLOCK
+
+    @property
+    def state(self) -> int:
+        return 0 if self.config is None else state_ints(self.qmax)
 
 
 class _ChunkPlan:
     """One chunk's launches and memory layout (host side, numpy only)."""
 
-    def __init__(self, pairs: Any, start: int, stop: int, w: int, runner: _Runner) -> None:
+    def __init__(self, pairs: Any, params: Any, start: int, stop: int, runner: _Runner) -> None:
         qo, to = pairs.query_offsets, pairs.target_offsets
         self.start, self.stop, self.n = start, stop, stop - start
         self.q0, self.q1 = int(qo[start]), int(qo[stop])
         self.t0, self.t1 = int(to[start]), int(to[stop])
         qlen = np.diff(qo[start:stop + 1])
-        width = np.minimum(qlen, 2 * np.int64(w) + 1)
-        bins = np.searchsorted(_BOUNDS, width, side="left").astype(np.uint8)
-        self.order = np.argsort(bins, kind="stable").astype(np.int32)
-        counts = np.bincount(bins, minlength=len(BINS))
+        tlen = np.diff(to[start:stop + 1])
+        # Bins 0..len(LANE_BOUNDS)-1: the lane kernel by query length; then the subwarp bins by
+        # row width. The order (numpy's stable radix sort of a uint16 key) puts a warp's 32
+        # lanes on pairs of one query length and similar target lengths (8-row steps), and a
+        # subwarp bin's pairs longest target first. Bins come from lookup tables: this runs
+        # while the GPU computes the previous chunk, and must take less time than that.
+        q_clip = np.minimum(qlen, LANE_MAX_QUERY + 1)
+        fits = pairs.h0[start:stop] + np.int64(params.a) * q_clip < (1 << LANE_SCORE_BITS)
+        if not fits.all():
+            q_clip[~fits] = LANE_MAX_QUERY + 1
+        bins = _LANE_BIN_OF_QUERY[q_clip]
+        key = (q_clip << 7 | np.minimum(tlen >> 3, 127)).astype(np.uint16)
+        rest = np.flatnonzero(q_clip > LANE_MAX_QUERY)
+        if len(rest):
+            width = np.minimum(np.minimum(qlen[rest], 2 * np.int64(params.w) + 1), _BOUNDS[-1] + 1)
+            bins[rest] = _SUBWARP_BIN_OF_WIDTH[width]
+            key[rest] = _SUBWARP_KEYS | (bins[rest].astype(np.int64) - len(LANE_BOUNDS)) << 11 \
+                | (2047 - np.minimum(tlen[rest] >> 1, 2047))
+        self.order = np.argsort(key, kind="stable").astype(np.int32)
+        counts = np.bincount(bins, minlength=_N_BINS)
         self.launches: list[_Launch] = []
         first, scratch_ints = 0, 0
-        for b, config in enumerate(BINS):
+        for b in range(_N_BINS):
             count = int(counts[b])
             if count == 0:
                 continue
+            if b < len(LANE_BOUNDS):  # sorted by query length: the bin's last is its longest
+                qmax = int(qlen[self.order[first + count - 1]])
+                need = lane_shared_bytes(qmax)
+                grid = -(-count // 32)
+                self.launches.append(_Launch(None, first, count, qmax, need, grid, len(self.launches)))
+                first += count
+                continue
             qmax = int(qlen[self.order[first:first + count]].max())
+            config = BINS[b - len(LANE_BOUNDS)]
             need = config.subwarps_per_block * state_ints(qmax) * 4
             if need > MAX_SHARED_BYTES:
                 config, need = GLOBAL_CONFIG, 0
             resident = runner.resident_blocks(config, need)
             grid = max(1, min(-(-count // config.subwarps_per_block), resident))
+            launch = _Launch(config, first, count, qmax, need, grid, len(self.launches), 4 * scratch_ints)
             if not config.shared:
-                scratch_ints = max(scratch_ints, grid * config.subwarps_per_block * state_ints(qmax))
-            self.launches.append(_Launch(config, first, count, qmax, need, grid, len(self.launches)))
+                scratch_ints += grid * config.subwarps_per_block * state_ints(qmax)
+            self.launches.append(launch)
             first += count
+        # Longest queries first: their warps take longest, so they start before the short ones.
+        self.launches.reverse()
         sections = {}
         off = 0
         for name, size in (("params", PARAMS_BYTES * max(1, len(self.launches))), ("counters", _N_COUNTERS * 4),
@@ -171,8 +237,8 @@ class _ChunkPlan:
             words[5] = base + at["order"] + 4 * launch.first
             words[6] = base + at["counters"] + 4 * launch.index
             words[7] = base + at["out"]
-            words[8] = base + at["scratch"]
-            words[9] = state_ints(launch.qmax)
+            words[8] = base + at["scratch"] + launch.scratch
+            words[9] = launch.state
             ints[20:31] = (launch.count, launch.qmax, params.a, params.b, params.o_del, params.e_del,
                            params.o_ins, params.e_ins, params.w, params.end_bonus, params.zdrop)
             ints[31] = 0
@@ -193,14 +259,22 @@ class _Runner:
         self.sm_count = int(props["multiProcessorCount"])
         source = Path(__file__).with_name("seedext.cu").read_text()
         self.module = cupy.RawModule(code=source, options=NVRTC_OPTIONS,
-                                     name_expressions=[c.name for c in KERNEL_CONFIGS])
+                                     name_expressions=[c.name for c in KERNEL_CONFIGS] + [LANE_KERNEL])
         self.kernels = {c: self.module.get_function(c.name) for c in KERNEL_CONFIGS}
         for config in BINS:
             self.kernels[config].max_dynamic_shared_size_bytes = MAX_SHARED_BYTES
+        self.lane_kernel = self.module.get_function(LANE_KERNEL)
+        self.lane_kernel.max_dynamic_shared_size_bytes = lane_shared_bytes(LANE_MAX_QUERY)
+        try:  # the lane kernel's occupancy is bounded by shared memory: ask for all of it
+            self.lane_kernel.preferred_shared_memory_carveout = 100
+        except (AttributeError, cupy.cuda.driver.CUDADriverError):
+            pass
         self._resident: dict[tuple[KernelConfig, int], int] = {}
         self.ring = SlotRing()
         for slot in self.ring.slots:
             slot.stream = cupy.cuda.Stream(non_blocking=True)
+        # Per slot, a stream per bin: a chunk's bins run side by side.
+        self.bin_streams = [[cupy.cuda.Stream(non_blocking=True) for _ in range(_N_BINS)] for _ in range(2)]
         self.lock = threading.Lock()
 
     def resident_blocks(self, config: KernelConfig, shared_bytes: int) -> int:
@@ -223,17 +297,27 @@ class _Runner:
         slot.ensure(plan.blob_bytes, 24 * plan.n, plan.device_bytes, lambda n: cupy_pinned(self.cupy, n),
                     self.cupy.cuda.alloc)
 
-    def _enqueue(self, slot: ChunkSlot, plan: _ChunkPlan) -> None:
-        runtime = self.cupy.cuda.runtime
+    def _enqueue(self, slot: ChunkSlot, plan: _ChunkPlan, index: int) -> None:
+        cupy = self.cupy
+        runtime = cupy.cuda.runtime
         base = int(slot.device.ptr)
         stream = slot.stream
         runtime.memcpyAsync(base, slot.pinned_in.ctypes.data, plan.blob_bytes, 1, stream.ptr)
-        for launch in plan.launches:
-            self.kernels[launch.config]((launch.grid,), (THREADS_PER_BLOCK,),
-                                        (np.uint64(plan.params_address(base, launch)),),
-                                        shared_mem=launch.shared_bytes, stream=stream)
+        uploaded = cupy.cuda.Event(block=False, disable_timing=True)
+        uploaded.record(stream)
+        finished = []
+        for launch, bin_stream in zip(plan.launches, self.bin_streams[index]):
+            bin_stream.wait_event(uploaded)
+            kernel = self.lane_kernel if launch.config is None else self.kernels[launch.config]
+            kernel((launch.grid,), (launch.threads,), (np.uint64(plan.params_address(base, launch)),),
+                   shared_mem=launch.shared_bytes, stream=bin_stream)
+            event = cupy.cuda.Event(block=False, disable_timing=True)
+            event.record(bin_stream)
+            finished.append(event)
+        for event in finished:
+            stream.wait_event(event)
         runtime.memcpyAsync(slot.pinned_out.ctypes.data, base + plan.at["out"], 24 * plan.n, 2, stream.ptr)
-        slot.done = self.cupy.cuda.Event(block=False, disable_timing=True)
+        slot.done = cupy.cuda.Event(block=False, disable_timing=True)
         slot.done.record(stream)
 
     def run(self, pairs: Any, params: Any, table: np.ndarray) -> None:
@@ -242,11 +326,11 @@ class _Runner:
         try:
             with self.lock:  # one call at a time enqueues; its chunks finish after it lets go
                 for start, stop in chunks:
-                    plan = _ChunkPlan(pairs, start, stop, int(params.w), self)
+                    plan = _ChunkPlan(pairs, params, start, stop, self)
                     index, slot = self.ring.take()
                     self._ensure(slot, plan)
                     plan.fill(slot.pinned_in, pairs, params, int(slot.device.ptr))
-                    self._enqueue(slot, plan)
+                    self._enqueue(slot, plan, index)
                     mine.append((index, self.ring.hold(index, partial(_copy_out, table, start, plan.n))))
         finally:
             self.ring.collect(mine)  # also after an error: nothing enqueued is left running

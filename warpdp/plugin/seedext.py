@@ -222,6 +222,10 @@ def check_score_range(pairs: SeedExtPairs, params: SeedExtParams) -> None:
     """Every pair's best possible score must stay below MAX_SCORE (BWA's int arithmetic)."""
     if pairs.n_pairs == 0:
         return
+    # Quick bound first (longest query, largest h0): the per-pair check only when it fails.
+    longest_query = int(np.diff(pairs.query_offsets).max())
+    if int(pairs.h0.max()) + params.a * longest_query <= MAX_SCORE:
+        return
     reach = np.minimum(pairs.query_lengths(), pairs.target_lengths())
     bound = pairs.h0.astype(np.int64) + np.int64(params.a) * reach
     worst = int(np.argmax(bound))
