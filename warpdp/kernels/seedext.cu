@@ -414,7 +414,9 @@ __device__ __forceinline__ void extend_lane(const Params &p, int pair, u32 *col)
         }
         LaneRow row{lo, hi, h1, 0, 0};
         int j = beg;
-#pragma unroll 4
+        /* Unrolled by 8: 401 GCUPS for the bins' kernels one after another on the H200, against
+           366 with 4, 325 with 2 and 398 / 365 with 16 / 32 (262,144 BWA-MEM-like pairs). */
+#pragma unroll 8
         for (; j < end; j++)
             col[32 * j] = lane_cell(row, col[32 * j], j, gaps);
         h1 = row.h1;
