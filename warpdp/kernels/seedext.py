@@ -5,8 +5,8 @@ parameters and calls :func:`extend`. This module
 
 * sends short queries (up to LANE_MAX_QUERY bases, scores within 14 bits) to the lane kernel,
   one thread per extension, binned by query length (its shared memory per warp follows the
-  bin's longest query) and sorted by target length inside a bin, so a warp's 32 extensions
-  take about as long as each other;
+  bin's longest query) and sorted by query length, then target length, so a warp's 32
+  extensions take about as long as each other;
 * bins the other pairs by the widest window a row can have (the query length, or 2w+1 when
   the band is narrower), one templated subwarp configuration per bin (subwarps of 4 to 16
   lanes, tiles of 36 to 208 columns, see ``seedext.cu``); inside a bin the subwarps take
