@@ -98,6 +98,73 @@ __device__ __forceinline__ i64 narrowed_band(int qlen, const Params &p)
     return w;
 }
 
+/* H(-1, j) for j >= 1: an insertion run along the query from the seed (0 once it runs out). */
+__device__ __forceinline__ int insertion_run(int h0, int j, const Params &p)
+{
+    const i64 run = (i64)h0 - p.o_ins - (i64)p.e_ins * j;
+    return run > 0 ? (int)run : 0;
+}
+
+/* H(i, -1): a deletion run along the target from the seed, before column 0 of row i. */
+__device__ __forceinline__ int deletion_run(int h0, int i, const Params &p)
+{
+    const i64 run = (i64)h0 - p.o_del - (i64)p.e_del * (i + 1);
+    return run > 0 ? (int)run : 0;
+}
+
+/* Row i's window [beg, end), narrowed to the band and the query. */
+__device__ __forceinline__ void clamp_to_band(int &beg, int &end, int i, i64 w, int qlen)
+{
+    if ((i64)beg < (i64)i - w)
+        beg = (int)(i - w);
+    if ((i64)end > (i64)i + w + 1)
+        end = (int)(i + w + 1);
+    end = imin(end, qlen);
+}
+
+/* What ksw_extend2 tracks from row to row, and what it decides at the end of a row (both kernels). */
+struct Extension {
+    int best, best_i, best_j, gscore, gscore_i, max_off;
+
+    __device__ explicit Extension(int h0) : best(h0), best_i(-1), best_j(-1), gscore(-1), gscore_i(-1), max_off(0) {}
+
+    /* After row i: its best cell (row_max at column row_max_j), whether its window reached the
+       query end and H of its last column there. False where ksw_extend2 stops: an all-zero row,
+       or the z-drop. */
+    __device__ bool end_row(int i, int row_max, int row_max_j, bool at_query_end, int h_last, const Params &p)
+    {
+        if (at_query_end && h_last >= gscore) {
+            gscore = h_last;
+            gscore_i = i;
+        }
+        if (row_max == 0)
+            return false;
+        if (row_max > best) {
+            best = row_max;
+            best_i = i;
+            best_j = row_max_j;
+            const int off = row_max_j > i ? row_max_j - i : i - row_max_j;
+            max_off = imax(max_off, off);
+        } else if (p.zdrop > 0) {
+            const i64 di = (i64)i - best_i, dj = (i64)row_max_j - best_j, drop = (i64)best - row_max;
+            if (di > dj ? drop - (di - dj) * p.e_del > p.zdrop : drop - (dj - di) * p.e_ins > p.zdrop)
+                return false;
+        }
+        return true;
+    }
+
+    /* ksw_extend2's results: score, qle, tle, gtle, gscore, max_off. */
+    __device__ void write(int *r) const
+    {
+        r[0] = best;
+        r[1] = best_j + 1;
+        r[2] = best_i + 1;
+        r[3] = gscore_i + 1;
+        r[4] = gscore;
+        r[5] = max_off;
+    }
+};
+
 /* Inclusive max-plus scan over the G lanes of a subwarp: lane t gets
    max over k <= t of (v_k - (t - k) * step). */
 template <int G>
@@ -127,8 +194,7 @@ __device__ void extend_one(const Params &p, int pair, int *state, u32 mask, int 
 
     /* Row -1: h0, then an insertion run along the query; E = 0; the query's codes. */
     for (int j = t; j <= qlen + 1; j += G) {
-        const i64 run = (i64)h0 - p.o_ins - (i64)e_ins * j;
-        eh_h[j] = j == 0 ? h0 : (j <= qlen && run > 0 ? (int)run : 0);
+        eh_h[j] = j == 0 ? h0 : (j <= qlen ? insertion_run(h0, j, p) : 0);
         eh_e[j] = 0;
         if (j < qlen)
             qcode[j] = (u8)base_code(query[j], QUERY_N);
@@ -137,19 +203,11 @@ __device__ void extend_one(const Params &p, int pair, int *state, u32 mask, int 
 
     const i64 w = narrowed_band(qlen, p);
     int beg = 0, end = qlen;
-    int best = h0, best_i = -1, best_j = -1, gscore = -1, gscore_i = -1, max_off = 0;
+    Extension ext(h0);
     for (int i = 0; i < tlen; i++) {
-        if ((i64)beg < (i64)i - w)
-            beg = (int)(i - w);
-        if ((i64)end > (i64)i + w + 1)
-            end = (int)(i + w + 1);
-        end = imin(end, qlen);
+        clamp_to_band(beg, end, i, w, qlen);
         /* H(i, beg-1): the first column (a deletion run from the seed) only exists at beg 0. */
-        int h_first = 0;
-        if (beg == 0) {
-            const i64 run = (i64)h0 - p.o_del - (i64)e_del * (i + 1);
-            h_first = run > 0 ? (int)run : 0;
-        }
+        const int h_first = beg == 0 ? deletion_run(h0, i, p) : 0;
         const int tc = base_code(target[i], TARGET_N);
         /* Per lane: row maximum and its column (ties: later column), and the first and last
            columns whose new (H(i, j-1), E(i+1, j)) are not both zero. */
@@ -234,37 +292,15 @@ __device__ void extend_one(const Params &p, int pair, int *state, u32 mask, int 
         __syncwarp(mask); /* everyone has read eh_h[end] before the next row writes */
 
         /* The rest is ksw_extend2's bookkeeping, on values every lane holds. */
-        if ((beg < end ? end : beg) == qlen && h_last >= gscore) {
-            gscore = h_last;
-            gscore_i = i;
-        }
-        if (row_max == 0)
+        if (!ext.end_row(i, row_max, row_max_j, (beg < end ? end : beg) == qlen, h_last, p))
             break;
-        if (row_max > best) {
-            best = row_max;
-            best_i = i;
-            best_j = row_max_j;
-            const int off = row_max_j > i ? row_max_j - i : i - row_max_j;
-            max_off = imax(max_off, off);
-        } else if (p.zdrop > 0) {
-            const i64 di = (i64)i - best_i, dj = (i64)row_max_j - best_j, drop = (i64)best - row_max;
-            if (di > dj ? drop - (di - dj) * e_del > p.zdrop : drop - (dj - di) * e_ins > p.zdrop)
-                break;
-        }
         const int new_beg = first_live < end ? first_live : end;
         const int top = last_live >= new_beg ? last_live : new_beg - 1;
         beg = new_beg;
         end = imin(top + 2, qlen);
     }
-    if (t == 0) {
-        int *r = p.out + (i64)pair * 6;
-        r[0] = best;
-        r[1] = best_j + 1;
-        r[2] = best_i + 1;
-        r[3] = gscore_i + 1;
-        r[4] = gscore;
-        r[5] = max_off;
-    }
+    if (t == 0)
+        ext.write(p.out + (i64)pair * 6);
     __syncwarp(mask); /* the state is free for the next pair */
 }
 
@@ -374,8 +410,7 @@ __device__ __forceinline__ void extend_lane(const Params &p, int pair, u32 *col)
 
     /* Row -1: h0, then an insertion run along the query; E = 0; the query's codes. */
     for (int j = 0; j <= qlen; j++) {
-        const i64 run = (i64)h0 - p.o_ins - (i64)e_ins * j;
-        const int h = j == 0 ? h0 : (run > 0 ? (int)run : 0);
+        const int h = j == 0 ? h0 : insertion_run(h0, j, p);
         const u32 code = j < qlen ? (u32)base_code(query[j], LANE_N) : 0u;
         col[32 * j] = code | ((u32)h << LANE_H_SHIFT);
     }
@@ -389,7 +424,7 @@ __device__ __forceinline__ void extend_lane(const Params &p, int pair, u32 *col)
 
     const i64 w = narrowed_band(qlen, p);
     int beg = 0, end = qlen;
-    int best = h0, best_i = -1, best_j = -1, gscore = -1, gscore_i = -1, max_off = 0;
+    Extension ext(h0);
     for (int i = 0; i < tlen; i++) {
         const u32 tc = (u32)base_code((current >> shift) & 0xffu, LANE_N);
         shift += 8;
@@ -402,16 +437,9 @@ __device__ __forceinline__ void extend_lane(const Params &p, int pair, u32 *col)
         }
         const u32 lo = tc == LANE_N ? n_bytes : mismatch_bytes + (match_step << (8 * tc)), hi = n_bytes;
 
-        if ((i64)beg < (i64)i - w)
-            beg = (int)(i - w);
-        if ((i64)end > (i64)i + w + 1)
-            end = (int)(i + w + 1);
-        end = imin(end, qlen);
-        int h1 = 0; /* H(i, j-1); before the window, the deletion run from the seed at beg 0 */
-        if (beg == 0) {
-            const i64 run = (i64)h0 - p.o_del - (i64)e_del * (i + 1);
-            h1 = run > 0 ? (int)run : 0;
-        }
+        clamp_to_band(beg, end, i, w, qlen);
+        /* H(i, j-1); before the window, the deletion run from the seed at beg 0 */
+        int h1 = beg == 0 ? deletion_run(h0, i, p) : 0;
         LaneRow row{lo, hi, h1, 0, 0};
         int j = beg;
         /* Unrolled by 8: 401 GCUPS for the bins' kernels one after another on the H200, against
@@ -422,24 +450,8 @@ __device__ __forceinline__ void extend_lane(const Params &p, int pair, u32 *col)
         h1 = row.h1;
         const int row_key = row.key;
         col[32 * end] = (col[32 * end] & LANE_CODE_MASK) | ((u32)h1 << LANE_H_SHIFT); /* E(i+1, end) = 0 */
-        if ((beg < end ? end : beg) == qlen && h1 >= gscore) {
-            gscore = h1;
-            gscore_i = i;
-        }
-        const int row_max = row_key >> 16, row_max_j = row_key & 0xffff;
-        if (row_max == 0)
+        if (!ext.end_row(i, row_key >> 16, row_key & 0xffff, (beg < end ? end : beg) == qlen, h1, p))
             break;
-        if (row_max > best) {
-            best = row_max;
-            best_i = i;
-            best_j = row_max_j;
-            const int off = row_max_j > i ? row_max_j - i : i - row_max_j;
-            max_off = imax(max_off, off);
-        } else if (p.zdrop > 0) {
-            const i64 di = (i64)i - best_i, dj = (i64)row_max_j - best_j, drop = (i64)best - row_max;
-            if (di > dj ? drop - (di - dj) * e_del > p.zdrop : drop - (dj - di) * e_ins > p.zdrop)
-                break;
-        }
         /* The next row's window: trim columns whose H and E are both zero off both ends. */
         j = beg;
         while (j < end && (col[32 * j] & ~LANE_CODE_MASK) == 0)
@@ -450,13 +462,7 @@ __device__ __forceinline__ void extend_lane(const Params &p, int pair, u32 *col)
             j--;
         end = imin(j + 2, qlen);
     }
-    int *r = p.out + (i64)pair * 6;
-    r[0] = best;
-    r[1] = best_j + 1;
-    r[2] = best_i + 1;
-    r[3] = gscore_i + 1;
-    r[4] = gscore;
-    r[5] = max_off;
+    ext.write(p.out + (i64)pair * 6);
 }
 
 /* Blocks of one warp; the warp takes 32 consecutive entries of the launch's list at a time (the
