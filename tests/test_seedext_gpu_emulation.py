@@ -134,15 +134,12 @@ static void lane_kernel_main() {
     swapcontext(&emu_lanes[emu_current].ctx, &emu_scheduler);
 }
 
-/* The lane kernel: one block of one warp, 32 fibers sharing its interleaved row state. */
-static void run_lane(Params &p) {
-    emu_G = 32;
-    emu_params = &p;
-    std::vector<int> shared((size_t)32 * (p.qmax + 1));
-    emu_shared = shared.data();
-    emu_slots.assign((size_t)2 * 32, 0);
-    emu_lanes = std::vector<Lane>(32);
-    for (int tid = 0; tid < 32; tid++) {
+/* Run `count` lanes (threadIdx.x 0..count-1) as fibers, each from `entry`, round-robin until all
+   are done. */
+static void run_fibers(int count, void (*entry)()) {
+    emu_slots.assign((size_t)((count + emu_G - 1) / emu_G) * 2 * 32, 0);  /* [subwarp][bank][lane] */
+    emu_lanes = std::vector<Lane>(count);
+    for (int tid = 0; tid < count; tid++) {
         Lane &lane = emu_lanes[tid];
         lane.tid = tid;
         lane.stack.resize(1 << 18);
@@ -150,11 +147,11 @@ static void run_lane(Params &p) {
         lane.ctx.uc_stack.ss_sp = lane.stack.data();
         lane.ctx.uc_stack.ss_size = lane.stack.size();
         lane.ctx.uc_link = nullptr;
-        makecontext(&lane.ctx, (void (*)())lane_kernel_main, 0);
+        makecontext(&lane.ctx, entry, 0);
     }
     for (bool running = true; running;) {
         running = false;
-        for (int k = 0; k < 32; k++) {
+        for (int k = 0; k < count; k++) {
             if (emu_lanes[k].done) continue;
             emu_current = k;
             threadIdx.x = emu_lanes[k].tid;
@@ -164,6 +161,15 @@ static void run_lane(Params &p) {
     }
 }
 
+/* The lane kernel: one block of one warp, 32 fibers sharing its interleaved row state. */
+static void run_lane(Params &p) {
+    emu_G = 32;
+    emu_params = &p;
+    std::vector<int> shared((size_t)32 * (p.qmax + 1));
+    emu_shared = shared.data();
+    run_fibers(32, lane_kernel_main);
+}
+
 template <int G, int C, bool SHARED> static void run(Params &p, int n_sub) {
     emu_G = G;
     emu_params = &p;
@@ -171,28 +177,7 @@ template <int G, int C, bool SHARED> static void run(Params &p, int n_sub) {
     std::vector<int> scratch(SHARED ? 1 : (size_t)(THREADS / G) * p.state_ints);
     emu_shared = shared.data();
     p.scratch = scratch.data();
-    emu_slots.assign((size_t)n_sub * 2 * 32, 0);
-    emu_lanes = std::vector<Lane>(n_sub * G);
-    for (int tid = 0; tid < n_sub * G; tid++) {
-        Lane &lane = emu_lanes[tid];
-        lane.tid = tid;
-        lane.stack.resize(1 << 18);
-        getcontext(&lane.ctx);
-        lane.ctx.uc_stack.ss_sp = lane.stack.data();
-        lane.ctx.uc_stack.ss_size = lane.stack.size();
-        lane.ctx.uc_link = nullptr;
-        makecontext(&lane.ctx, (void (*)())lane_main<G, C, SHARED>, 0);
-    }
-    for (bool running = true; running;) {
-        running = false;
-        for (int k = 0; k < n_sub * G; k++) {
-            if (emu_lanes[k].done) continue;
-            emu_current = k;
-            threadIdx.x = emu_lanes[k].tid;
-            swapcontext(&emu_scheduler, &emu_lanes[k].ctx);
-            running = true;
-        }
-    }
+    run_fibers(n_sub * G, lane_main<G, C, SHARED>);
 }
 
 int main(int argc, char **argv) {
