@@ -111,6 +111,42 @@ def test_scores_that_could_overflow_are_refused() -> None:
         warpdp.seed_extend(pairs, backend="cpu")
 
 
+def broken_pairs(n: int, bad: int, kind: str) -> warpdp.SeedExtPairs:
+    """n one-base pairs, pair `bad` broken in one way (built without from_arrays' checks)."""
+    query_offsets = np.arange(n + 1, dtype=np.int64)
+    h0 = np.full(n, 10, dtype=np.int32)
+    if kind == "decreasing":
+        query_offsets[bad + 1] = query_offsets[bad] - 1
+    elif kind == "h0":
+        h0[bad] = -3
+    elif kind == "score":
+        h0[bad] = 2**30
+    return warpdp.SeedExtPairs(query=np.full(n, ord("A"), np.uint8), query_offsets=query_offsets,
+                               target=np.full(n, ord("A"), np.uint8), target_offsets=np.arange(n + 1, dtype=np.int64),
+                               h0=h0)
+
+
+@pytest.mark.parametrize(("kind", "message"), [("decreasing", r"query_offsets must not decrease \(pair 70: 70 -> 69\)"),
+                                               ("h0", "h0 must be >= 0.*pair 70 has -3"),
+                                               ("score", r"pair 70: h0 \+ a \* min")])
+def test_range_checks_name_pairs_by_their_index(kind, message) -> None:
+    """The per-pair checks run on a range of pairs (the GPU launcher's chunks) name a bad pair
+    as the whole-job check does, and pass ranges without it."""
+    from warpdp.plugin.seedext import SeedExtParams, check_pair_range, check_seed_extension, check_seed_job
+
+    pairs, params = broken_pairs(100, 70, kind), SeedExtParams()
+    check_seed_job(pairs, params)
+    for start, stop in ((0, 70), (71, 100), (30, 30)):
+        check_pair_range(pairs, params, start, stop)
+    for start, stop in ((60, 71), (70, 71), (0, 100)):
+        with pytest.raises(ValueError, match=message):
+            check_pair_range(pairs, params, start, stop)
+    with pytest.raises(ValueError, match=message):
+        check_seed_extension(pairs, params)
+    with pytest.raises(ValueError, match=message):
+        warpdp.seed_extend(pairs, backend="cpu")
+
+
 def test_pack_errors() -> None:
     with pytest.raises(TypeError, match="pair 0: expected"):
         warpdp.pack_seed_pairs([(b"ACGT", b"ACGT")])

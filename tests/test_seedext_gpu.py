@@ -92,6 +92,21 @@ def test_many_chunks(monkeypatch) -> None:
     assert_same_as_cpu(random_pairs(np.random.default_rng(5), 700, 150, 80))
 
 
+@pytest.mark.parametrize(("kind", "message"), [("decreasing", r"query_offsets must not decrease \(pair 70: 70 -> 69\)"),
+                                               ("h0", "h0 must be >= 0.*pair 70 has -3"),
+                                               ("score", r"pair 70: h0 \+ a \* min")])
+def test_bad_pair_in_a_later_chunk(monkeypatch, kind, message) -> None:
+    """The launcher checks each chunk's pairs before launching it: a bad pair in a later chunk
+    raises the whole-job check's error, and the next call still works."""
+    from test_seedext_api import broken_pairs
+    from warpdp.kernels import seedext as gpu_module
+
+    monkeypatch.setattr(gpu_module, "_CHUNK_PAIRS", 16)
+    with pytest.raises(ValueError, match=message):
+        warpdp.seed_extend(broken_pairs(100, 70, kind), backend="gpu")
+    assert_same_as_cpu(random_pairs(np.random.default_rng(6), 300, 120, 60))
+
+
 def test_bwa_like_workload_and_auto() -> None:
     import sys
     from pathlib import Path
@@ -111,8 +126,8 @@ def test_empty_input() -> None:
 
 
 def test_lane_kernel_limits() -> None:
-    """Both sides of the lane kernel's limits: query length 256 / 257, and best reachable score
-    h0 + a * qlen of 16383 / 16384 (its 14-bit fields)."""
+    """Both sides of the lane kernel's limits: query length 256 / 257, best reachable score
+    h0 + a * qlen of 16383 / 16384 (its 14-bit fields), and match score a of 15 / 16."""
     rng = np.random.default_rng(11)
     acgt = np.frombuffer(b"ACGT", dtype=np.uint8)
     items = []
@@ -124,3 +139,6 @@ def test_lane_kernel_limits() -> None:
             items.append((query.tobytes(), target.tobytes(), h0))
     assert_same_as_cpu(warpdp.pack_seed_pairs(items))
     assert_same_as_cpu(warpdp.pack_seed_pairs(items), a=2, zdrop=0)
+    short = warpdp.pack_seed_pairs([item for item in items if len(item[0]) <= 256 and item[2] == 30])
+    for a in (15, 16):
+        assert_same_as_cpu(short, a=a, b=a + 2)

@@ -322,13 +322,13 @@ def test_random_pairs_and_parameters(harness, config, tmp_path) -> None:
     such queries in several tiles per row; the lane kernel gets the pairs it is given."""
     rng = np.random.default_rng(5)
     for trial in range(6 if not FULL else 40):
-        params = dict(a=int(rng.choice([0, 1, 2, 5])), b=int(rng.choice([0, 1, 4, 9])),
+        params = dict(a=int(rng.choice([0, 1, 2, 5, 15])), b=int(rng.choice([0, 1, 4, 9])),
                       o_del=int(rng.choice([0, 1, 6, 20])), e_del=int(rng.choice([1, 2, 7])),
                       o_ins=int(rng.choice([0, 1, 6, 20])), e_ins=int(rng.choice([1, 3, 5])),
                       w=int(rng.choice([0, 1, 2, 5, 30, 2**31 - 1])), end_bonus=int(rng.choice([0, 5, 50])),
                       zdrop=int(rng.choice([0, 1, 5, 20, 100])))
         items = random_items(rng, 8)
-        if config is LANE:  # the launcher sends it only pairs whose scores fit its 14-bit fields
+        if config is LANE:  # the launcher sends it only pairs whose scores fit its 14-bit fields (and a <= 15)
             items = [item for item in items
                      if item[2] + params["a"] * len(item[0]) < 1 << gpu_module.LANE_SCORE_BITS]
         assert_config_matches(harness, warpdp.pack_seed_pairs(items), params, config, tmp_path)
@@ -386,11 +386,12 @@ def test_plan_sends_short_queries_to_the_lane_kernel() -> None:
              for q, t, h in zip(rng.integers(0, 400, 3000), rng.integers(0, 500, 3000),
                                 rng.choice([0, 40, 16000, 16200], 3000))]
     pairs = warpdp.pack_seed_pairs(items)
-    for params in (SeedExtParams(), SeedExtParams(a=60, w=20)):
+    for params in (SeedExtParams(), SeedExtParams(a=15, w=20), SeedExtParams(a=16, w=20)):
         plan = gpu_module._ChunkPlan(pairs, params, 0, pairs.n_pairs, _NoDevice())
         assert sorted(plan.order.tolist()) == list(range(pairs.n_pairs))
         qlen = np.diff(pairs.query_offsets)
-        fits = (qlen <= gpu_module.LANE_MAX_QUERY) & (pairs.h0 + params.a * qlen < 1 << gpu_module.LANE_SCORE_BITS)
+        fits = (qlen <= gpu_module.LANE_MAX_QUERY) & (pairs.h0 + params.a * qlen < 1 << gpu_module.LANE_SCORE_BITS) \
+            & (params.a <= gpu_module.LANE_MAX_MATCH)
         seen = 0
         for launch in plan.launches:
             chosen = plan.order[launch.first:launch.first + launch.count]

@@ -1,11 +1,11 @@
-"""The double-buffered chunk memory the GPU launchers share.
+"""The multi-buffered chunk memory the GPU launchers share.
 
-Every launcher keeps two chunks in flight: while the GPU computes one, the host fills the
-other's pinned input buffer. A :class:`ChunkSlot` is one of the two: pinned input and output
+Every launcher keeps two (or more) chunks in flight: while the GPU computes one, the host fills
+another's pinned input buffer. A :class:`ChunkSlot` is one of them: pinned input and output
 buffers, device memory, and what the launcher tracks about the chunk in it. Buffers only grow
 (with a quarter of headroom), so steady work allocates nothing. A :class:`SlotRing` hands the
-two slots to chunks in turn, across calls, so that one call's last chunks overlap the next
-call's first (the gRPC server runs two GPU submissions at once for large jobs).
+slots to chunks in turn, across calls, so that one call's last chunks overlap the next call's
+first (the gRPC server runs two GPU submissions at once for large jobs).
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def cupy_pinned(cupy: Any, nbytes: int) -> tuple[Any, np.ndarray]:
 
 
 class ChunkSlot:
-    """One of the two chunk buffers in flight: pinned input/output and device memory."""
+    """One of the chunk buffers in flight: pinned input/output and device memory."""
 
     def __init__(self) -> None:
         self.pinned_in: np.ndarray | None = None
@@ -68,7 +68,8 @@ class Held:
 
 
 class SlotRing:
-    """The two chunk slots, taken in turn by consecutive chunks, whichever call they belong to.
+    """The chunk slots (two unless asked), taken in turn by consecutive chunks, whichever call
+    they belong to.
 
     A launcher takes slots and enqueues under its own lock, one call at a time; it collects its
     call's results after letting go of that lock, so the next call's host work and kernels
@@ -76,15 +77,15 @@ class SlotRing:
     event and runs its ``copy_out`` (the next chunk to take the slot, or the chunk's own call).
     """
 
-    def __init__(self) -> None:
-        self.slots = [ChunkSlot(), ChunkSlot()]
-        self._locks = [threading.Lock(), threading.Lock()]
+    def __init__(self, count: int = 2) -> None:
+        self.slots = [ChunkSlot() for _ in range(count)]
+        self._locks = [threading.Lock() for _ in range(count)]
         self._next = 0
 
     def take(self) -> tuple[int, ChunkSlot]:
         """The next slot, its previous chunk finished (call under the launcher's lock)."""
         index = self._next
-        self._next = 1 - index
+        self._next = (index + 1) % len(self.slots)
         self._finish(index)
         return index, self.slots[index]
 

@@ -335,17 +335,22 @@ __global__ void __launch_bounds__(THREADS) extend_kernel(const Params *params)
  *
  * For BWA-MEM's reads (50-250 bases) a subwarp's per-row scan and reductions cost more than its
  * few cells per lane (SALoBa, too, finds inter-query parallelism better for very short
- * queries), so such pairs run one per thread: ksw_extend2's loops as written, with no
- * collective per row. A thread's row state lives in shared memory, one 32-bit word per column
+ * queries), so such pairs run one per thread: ksw_extend2's loops, with no collective per row,
+ * two rows at a time (lane_row_pair: the second row one column behind the first, which gives
+ * the thread two independent dependency chains and halves the shared-memory traffic; the
+ * warps per SM are few, as shared memory bounds them, so that extra parallelism is what hides
+ * the latencies). A thread's row state lives in shared memory, one 32-bit word per column
  * j = 0..qlen: the query's base code in bits 0..3 (A, C, G, T = 0..3, N = 4), H(i-1, j-1) in
  * bits 4..17 and E(i, j) in bits 18..31. Blocks are one warp; column j of lane l is word
  * 32 * j + l of the block, so the lanes always hit different banks, whichever columns they are
  * at. The launcher sends a pair here only when every score it can reach, h0 + a * qlen, fits
- * in 14 bits.
+ * in 14 bits, and the match score a is at most LANE_MAX_MATCH.
  * ------------------------------------------------------------------------------------------- */
 constexpr int LANE_BITS = 14;
 constexpr u32 LANE_FIELD = (1u << LANE_BITS) - 1u;
 constexpr int LANE_H_SHIFT = 4, LANE_E_SHIFT = LANE_H_SHIFT + LANE_BITS;
+static_assert(LANE_H_SHIFT == 4, "lane_h_x16 reads 16 H straight from the word");
+constexpr int LANE_MAX_MATCH = 15;
 constexpr u32 LANE_CODE_MASK = 0xfu;
 constexpr int LANE_N = 4;
 constexpr int SCORE_BIAS = 128; /* scores -127..127 travel as the bytes 1..255 */
@@ -378,29 +383,176 @@ struct LaneRow {
     int key;    /* (H << 16) + j of the row's best cell so far: the max keeps BWA's later j on ties */
 };
 
-/* Cell (i, j) from its state word (H(i-1, j-1), E(i, j), the query code); returns the new word
-   (H(i, j-1), E(i+1, j), the code) as ksw_extend2 leaves column j. */
-__device__ __forceinline__ u32 lane_cell(LaneRow &row, u32 cell, int j, const GapCosts &g)
+/* Cell (i, j) of ksw_extend2's inner loop, from diag = H(i-1, j-1) (and diag_x16 = 16 diag),
+   e = E(i, j) and the query code in the low bits of `selector`: moves row.h1 on to H(i, j),
+   updates F and the row's best cell, and returns E(i+1, j). SAME_OPEN: o_del + e_del equals
+   o_ins + e_ins (BWA-MEM's defaults), so E and F start from one clamped M - o - e. */
+template <bool SAME_OPEN>
+__device__ __forceinline__ int lane_step(LaneRow &row, int diag, int diag_x16, int e, u32 selector, int j,
+                                         const GapCosts &g)
 {
-    const int diag = (int)((cell >> LANE_H_SHIFT) & LANE_FIELD), e = (int)(cell >> LANE_E_SHIFT);
-    const int score_byte = (int)(select_byte(row.lo, row.hi, cell) & 0xffu);
-    /* M = diag ? diag + score : 0. With diag 0 this gives min(score, 0): a negative M changes
-       neither H (E, F >= 0) nor the gap scores (clamped at 0). */
-    const int m = imin(diag + score_byte - SCORE_BIAS, diag << 8);
+    const int score_byte = (int)(select_byte(row.lo, row.hi, selector) & 0xffu);
+    /* M = diag ? diag + score : 0. min(diag + score, 16 diag) is the same for diag >= 1 (the
+       launcher keeps a <= LANE_MAX_MATCH = 15), and with diag 0 it gives min(score, 0): a
+       negative M changes neither H (E, F >= 0) nor the gap scores (clamped at 0). */
+    const int m = imin(diag + score_byte - SCORE_BIAS, diag_x16);
     const int h = imax(imax(m, e), row.f);
-    const int e_next = imax(e - g.e_del, imax(m - g.oe_del, 0));
-    const u32 out = (cell & LANE_CODE_MASK) | ((u32)row.h1 << LANE_H_SHIFT) | ((u32)e_next << LANE_E_SHIFT);
+    const int open_del = imax(m - g.oe_del, 0);
+    const int open_ins = SAME_OPEN ? open_del : imax(m - g.oe_ins, 0);
     row.h1 = h;
-    row.f = imax(row.f - g.e_ins, imax(m - g.oe_ins, 0));
+    row.f = imax(row.f - g.e_ins, open_ins);
     row.key = imax(row.key, h * 65536 + j);
-    return out;
+    return imax(e - g.e_del, open_del);
+}
+
+__device__ __forceinline__ int lane_h(u32 word) { return (int)((word >> LANE_H_SHIFT) & LANE_FIELD); }
+__device__ __forceinline__ int lane_h_x16(u32 word) { return (int)(word & (LANE_FIELD << LANE_H_SHIFT)); }
+__device__ __forceinline__ int lane_e(u32 word) { return (int)(word >> LANE_E_SHIFT); }
+
+/* A column's state word: the query code of `code_word`, H(i, j-1) and E(i+1, j). */
+__device__ __forceinline__ u32 lane_word(u32 code_word, int h_left, int e_next)
+{
+    return (code_word & LANE_CODE_MASK) + ((u32)h_left << LANE_H_SHIFT) + ((u32)e_next << LANE_E_SHIFT);
+}
+
+/* Cell (i, j) from its state word; returns the word as ksw_extend2 leaves column j. */
+__device__ __forceinline__ u32 lane_cell(LaneRow &row, u32 word, int j, const GapCosts &g)
+{
+    const int h_left = row.h1;
+    const int e_next = lane_step<false>(row, lane_h(word), lane_h_x16(word), lane_e(word), word, j, g);
+    return lane_word(word, h_left, e_next);
+}
+
+/* The target's base codes in order, read a 32-bit aligned word at a time (the next word is
+   loaded four bases ahead). */
+struct TargetReader {
+    const u32 *word;
+    const u8 *end;
+    u32 current, next;
+    int shift;
+
+    __device__ TargetReader(const u8 *target, int tlen)
+        : word((const u32 *)((unsigned long long)target & ~3ull)), end(target + tlen),
+          current(tlen > 0 ? word[0] : 0u), next((const u8 *)(word + 1) < end ? word[1] : 0u),
+          shift(8 * (int)((unsigned long long)target & 3ull)) {}
+
+    __device__ u32 next_code()
+    {
+        const u32 code = (u32)base_code((current >> shift) & 0xffu, LANE_N);
+        shift += 8;
+        if (shift == 32) {
+            shift = 0;
+            current = next;
+            word++;
+            if ((const u8 *)(word + 1) < end)
+                next = word[1];
+        }
+        return code;
+    }
+};
+
+/* Columns the row-pair loop unrolls: 4 and 8 measured the same on the H200 (484 GCUPS for a
+   262,144-pair chunk's lane bins one after another), 2 slower (471). */
+#ifndef WARPDP_LANE_UNROLL
+#define WARPDP_LANE_UNROLL 4
+#endif
+constexpr int LANE_UNROLL = WARPDP_LANE_UNROLL;
+
+/* Rows i and i+1 in one pass over the columns; the caller has clamped row i's window
+   [beg, end) to the band and it is not empty. Row i+1 runs one column behind row i and takes
+   row i's output for a column from registers, so each state word is read and written once for
+   both rows, and the two rows' dependency chains interleave. Returns false where ksw_extend2
+   stops after either row; otherwise leaves row i+1's window in beg, end for the trimming.
+
+   Row i+1 cannot wait for ksw_extend2's trimming of row i, which needs the whole row, so:
+   - it starts at row i's window, narrowed to its own band. The columns the trimming would
+     skip are all zero after row i, and compute to zero again (M = 0, E = 0, F = 0);
+   - it ends where the trimming would end it: the last non-zero column after row i is one past
+     the last cell with H > 0, so row i+1 stops two further on (or at the query end or its
+     band), up to two columns beyond row i's window. Where that is short of row i's window,
+     row i+1 has computed a few cells too many; they held zero after row i, which is written
+     back, and their H is only F running out (below the row's best, as e_ins >= 1), so they
+     change neither the best cell nor anything written before them. */
+template <bool SAME_OPEN>
+__device__ __forceinline__ bool lane_row_pair(u32 *col, int i, int &beg, int &end, i64 w, int qlen, u32 lo_a,
+                                              u32 lo_b, u32 hi, int h0, const GapCosts &g, Extension &ext,
+                                              const Params &p)
+{
+    LaneRow a{lo_a, hi, beg == 0 ? deletion_run(h0, i, p) : 0, 0, 0};
+    const int start_b = (i64)beg < (i64)(i + 1) - w ? beg + 1 : beg;
+    LaneRow b{lo_b, hi, start_b == 0 ? deletion_run(h0, i + 1, p) : 0, 0, 0};
+    int last_positive = -1; /* row i's last column with H > 0 */
+    /* Row i's output at the column row i+1 takes next: the word (for its code), H(i, j-1), E(i+1, j). */
+    u32 word = col[32 * beg];
+    int out_h = a.h1;
+    int out_e = lane_step<SAME_OPEN>(a, lane_h(word), lane_h_x16(word), lane_e(word), word, beg, g);
+    if (a.h1 > 0)
+        last_positive = beg;
+    int j = beg + 1;
+    if (start_b > beg) { /* column beg is outside row i+1's band: it keeps row i's output */
+        col[32 * beg] = lane_word(word, out_h, out_e);
+        if (j < end) {
+            word = col[32 * j];
+            out_h = a.h1;
+            out_e = lane_step<SAME_OPEN>(a, lane_h(word), lane_h_x16(word), lane_e(word), word, j, g);
+            if (a.h1 > 0)
+                last_positive = j;
+            j++;
+        }
+    }
+#pragma unroll LANE_UNROLL
+    for (; j < end; j++) {
+        const int h_left = b.h1;
+        const int e_next = lane_step<SAME_OPEN>(b, out_h, out_h << 4, out_e, word, j - 1, g);
+        col[32 * (j - 1)] = lane_word(word, h_left, e_next);
+        word = col[32 * j];
+        out_h = a.h1;
+        out_e = lane_step<SAME_OPEN>(a, lane_h(word), lane_h_x16(word), lane_e(word), word, j, g);
+        if (a.h1 > 0)
+            last_positive = j;
+    }
+    /* Row i's last output, column end: H(i, end-1) and E = 0. */
+    const int h_last = a.h1;
+    const u32 end_word = col[32 * end];
+    if (!ext.end_row(i, a.key >> 16, a.key & 0xffff, end == qlen, h_last, p))
+        return false;
+
+    i64 end_b = (i64)last_positive + 3;
+    end_b = end_b < qlen ? end_b : qlen;
+    end_b = end_b < (i64)i + w + 2 ? end_b : (i64)i + w + 2;
+    int next_b = imax(start_b, end - 1);
+    for (; next_b < end_b; next_b++) {
+        int diag = h_last, e = 0;
+        u32 code_word = end_word;
+        if (next_b == end - 1) {
+            diag = out_h;
+            e = out_e;
+            code_word = word;
+        } else if (next_b > end) { /* beyond row i's window: the state as an earlier row left it */
+            code_word = col[32 * next_b];
+            diag = lane_h(code_word);
+            e = lane_e(code_word);
+        }
+        const int h_left = b.h1;
+        const int e_next = lane_step<SAME_OPEN>(b, diag, diag << 4, e, code_word, next_b, g);
+        col[32 * next_b] = lane_word(code_word, h_left, e_next);
+    }
+    if (next_b == end_b) /* E(i+2, end_b) = 0 */
+        col[32 * end_b] = (col[32 * end_b] & LANE_CODE_MASK) | ((u32)b.h1 << LANE_H_SHIFT);
+    for (int c = (int)end_b + 1; c <= end; c++) /* row i left these zero */
+        col[32 * c] &= LANE_CODE_MASK;
+    if (!ext.end_row(i + 1, b.key >> 16, b.key & 0xffff, end_b == qlen, b.h1, p))
+        return false;
+    beg = start_b;
+    end = (int)end_b;
+    return true;
 }
 
 __device__ __forceinline__ void extend_lane(const Params &p, int pair, u32 *col)
 {
     const i64 q0 = p.query_offsets[pair], t0 = p.target_offsets[pair];
     const int qlen = (int)(p.query_offsets[pair + 1] - q0), tlen = (int)(p.target_offsets[pair + 1] - t0);
-    const u8 *query = p.query + q0, *target = p.target + t0;
+    const u8 *query = p.query + q0;
     const int h0 = p.h0[pair];
     const int e_del = p.e_del, e_ins = p.e_ins;
     const GapCosts gaps{e_del, e_ins, p.o_del + e_del, p.o_ins + e_ins};
@@ -415,45 +567,35 @@ __device__ __forceinline__ void extend_lane(const Params &p, int pair, u32 *col)
         col[32 * j] = code | ((u32)h << LANE_H_SHIFT);
     }
 
-    /* The target, read a 32-bit aligned word at a time, the next word loaded 4 rows ahead. */
-    const u32 *word = (const u32 *)((unsigned long long)target & ~3ull);
-    const u8 *target_end = target + tlen;
-    int shift = 8 * (int)((unsigned long long)target & 3ull);
-    u32 current = tlen > 0 ? word[0] : 0u;
-    u32 next = (const u8 *)(word + 1) < target_end ? word[1] : 0u;
-
+    TargetReader target(p.target + t0, tlen);
     const i64 w = narrowed_band(qlen, p);
     int beg = 0, end = qlen;
     Extension ext(h0);
-    for (int i = 0; i < tlen; i++) {
-        const u32 tc = (u32)base_code((current >> shift) & 0xffu, LANE_N);
-        shift += 8;
-        if (shift == 32) {
-            shift = 0;
-            current = next;
-            word++;
-            if ((const u8 *)(word + 1) < target_end)
-                next = word[1];
-        }
-        const u32 lo = tc == LANE_N ? n_bytes : mismatch_bytes + (match_step << (8 * tc)), hi = n_bytes;
-
+    for (int i = 0; i < tlen;) {
         clamp_to_band(beg, end, i, w, qlen);
-        /* H(i, j-1); before the window, the deletion run from the seed at beg 0 */
-        int h1 = beg == 0 ? deletion_run(h0, i, p) : 0;
-        LaneRow row{lo, hi, h1, 0, 0};
-        int j = beg;
-        /* Unrolled by 8: 401 GCUPS for the bins' kernels one after another on the H200, against
-           366 with 4, 325 with 2 and 398 / 365 with 16 / 32 (262,144 BWA-MEM-like pairs). */
-#pragma unroll 8
-        for (; j < end; j++)
-            col[32 * j] = lane_cell(row, col[32 * j], j, gaps);
-        h1 = row.h1;
-        const int row_key = row.key;
-        col[32 * end] = (col[32 * end] & LANE_CODE_MASK) | ((u32)h1 << LANE_H_SHIFT); /* E(i+1, end) = 0 */
-        if (!ext.end_row(i, row_key >> 16, row_key & 0xffff, (beg < end ? end : beg) == qlen, h1, p))
-            break;
+        u32 tc = target.next_code();
+        const u32 lo = tc == LANE_N ? n_bytes : mismatch_bytes + (match_step << (8 * tc));
+        if (i + 1 < tlen && beg < end) {
+            tc = target.next_code();
+            const u32 lo_next = tc == LANE_N ? n_bytes : mismatch_bytes + (match_step << (8 * tc));
+            const bool go_on = gaps.oe_del == gaps.oe_ins
+                                   ? lane_row_pair<true>(col, i, beg, end, w, qlen, lo, lo_next, n_bytes, h0, gaps, ext, p)
+                                   : lane_row_pair<false>(col, i, beg, end, w, qlen, lo, lo_next, n_bytes, h0, gaps, ext, p);
+            if (!go_on)
+                break;
+            i += 2;
+        } else {
+            /* One row: the last of an odd target, or an empty window (where ksw_extend2 stops). */
+            LaneRow row{lo, n_bytes, beg == 0 ? deletion_run(h0, i, p) : 0, 0, 0};
+            for (int j = beg; j < end; j++)
+                col[32 * j] = lane_cell(row, col[32 * j], j, gaps);
+            col[32 * end] = (col[32 * end] & LANE_CODE_MASK) | ((u32)row.h1 << LANE_H_SHIFT); /* E(i+1, end) = 0 */
+            if (!ext.end_row(i, row.key >> 16, row.key & 0xffff, (beg < end ? end : beg) == qlen, row.h1, p))
+                break;
+            i += 1;
+        }
         /* The next row's window: trim columns whose H and E are both zero off both ends. */
-        j = beg;
+        int j = beg;
         while (j < end && (col[32 * j] & ~LANE_CODE_MASK) == 0)
             j++;
         beg = j;

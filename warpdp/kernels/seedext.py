@@ -14,17 +14,24 @@ parameters and calls :func:`extend`. This module
   and very long queries keep their row state in global scratch;
 * launches a chunk's bins on concurrent streams, so small bins fill the GPU beside big ones;
 * copies the raw sequences (ASCII; the kernels make the base codes) in chunks through pinned
-  host buffers, two chunks in flight so that the host prepares and copies chunk c+1 while the
-  GPU computes chunk c. The first chunk is small, so the GPU starts soon, and the next ones grow.
+  host buffers, three chunks in flight so that the host prepares and copies chunk c+1 while the
+  GPU computes chunks c and c-1. The first chunk is small, so the GPU starts soon, and the next ones grow.
+  Chunks are planned (binned and sorted) ahead on worker threads, so that filling and enqueuing
+  is all the calling thread does between chunks.
 
 CuPy is imported only when a GPU function runs, so importing this module needs no GPU.
 """
 from __future__ import annotations
 
+import os
 import threading
+from bisect import bisect_right
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -35,6 +42,7 @@ from .host_copy import copy_arrays
 __all__ = ["extend", "KERNEL_CONFIGS", "BINS", "GLOBAL_CONFIG", "LANE_KERNEL", "LANE_BOUNDS"]
 
 THREADS_PER_BLOCK = 128
+RangeCheck = Callable[[int, int], None]  # raises for what is wrong with pairs start..stop-1
 
 
 @dataclass(frozen=True)
@@ -72,18 +80,25 @@ MAX_SHARED_BYTES = 96 * 1024    # dynamic shared memory one block may use
 NVRTC_OPTIONS = ("-std=c++17", f"-DWARPDP_SEEDEXT_THREADS={THREADS_PER_BLOCK}")
 
 # The lane kernel (one thread per extension; blocks of one warp): queries up to LANE_MAX_QUERY
-# bases whose scores, h0 + a * qlen, fit in LANE_SCORE_BITS bits. Bins by query length: a warp's
-# shared memory is 128 * (longest query + 1) bytes, so short queries get more warps per SM.
+# bases whose scores, h0 + a * qlen, fit in LANE_SCORE_BITS bits, when the match score a is at
+# most LANE_MAX_MATCH (as seedext.cu). Bins by query length: a warp's shared memory is
+# 128 * (longest query + 1) bytes, so short queries get more warps per SM.
 LANE_KERNEL = "warpdp_seedext::extend_lane_kernel"
 LANE_MAX_QUERY = 256
 LANE_SCORE_BITS = 14
+LANE_MAX_MATCH = 15
 LANE_BOUNDS: tuple[int, ...] = (64, 96, 128, 160, 192, 224, LANE_MAX_QUERY)
 _N_BINS = len(LANE_BOUNDS) + len(BINS)
+# Chunks in flight: three, so the host fills one while the GPU finishes another and starts the
+# next (a chunk's bins end unevenly). Threads planning chunks ahead of the one being filled.
+_SLOTS = 3
+_PLAN_WORKERS = max(1, min(3, len(os.sched_getaffinity(0)) - 1))
 _SUBWARP_KEYS = 0xC000          # sort keys of subwarp pairs start here, after every lane key
-# Bin of a lane pair by query length 0..LANE_MAX_QUERY (+1: not a lane pair), and of a subwarp
-# pair by row width 0.._BOUNDS[-1] (+1: anything wider).
-_LANE_BIN_OF_QUERY = np.searchsorted(np.array(LANE_BOUNDS), np.arange(LANE_MAX_QUERY + 2)).astype(np.uint8)
+# Bin of a subwarp pair by row width 0.._BOUNDS[-1] (+1: anything wider), and the first sort key
+# of every bin (lane keys are query length << 7 | ...; subwarp keys as below), then the end.
 _SUBWARP_BIN_OF_WIDTH = (np.searchsorted(_BOUNDS, np.arange(_BOUNDS[-1] + 2)) + len(LANE_BOUNDS)).astype(np.uint8)
+_BIN_KEY_EDGES = np.array([0] + [(bound + 1) << 7 for bound in LANE_BOUNDS]
+                          + [_SUBWARP_KEYS | b << 11 for b in range(1, len(BINS) + 1)], dtype=np.int64)
 
 PARAMS_BYTES = 128              # sizeof(struct Params), see seedext.cu
 _N_COUNTERS = 32
@@ -108,15 +123,19 @@ def split_chunks(query_offsets: np.ndarray, target_offsets: np.ndarray,
     """Consecutive pair ranges of at most chunk_pairs pairs and about chunk_bytes of sequence;
     the first is _FIRST_CHUNK_DIVISOR times smaller and the next grow by _CHUNK_GROWTH."""
     n = len(query_offsets) - 1
-    seq = query_offsets + target_offsets  # cumulative sequence bytes
+
+    def sequence_bytes(k: int) -> int:  # of pairs 0..k-1 (a binary search key: no n-sized sum)
+        return int(query_offsets[k]) + int(target_offsets[k])
+
     chunks, start = [], 0
     scale = 1.0 / _FIRST_CHUNK_DIVISOR
     while start < n:
         pairs_now = max(1, int(chunk_pairs * scale))
         bytes_now = max(1, int(chunk_bytes * scale))
-        stop = min(n, start + pairs_now)
-        by_bytes = int(np.searchsorted(seq, seq[start] + bytes_now, side="right")) - 1
-        stop = max(start + 1, min(stop, by_bytes))
+        last = min(n, start + pairs_now)
+        limit = sequence_bytes(start) + bytes_now
+        stop = bisect_right(range(last + 1), limit, lo=start + 1, key=sequence_bytes) - 1
+        stop = max(start + 1, stop)
         chunks.append((start, stop))
         start = stop
         scale = min(1.0, scale * _CHUNK_GROWTH)
@@ -156,22 +175,25 @@ class _ChunkPlan:
         # Bins 0..len(LANE_BOUNDS)-1: the lane kernel by query length; then the subwarp bins by
         # row width. The order (numpy's stable radix sort of a uint16 key) puts a warp's 32
         # lanes on pairs of one query length and similar target lengths (8-row steps), and a
-        # subwarp bin's pairs longest target first. Bins come from lookup tables: this runs
-        # while the GPU computes the previous chunk, and must take less time than that.
-        q_clip = np.minimum(qlen, LANE_MAX_QUERY + 1)
-        fits = pairs.h0[start:stop] + np.int64(params.a) * q_clip < (1 << LANE_SCORE_BITS)
-        if not fits.all():
-            q_clip[~fits] = LANE_MAX_QUERY + 1
-        bins = _LANE_BIN_OF_QUERY[q_clip]
-        key = (q_clip << 7 | np.minimum(tlen >> 3, 127)).astype(np.uint16)
+        # subwarp bin's pairs longest target first; each bin is one run of keys, so the sorted
+        # keys give the bins' sizes. This runs on a worker thread while the GPU computes earlier
+        # chunks, and must take less time than that: narrow types, few passes.
+        q_clip = np.minimum(qlen, LANE_MAX_QUERY + 1).astype(np.uint16)
+        h0 = pairs.h0[start:stop]
+        if params.a > LANE_MAX_MATCH:
+            q_clip[:] = LANE_MAX_QUERY + 1
+        elif int(h0.max()) + params.a * int(q_clip.max()) >= 1 << LANE_SCORE_BITS:
+            q_clip[h0 + np.int64(params.a) * q_clip >= 1 << LANE_SCORE_BITS] = LANE_MAX_QUERY + 1
+        key = np.minimum(tlen, 127 << 3).astype(np.uint16)
+        key >>= 3
+        key |= q_clip << np.uint16(7)
         rest = np.flatnonzero(q_clip > LANE_MAX_QUERY)
         if len(rest):
             width = np.minimum(np.minimum(qlen[rest], 2 * np.int64(params.w) + 1), _BOUNDS[-1] + 1)
-            bins[rest] = _SUBWARP_BIN_OF_WIDTH[width]
-            key[rest] = _SUBWARP_KEYS | (bins[rest].astype(np.int64) - len(LANE_BOUNDS)) << 11 \
-                | (2047 - np.minimum(tlen[rest] >> 1, 2047))
+            subwarp_bin = _SUBWARP_BIN_OF_WIDTH[width].astype(np.int64) - len(LANE_BOUNDS)
+            key[rest] = _SUBWARP_KEYS | subwarp_bin << 11 | (2047 - np.minimum(tlen[rest] >> 1, 2047))
         self.order = np.argsort(key, kind="stable").astype(np.int32)
-        counts = np.bincount(bins, minlength=_N_BINS)
+        counts = np.diff(np.searchsorted(key[self.order], _BIN_KEY_EDGES))
         self.launches: list[_Launch] = []
         first, scratch_ints = 0, 0
         for b in range(_N_BINS):
@@ -254,7 +276,7 @@ class _Runner:
         import cupy
 
         self.cupy = cupy
-        device_id = cupy.cuda.runtime.getDevice()
+        self.device_id = device_id = cupy.cuda.runtime.getDevice()
         props = cupy.cuda.runtime.getDeviceProperties(device_id)
         self.sm_count = int(props["multiProcessorCount"])
         source = Path(__file__).with_name("seedext.cu").read_text()
@@ -270,12 +292,15 @@ class _Runner:
         except (AttributeError, cupy.cuda.driver.CUDADriverError):
             pass
         self._resident: dict[tuple[KernelConfig, int], int] = {}
-        self.ring = SlotRing()
+        self.ring = SlotRing(_SLOTS)
         for slot in self.ring.slots:
             slot.stream = cupy.cuda.Stream(non_blocking=True)
         # Per slot, a stream per bin: a chunk's bins run side by side.
-        self.bin_streams = [[cupy.cuda.Stream(non_blocking=True) for _ in range(_N_BINS)] for _ in range(2)]
+        self.bin_streams = [[cupy.cuda.Stream(non_blocking=True) for _ in range(_N_BINS)] for _ in range(_SLOTS)]
         self.lock = threading.Lock()
+        # Planning a 262,144-pair chunk takes about as long as the GPU takes to compute one, so
+        # plans are made ahead, on threads (numpy lets go of the GIL for the big steps).
+        self.planners = ThreadPoolExecutor(max_workers=_PLAN_WORKERS, thread_name_prefix="warpdp-seedext-plan")
 
     def resident_blocks(self, config: KernelConfig, shared_bytes: int) -> int:
         """Blocks of the configuration that fit on the whole device at once."""
@@ -320,19 +345,39 @@ class _Runner:
         slot.done = cupy.cuda.Event(block=False, disable_timing=True)
         slot.done.record(stream)
 
-    def run(self, pairs: Any, params: Any, table: np.ndarray) -> None:
+    def _plan(self, pairs: Any, params: Any, start: int, stop: int, check_range: RangeCheck | None) -> _ChunkPlan:
+        if check_range is not None:
+            check_range(start, stop)
+        with self.cupy.cuda.Device(self.device_id):  # occupancy queries need the device's context
+            return _ChunkPlan(pairs, params, start, stop, self)
+
+    def run(self, pairs: Any, params: Any, table: np.ndarray, check_range: RangeCheck | None = None) -> None:
         chunks = split_chunks(pairs.query_offsets, pairs.target_offsets, _CHUNK_PAIRS, _CHUNK_BYTES)
+        upcoming = iter(chunks)
+        planned: deque[Future[_ChunkPlan]] = deque()
+
+        def plan_ahead(depth: int) -> None:
+            while len(planned) < depth:
+                chunk = next(upcoming, None)
+                if chunk is None:
+                    return
+                planned.append(self.planners.submit(self._plan, pairs, params, *chunk, check_range))
+
         mine: list[tuple[int, Held]] = []
         try:
             with self.lock:  # one call at a time enqueues; its chunks finish after it lets go
                 for start, stop in chunks:
-                    plan = _ChunkPlan(pairs, params, start, stop, self)
+                    plan_ahead(1)  # the first chunk's plan alone: nothing competes with it
+                    plan = planned.popleft().result()
+                    plan_ahead(_PLAN_WORKERS)
                     index, slot = self.ring.take()
                     self._ensure(slot, plan)
                     plan.fill(slot.pinned_in, pairs, params, int(slot.device.ptr))
                     self._enqueue(slot, plan, index)
                     mine.append((index, self.ring.hold(index, partial(_copy_out, table, start, plan.n))))
         finally:
+            for future in planned:
+                future.cancel()
             self.ring.collect(mine)  # also after an error: nothing enqueued is left running
 
 
@@ -352,16 +397,19 @@ def _runner() -> _Runner:
         return _RUNNER
 
 
-def extend(pairs: Any, params: Any, table: np.ndarray) -> None:
+def extend(pairs: Any, params: Any, table: np.ndarray, check_range: RangeCheck | None = None) -> None:
     """Fill ``table`` (n_pairs x 6 int32: score, qle, tle, gtle, gscore, max_off) for every pair.
 
-    ``pairs`` is a validated :class:`warpdp.plugin.seedext.SeedExtPairs` and ``params`` a
-    validated :class:`warpdp.plugin.seedext.SeedExtParams` (the answers are those of the CPU
-    backend, exactly).
+    ``params`` is a validated :class:`warpdp.plugin.seedext.SeedExtParams` and ``pairs`` a
+    :class:`warpdp.plugin.seedext.SeedExtPairs` whose layout is validated; its pairs are
+    validated too, unless ``check_range`` is given: ``check_range(start, stop)`` raises for
+    what is wrong with pairs start..stop-1, and runs for each chunk before anything of that
+    chunk is launched (chunks already enqueued finish, then the error propagates). The answers
+    are those of the CPU backend, exactly.
     """
     if not isinstance(table, np.ndarray) or table.dtype != np.int32 or table.shape != (pairs.n_pairs, 6) \
             or not table.flags.c_contiguous:
         raise ValueError(f"table must be a C-contiguous ({pairs.n_pairs}, 6) int32 array")
     if pairs.n_pairs == 0:
         return
-    _runner().run(pairs, params, table)
+    _runner().run(pairs, params, table, check_range)

@@ -44,24 +44,42 @@ def check_array(array: object, name: str, dtype: type) -> None:
         raise ValueError(f"{name} must be C-contiguous")
 
 
-def check_offsets(offsets: np.ndarray, name: str, total: int, item: str, *, nonempty: bool = False) -> None:
+def check_offsets(offsets: np.ndarray, name: str, total: int, item: str, *, nonempty: bool = False) -> int:
     """Offsets into an array of `total` entries: start at 0, end at `total`, never decrease
-    (strictly increase when `nonempty`), and no `item` longer than MAX_SEQUENCE_LENGTH."""
+    (strictly increase when `nonempty`), and no `item` longer than MAX_SEQUENCE_LENGTH.
+    Returns the longest item's length (0 when there are none)."""
+    check_offset_ends(offsets, name, total)
+    return check_offset_steps(offsets, name, item, 0, len(offsets) - 1, nonempty=nonempty)
+
+
+def check_offset_ends(offsets: np.ndarray, name: str, total: int) -> None:
+    """Offsets into an array of `total` entries start at 0 and end at `total`."""
     if len(offsets) < 1:
         raise ValueError(f"{name} must have at least one entry (0)")
     if offsets[0] != 0:
         raise ValueError(f"{name} must start at 0, not {offsets[0]}")
     if offsets[-1] != total:
         raise ValueError(f"{name} must end at {total} (the length it indexes), not {offsets[-1]}")
-    steps = np.diff(offsets)
-    bad = np.flatnonzero(steps <= 0) if nonempty else np.flatnonzero(steps < 0)
-    if len(bad):
-        i = int(bad[0])
+
+
+def check_offset_steps(offsets: np.ndarray, name: str, item: str, start: int, stop: int, *,
+                       nonempty: bool = False) -> int:
+    """Items start..stop-1 of the offsets never decrease (strictly increase when `nonempty`) and
+    none is longer than MAX_SEQUENCE_LENGTH; errors name the item by its index in the whole
+    array. Returns the longest item's length (0 when there are none)."""
+    if stop <= start:
+        return 0
+    steps = np.diff(offsets[start:stop + 1])
+    shortest, longest = int(steps.min()), int(steps.max())  # the usual case: two passes, no search
+    if shortest < (1 if nonempty else 0):
+        i = int(np.argmax(steps <= 0 if nonempty else steps < 0))
+        k = start + i
         if steps[i] < 0:
-            raise ValueError(f"{name} must not decrease ({item} {i}: {offsets[i]} -> {offsets[i + 1]})")
-        raise ValueError(f"{item} {i} is empty ({name}[{i}] == {name}[{i + 1}] == {offsets[i]})")
-    if len(steps) and int(steps.max()) > MAX_SEQUENCE_LENGTH:
-        raise ValueError(f"{name}: {item} {int(np.argmax(steps))} is longer than {MAX_SEQUENCE_LENGTH}")
+            raise ValueError(f"{name} must not decrease ({item} {k}: {offsets[k]} -> {offsets[k + 1]})")
+        raise ValueError(f"{item} {k} is empty ({name}[{k}] == {name}[{k + 1}] == {offsets[k]})")
+    if longest > MAX_SEQUENCE_LENGTH:
+        raise ValueError(f"{name}: {item} {start + int(np.argmax(steps))} is longer than {MAX_SEQUENCE_LENGTH}")
+    return longest
 
 
 def concat(parts: Sequence[np.ndarray]) -> np.ndarray:

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
 from .backend import choose_backend, resolve_cpu_isa, resolve_threads
-from .packed import byte_array, check_array, check_offsets, concat, int64_array, offsets_of
+from .packed import (byte_array, check_array, check_offset_ends, check_offset_steps, concat, int64_array,
+                     offsets_of)
 from .pairhmm import sequence_bytes
 
 SequenceInput = str | bytes | bytearray | np.ndarray
@@ -121,8 +123,14 @@ class SeedExtPairs:
         pairs.validate()
         return pairs
 
-    def validate(self) -> None:
-        """Raise ValueError/TypeError naming the field when the arrays are inconsistent."""
+    def validate(self) -> int:
+        """Raise ValueError/TypeError naming the field when the arrays are inconsistent; return
+        the longest query's length."""
+        self.validate_layout()
+        return self.validate_range(0, self.n_pairs)
+
+    def validate_layout(self) -> None:
+        """The checks that do not look at every pair: dtypes, lengths, where the offsets start and end."""
         for name in ("query", "target"):
             check_array(getattr(self, name), name, np.uint8)
         for name in ("query_offsets", "target_offsets"):
@@ -133,18 +141,26 @@ class SeedExtPairs:
             offsets = getattr(self, name)
             if len(offsets) != n + 1:
                 raise ValueError(f"{name} has {len(offsets)} entries but h0 has {n} pairs (expected {n + 1})")
-            check_offsets(offsets, name, len(data), "pair")
-        _check_h0_range(self.h0)
+            check_offset_ends(offsets, name, len(data))
+
+    def validate_range(self, start: int, stop: int) -> int:
+        """The per-pair checks for pairs start..stop-1 (after validate_layout); return their
+        longest query's length."""
+        longest_query = check_offset_steps(self.query_offsets, "query_offsets", "pair", start, stop)
+        check_offset_steps(self.target_offsets, "target_offsets", "pair", start, stop)
+        _check_h0_range(self.h0[start:stop], start)
+        return longest_query
 
 
-def _check_h0_range(h0: np.ndarray) -> None:
+def _check_h0_range(h0: np.ndarray, first: int = 0) -> None:
+    """h0 of pairs first, first + 1, ...: within 0..MAX_SCORE."""
     if len(h0) == 0:
         return
     low, high = int(h0.min()), int(h0.max())
     if low < 0:
-        raise ValueError(f"h0 must be >= 0 (the seed's score), but pair {int(np.argmin(h0))} has {low}")
+        raise ValueError(f"h0 must be >= 0 (the seed's score), but pair {first + int(np.argmin(h0))} has {low}")
     if high > MAX_SCORE:
-        raise ValueError(f"h0 must be at most {MAX_SCORE}, but pair {int(np.argmax(h0))} has {high}")
+        raise ValueError(f"h0 must be at most {MAX_SCORE}, but pair {first + int(np.argmax(h0))} has {high}")
 
 
 RESULT_FIELDS = ("score", "qle", "tle", "gtle", "gscore", "max_off")
@@ -218,19 +234,24 @@ def pack_seed_pairs(items: Iterable[tuple[SequenceInput, SequenceInput, int]]) -
                                     h0=np.array(h0s, dtype=np.int64))
 
 
-def check_score_range(pairs: SeedExtPairs, params: SeedExtParams) -> None:
-    """Every pair's best possible score must stay below MAX_SCORE (BWA's int arithmetic)."""
-    if pairs.n_pairs == 0:
+def check_score_range(pairs: SeedExtPairs, params: SeedExtParams, longest_query: int | None = None,
+                      start: int = 0, stop: int | None = None) -> None:
+    """Every pair's best possible score must stay below MAX_SCORE (BWA's int arithmetic); pairs
+    start..stop-1 only, when given. ``longest_query``: their longest query, when the caller knows it."""
+    stop = pairs.n_pairs if stop is None else stop
+    if stop <= start:
         return
+    h0 = pairs.h0[start:stop]
     # Quick bound first (longest query, largest h0): the per-pair check only when it fails.
-    longest_query = int(np.diff(pairs.query_offsets).max())
-    if int(pairs.h0.max()) + params.a * longest_query <= MAX_SCORE:
+    if longest_query is None:
+        longest_query = int(np.diff(pairs.query_offsets[start:stop + 1]).max())
+    if int(h0.max()) + params.a * longest_query <= MAX_SCORE:
         return
-    reach = np.minimum(pairs.query_lengths(), pairs.target_lengths())
-    bound = pairs.h0.astype(np.int64) + np.int64(params.a) * reach
+    reach = np.minimum(np.diff(pairs.query_offsets[start:stop + 1]), np.diff(pairs.target_offsets[start:stop + 1]))
+    bound = h0.astype(np.int64) + np.int64(params.a) * reach
     worst = int(np.argmax(bound))
     if bound[worst] > MAX_SCORE:
-        raise ValueError(f"pair {worst}: h0 + a * min(query length, target length) = {int(bound[worst])} "
+        raise ValueError(f"pair {start + worst}: h0 + a * min(query length, target length) = {int(bound[worst])} "
                          f"exceeds {MAX_SCORE}")
 
 
@@ -264,13 +285,24 @@ def seed_extend(
 
 def check_seed_extension(pairs: SeedExtPairs, params: SeedExtParams) -> None:
     """TypeError/ValueError naming what is wrong with a seed-extension job, before any work."""
+    check_seed_job(pairs, params)
+    check_pair_range(pairs, params, 0, pairs.n_pairs)
+
+
+def check_seed_job(pairs: SeedExtPairs, params: SeedExtParams) -> None:
+    """The part of check_seed_extension that does not look at every pair."""
     if not isinstance(pairs, SeedExtPairs):
         raise TypeError(f"pairs must be SeedExtPairs, not {type(pairs).__name__} (see pack_seed_pairs)")
     if not isinstance(params, SeedExtParams):
         raise TypeError(f"params must be SeedExtParams, not {type(params).__name__}")
     params.validate()
-    pairs.validate()
-    check_score_range(pairs, params)
+    pairs.validate_layout()
+
+
+def check_pair_range(pairs: SeedExtPairs, params: SeedExtParams, start: int, stop: int) -> None:
+    """The rest of check_seed_extension, for pairs start..stop-1 (after check_seed_job)."""
+    longest_query = pairs.validate_range(start, stop)
+    check_score_range(pairs, params, longest_query, start, stop)
 
 
 def seed_extend_with(
@@ -282,17 +314,20 @@ def seed_extend_with(
     cpu_isa: str | None = None,
 ) -> SeedExtResults:
     """:func:`seed_extend` with the parameters as one :class:`SeedExtParams` (for services)."""
-    check_seed_extension(pairs, params)
+    check_seed_job(pairs, params)
     n_threads = resolve_threads(threads)
     table = np.empty((pairs.n_pairs, 6), dtype=np.int32)
     chosen = choose_backend(backend, "seedext")
     if chosen == "gpu":
         from ..kernels import seedext as gpu_seedext
 
-        gpu_seedext.extend(pairs, params, table)
+        # The launcher checks each chunk's pairs on its planning threads, before that chunk's
+        # launch, so that checking overlaps the GPU's work instead of coming before it all.
+        gpu_seedext.extend(pairs, params, table, check_range=partial(check_pair_range, pairs, params))
     else:
         from ..cython_cpu import seedext as cpu_seedext
 
+        check_pair_range(pairs, params, 0, pairs.n_pairs)
         cpu_isa = resolve_cpu_isa(cpu_isa, cpu_seedext.ISA_NAMES)
         cpu_seedext.extend(pairs, params, table, threads=n_threads, isa=cpu_isa)
     return SeedExtResults(table)
@@ -310,8 +345,8 @@ def seedext_cells(pairs: SeedExtPairs, params: SeedExtParams | None = None, *,
     """The DP cells ksw_extend2 computes for each pair (int64): the work GCUPS figures count."""
     params = params or SeedExtParams()
     params.validate()
-    pairs.validate()
-    check_score_range(pairs, params)
+    longest_query = pairs.validate()
+    check_score_range(pairs, params, longest_query)
     from ..cython_cpu import seedext as cpu_seedext
 
     return cpu_seedext.count_cells(pairs, params, threads=resolve_threads(threads))
