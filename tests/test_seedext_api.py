@@ -122,13 +122,17 @@ def broken_pairs(n: int, bad: int, kind: str) -> warpdp.SeedExtPairs:
     elif kind == "score":
         h0[bad] = 2**30
     return warpdp.SeedExtPairs(query=np.full(n, ord("A"), np.uint8), query_offsets=query_offsets,
-                               target=np.full(n, ord("A"), np.uint8), target_offsets=np.arange(n + 1, dtype=np.int64),
-                               h0=h0)
+                               target=np.full(n, ord("A"), np.uint8),
+                               target_offsets=np.arange(n + 1, dtype=np.int64), h0=h0)
 
 
-@pytest.mark.parametrize(("kind", "message"), [("decreasing", r"query_offsets must not decrease \(pair 70: 70 -> 69\)"),
-                                               ("h0", "h0 must be >= 0.*pair 70 has -3"),
-                                               ("score", r"pair 70: h0 \+ a \* min")])
+# broken_pairs(100, 70, kind) and the error it must raise
+BROKEN_PAIR_CASES = [("decreasing", r"query_offsets must not decrease \(pair 70: 70 -> 69\)"),
+                     ("h0", "h0 must be >= 0.*pair 70 has -3"),
+                     ("score", r"pair 70: h0 \+ a \* min")]
+
+
+@pytest.mark.parametrize(("kind", "message"), BROKEN_PAIR_CASES)
 def test_range_checks_name_pairs_by_their_index(kind, message) -> None:
     """The per-pair checks run on a range of pairs (the GPU launcher's chunks) name a bad pair
     as the whole-job check does, and pass ranges without it."""

@@ -350,7 +350,8 @@ constexpr int LANE_BITS = 14;
 constexpr u32 LANE_FIELD = (1u << LANE_BITS) - 1u;
 constexpr int LANE_H_SHIFT = 4, LANE_E_SHIFT = LANE_H_SHIFT + LANE_BITS;
 static_assert(LANE_H_SHIFT == 4, "lane_h_x16 reads 16 H straight from the word");
-constexpr int LANE_MAX_MATCH = 15;
+constexpr int LANE_MAX_MATCH = 15; /* seedext.py keeps the same limit */
+static_assert(LANE_MAX_MATCH < (1 << LANE_H_SHIFT), "16 diag >= diag + a for every diag >= 1 needs a <= 15");
 constexpr u32 LANE_CODE_MASK = 0xfu;
 constexpr int LANE_N = 4;
 constexpr int SCORE_BIAS = 128; /* scores -127..127 travel as the bytes 1..255 */
@@ -578,9 +579,10 @@ __device__ __forceinline__ void extend_lane(const Params &p, int pair, u32 *col)
         if (i + 1 < tlen && beg < end) {
             tc = target.next_code();
             const u32 lo_next = tc == LANE_N ? n_bytes : mismatch_bytes + (match_step << (8 * tc));
-            const bool go_on = gaps.oe_del == gaps.oe_ins
-                                   ? lane_row_pair<true>(col, i, beg, end, w, qlen, lo, lo_next, n_bytes, h0, gaps, ext, p)
-                                   : lane_row_pair<false>(col, i, beg, end, w, qlen, lo, lo_next, n_bytes, h0, gaps, ext, p);
+            const bool go_on =
+                gaps.oe_del == gaps.oe_ins
+                    ? lane_row_pair<true>(col, i, beg, end, w, qlen, lo, lo_next, n_bytes, h0, gaps, ext, p)
+                    : lane_row_pair<false>(col, i, beg, end, w, qlen, lo, lo_next, n_bytes, h0, gaps, ext, p);
             if (!go_on)
                 break;
             i += 2;

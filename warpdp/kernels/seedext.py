@@ -15,9 +15,9 @@ parameters and calls :func:`extend`. This module
 * launches a chunk's bins on concurrent streams, so small bins fill the GPU beside big ones;
 * copies the raw sequences (ASCII; the kernels make the base codes) in chunks through pinned
   host buffers, three chunks in flight so that the host prepares and copies chunk c+1 while the
-  GPU computes chunks c and c-1. The first chunk is small, so the GPU starts soon, and the next ones grow.
-  Chunks are planned (binned and sorted) ahead on worker threads, so that filling and enqueuing
-  is all the calling thread does between chunks.
+  GPU computes chunks c and c-1. The first chunk is small, so the GPU starts soon, and the next
+  ones grow. Chunks are checked and planned (binned and sorted) ahead on worker threads, so that
+  filling and enqueuing is all the calling thread does between chunks.
 
 CuPy is imported only when a GPU function runs, so importing this module needs no GPU.
 """
@@ -27,11 +27,11 @@ import os
 import threading
 from bisect import bisect_right
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
