@@ -340,7 +340,7 @@ __global__ void __launch_bounds__(THREADS) extend_kernel(const Params *params)
  * the thread two independent dependency chains and halves the shared-memory traffic; the
  * warps per SM are few, as shared memory bounds them, so that extra parallelism is what hides
  * the latencies). A thread's row state lives in shared memory, one 32-bit word per column
- * j = 0..qlen: the query's base code in bits 0..3 (A, C, G, T = 0..3, N = 4), H(i-1, j-1) in
+ * j = 0..qlen: the query's base code in bits 0..3 (lane_code), H(i-1, j-1) in
  * bits 4..17 and E(i, j) in bits 18..31. Blocks are one warp; column j of lane l is word
  * 32 * j + l of the block, so the lanes always hit different banks, whichever columns they are
  * at. The launcher sends a pair here only when every score it can reach, h0 + a * qlen, fits
@@ -353,11 +353,11 @@ static_assert(LANE_H_SHIFT == 4, "lane_h_x16 reads 16 H straight from the word")
 constexpr int LANE_MAX_MATCH = 15; /* seedext.py keeps the same limit */
 static_assert(LANE_MAX_MATCH < (1 << LANE_H_SHIFT), "16 diag >= diag + a for every diag >= 1 needs a <= 15");
 constexpr u32 LANE_CODE_MASK = 0xfu;
-constexpr int LANE_N = 4;
+constexpr int LANE_N = 4; /* base_code of N; the state words hold base_code + 1 (lane_code) */
 constexpr int SCORE_BIAS = 128; /* scores -127..127 travel as the bytes 1..255 */
 
-/* Byte (selector & 7) of the eight bytes hi:lo, in bits 0..7; bits 8..31 are to be masked off
-   (prmt reads selector bits 4..15 too). Bit 3 of the selector must be 0. */
+/* prmt.b32: byte k of the result is byte (nibble k of the selector) & 7 of the eight bytes
+   hi:lo, or that byte's sign bit copied eight times where the nibble's bit 3 is set. */
 __device__ __forceinline__ u32 select_byte(u32 lo, u32 hi, u32 selector)
 {
 #ifdef __CUDA_ARCH__
@@ -366,7 +366,59 @@ __device__ __forceinline__ u32 select_byte(u32 lo, u32 hi, u32 selector)
     return r;
 #else
     const unsigned long long both = ((unsigned long long)hi << 32) | lo;
-    return (u32)(both >> (8 * (selector & 7u))) & 0xffu;
+    u32 r = 0;
+    for (int k = 0; k < 4; k++) {
+        const u32 nibble = (selector >> (4 * k)) & 0xfu;
+        u32 byte = (u32)(both >> (8 * (nibble & 7u))) & 0xffu;
+        if (nibble & 8u)
+            byte = (byte & 0x80u) ? 0xffu : 0u;
+        r |= byte << (8 * k);
+    }
+    return r;
+#endif
+}
+
+/* A column's query code, base_code + 1 (A, C, G, T = 1..4, N = 5), from its state word. It is
+   also the prmt selector of the column's score in a row's RowScores: its nibbles 1..3 are zero,
+   and byte 0 of the scores is zero, so the score byte comes out zero-extended. One code serves
+   both rows of a pass. */
+__device__ __forceinline__ u32 lane_code(u32 word) { return word & LANE_CODE_MASK; }
+
+/* A row's score of each query code as biased bytes: byte c of the eight bytes hi:lo for code c;
+   byte 0 is zero. */
+struct RowScores {
+    u32 lo, hi;
+};
+
+/* The scores of a row whose target base has base_code tc (LANE_N for N). */
+__device__ __forceinline__ RowScores row_scores(u32 tc, const Params &p)
+{
+    typedef unsigned long long u64;
+    const u64 n_score = SCORE_BIAS - 1, mismatch = (u64)(SCORE_BIAS - p.b);
+    const u64 bytes = tc == (u32)LANE_N ? n_score * 0x010101010100ull
+                                        : mismatch * 0x0101010100ull + (n_score << 40) + ((u64)(p.a + p.b) << (8 * (tc + 1)));
+    return {(u32)bytes, (u32)(bytes >> 32)};
+}
+
+/* x * y + z as one instruction: written as shifts and adds, the state word's packing compiles
+   to three (a shift, a merge, a multiply-add) where two do. */
+__device__ __forceinline__ u32 multiply_add(u32 x, u32 y, u32 z)
+{
+#ifdef __CUDA_ARCH__
+    u32 r;
+    asm("mad.lo.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(x), "r"(y), "r"(z));
+    return r;
+#else
+    return x * y + z;
+#endif
+}
+
+__device__ __forceinline__ int imax3(int x, int y, int z)
+{
+#ifdef __CUDA_ARCH__
+    return __vimax3_s32(x, y, z); /* one instruction on sm_90 (DPX) */
+#else
+    return imax(imax(x, y), z);
 #endif
 }
 
@@ -378,26 +430,26 @@ struct GapCosts {
 
 /* The running values of one row of the lane kernel. */
 struct LaneRow {
-    u32 lo, hi; /* the row's score of each query code, as biased bytes (select_byte) */
+    u32 lo, hi; /* the row's RowScores */
     int h1;     /* H(i, j-1) */
     int f;      /* F(i, j) */
     int key;    /* (H << 16) + j of the row's best cell so far: the max keeps BWA's later j on ties */
 };
 
 /* Cell (i, j) of ksw_extend2's inner loop, from diag = H(i-1, j-1) (and diag_x16 = 16 diag),
-   e = E(i, j) and the query code in the low bits of `selector`: moves row.h1 on to H(i, j),
+   e = E(i, j) and the column's lane_code: moves row.h1 on to H(i, j),
    updates F and the row's best cell, and returns E(i+1, j). SAME_OPEN: o_del + e_del equals
    o_ins + e_ins (BWA-MEM's defaults), so E and F start from one clamped M - o - e. */
 template <bool SAME_OPEN>
-__device__ __forceinline__ int lane_step(LaneRow &row, int diag, int diag_x16, int e, u32 selector, int j,
+__device__ __forceinline__ int lane_step(LaneRow &row, int diag, int diag_x16, int e, u32 code, int j,
                                          const GapCosts &g)
 {
-    const int score_byte = (int)(select_byte(row.lo, row.hi, selector) & 0xffu);
+    const int score_byte = (int)select_byte(row.lo, row.hi, code);
     /* M = diag ? diag + score : 0. min(diag + score, 16 diag) is the same for diag >= 1 (the
        launcher keeps a <= LANE_MAX_MATCH = 15), and with diag 0 it gives min(score, 0): a
        negative M changes neither H (E, F >= 0) nor the gap scores (clamped at 0). */
     const int m = imin(diag + score_byte - SCORE_BIAS, diag_x16);
-    const int h = imax(imax(m, e), row.f);
+    const int h = imax3(m, e, row.f);
     const int open_del = imax(m - g.oe_del, 0);
     const int open_ins = SAME_OPEN ? open_del : imax(m - g.oe_ins, 0);
     row.h1 = h;
@@ -406,21 +458,23 @@ __device__ __forceinline__ int lane_step(LaneRow &row, int diag, int diag_x16, i
     return imax(e - g.e_del, open_del);
 }
 
-__device__ __forceinline__ int lane_h(u32 word) { return (int)((word >> LANE_H_SHIFT) & LANE_FIELD); }
 __device__ __forceinline__ int lane_h_x16(u32 word) { return (int)(word & (LANE_FIELD << LANE_H_SHIFT)); }
+__device__ __forceinline__ int lane_h(u32 word) { return lane_h_x16(word) >> LANE_H_SHIFT; /* shares the mask */ }
 __device__ __forceinline__ int lane_e(u32 word) { return (int)(word >> LANE_E_SHIFT); }
 
-/* A column's state word: the query code of `code_word`, H(i, j-1) and E(i+1, j). */
+/* A column's state word: the query code of `code_word` (a state word or its lane_code), H(i, j-1)
+   and E(i+1, j). */
 __device__ __forceinline__ u32 lane_word(u32 code_word, int h_left, int e_next)
 {
-    return (code_word & LANE_CODE_MASK) + ((u32)h_left << LANE_H_SHIFT) + ((u32)e_next << LANE_E_SHIFT);
+    const u32 low = multiply_add((u32)h_left, 1u << LANE_H_SHIFT, code_word & LANE_CODE_MASK);
+    return multiply_add((u32)e_next, 1u << LANE_E_SHIFT, low);
 }
 
 /* Cell (i, j) from its state word; returns the word as ksw_extend2 leaves column j. */
 __device__ __forceinline__ u32 lane_cell(LaneRow &row, u32 word, int j, const GapCosts &g)
 {
     const int h_left = row.h1;
-    const int e_next = lane_step<false>(row, lane_h(word), lane_h_x16(word), lane_e(word), word, j, g);
+    const int e_next = lane_step<false>(row, lane_h(word), lane_h_x16(word), lane_e(word), lane_code(word), j, g);
     return lane_word(word, h_left, e_next);
 }
 
@@ -452,10 +506,10 @@ struct TargetReader {
     }
 };
 
-/* Columns the row-pair loop unrolls: 4 and 8 measured the same on the H200 (484 GCUPS for a
-   262,144-pair chunk's lane bins one after another), 2 slower (471). */
+/* Columns the row-pair loop unrolls. On the H200, a 262,144-pair chunk's lane bins one after
+   another: 582 GCUPS with 8, 548 with 4, 517 with 2. */
 #ifndef WARPDP_LANE_UNROLL
-#define WARPDP_LANE_UNROLL 4
+#define WARPDP_LANE_UNROLL 8
 #endif
 constexpr int LANE_UNROLL = WARPDP_LANE_UNROLL;
 
@@ -475,27 +529,28 @@ constexpr int LANE_UNROLL = WARPDP_LANE_UNROLL;
      back, and their H is only F running out (below the row's best, as e_ins >= 1), so they
      change neither the best cell nor anything written before them. */
 template <bool SAME_OPEN>
-__device__ __forceinline__ bool lane_row_pair(u32 *col, int i, int &beg, int &end, i64 w, int qlen, u32 lo_a,
-                                              u32 lo_b, u32 hi, int h0, const GapCosts &g, Extension &ext,
+__device__ __forceinline__ bool lane_row_pair(u32 *col, int i, int &beg, int &end, i64 w, int qlen, RowScores sa,
+                                              RowScores sb, int h0, const GapCosts &g, Extension &ext,
                                               const Params &p)
 {
-    LaneRow a{lo_a, hi, beg == 0 ? deletion_run(h0, i, p) : 0, 0, 0};
+    LaneRow a{sa.lo, sa.hi, beg == 0 ? deletion_run(h0, i, p) : 0, 0, 0};
     const int start_b = (i64)beg < (i64)(i + 1) - w ? beg + 1 : beg;
-    LaneRow b{lo_b, hi, start_b == 0 ? deletion_run(h0, i + 1, p) : 0, 0, 0};
+    LaneRow b{sb.lo, sb.hi, start_b == 0 ? deletion_run(h0, i + 1, p) : 0, 0, 0};
     int last_positive = -1; /* row i's last column with H > 0 */
-    /* Row i's output at the column row i+1 takes next: the word (for its code), H(i, j-1), E(i+1, j). */
-    u32 word = col[32 * beg];
+    /* Row i's output at the column row i+1 takes next: the word and its code, H(i, j-1), E(i+1, j). */
+    u32 word = col[32 * beg], code = lane_code(word);
     int out_h = a.h1;
-    int out_e = lane_step<SAME_OPEN>(a, lane_h(word), lane_h_x16(word), lane_e(word), word, beg, g);
+    int out_e = lane_step<SAME_OPEN>(a, lane_h(word), lane_h_x16(word), lane_e(word), code, beg, g);
     if (a.h1 > 0)
         last_positive = beg;
     int j = beg + 1;
     if (start_b > beg) { /* column beg is outside row i+1's band: it keeps row i's output */
-        col[32 * beg] = lane_word(word, out_h, out_e);
+        col[32 * beg] = lane_word(code, out_h, out_e);
         if (j < end) {
             word = col[32 * j];
+            code = lane_code(word);
             out_h = a.h1;
-            out_e = lane_step<SAME_OPEN>(a, lane_h(word), lane_h_x16(word), lane_e(word), word, j, g);
+            out_e = lane_step<SAME_OPEN>(a, lane_h(word), lane_h_x16(word), lane_e(word), code, j, g);
             if (a.h1 > 0)
                 last_positive = j;
             j++;
@@ -504,11 +559,12 @@ __device__ __forceinline__ bool lane_row_pair(u32 *col, int i, int &beg, int &en
 #pragma unroll LANE_UNROLL
     for (; j < end; j++) {
         const int h_left = b.h1;
-        const int e_next = lane_step<SAME_OPEN>(b, out_h, out_h << 4, out_e, word, j - 1, g);
-        col[32 * (j - 1)] = lane_word(word, h_left, e_next);
+        const int e_next = lane_step<SAME_OPEN>(b, out_h, out_h << 4, out_e, code, j - 1, g);
+        col[32 * (j - 1)] = lane_word(code, h_left, e_next);
         word = col[32 * j];
+        code = lane_code(word);
         out_h = a.h1;
-        out_e = lane_step<SAME_OPEN>(a, lane_h(word), lane_h_x16(word), lane_e(word), word, j, g);
+        out_e = lane_step<SAME_OPEN>(a, lane_h(word), lane_h_x16(word), lane_e(word), code, j, g);
         if (a.h1 > 0)
             last_positive = j;
     }
@@ -535,7 +591,7 @@ __device__ __forceinline__ bool lane_row_pair(u32 *col, int i, int &beg, int &en
             e = lane_e(code_word);
         }
         const int h_left = b.h1;
-        const int e_next = lane_step<SAME_OPEN>(b, diag, diag << 4, e, code_word, next_b, g);
+        const int e_next = lane_step<SAME_OPEN>(b, diag, diag << 4, e, lane_code(code_word), next_b, g);
         col[32 * next_b] = lane_word(code_word, h_left, e_next);
     }
     if (next_b == end_b) /* E(i+2, end_b) = 0 */
@@ -557,14 +613,11 @@ __device__ __forceinline__ void extend_lane(const Params &p, int pair, u32 *col)
     const int h0 = p.h0[pair];
     const int e_del = p.e_del, e_ins = p.e_ins;
     const GapCosts gaps{e_del, e_ins, p.o_del + e_del, p.o_ins + e_ins};
-    /* Per row, the score of each query code as a biased byte: lo holds A, C, G, T, hi holds N. */
-    const u32 mismatch_bytes = (u32)(SCORE_BIAS - p.b) * 0x01010101u, n_bytes = (u32)(SCORE_BIAS - 1) * 0x01010101u;
-    const u32 match_step = (u32)(p.a + p.b);
 
     /* Row -1: h0, then an insertion run along the query; E = 0; the query's codes. */
     for (int j = 0; j <= qlen; j++) {
         const int h = j == 0 ? h0 : insertion_run(h0, j, p);
-        const u32 code = j < qlen ? (u32)base_code(query[j], LANE_N) : 0u;
+        const u32 code = j < qlen ? (u32)base_code(query[j], LANE_N) + 1u : 0u;
         col[32 * j] = code | ((u32)h << LANE_H_SHIFT);
     }
 
@@ -574,21 +627,19 @@ __device__ __forceinline__ void extend_lane(const Params &p, int pair, u32 *col)
     Extension ext(h0);
     for (int i = 0; i < tlen;) {
         clamp_to_band(beg, end, i, w, qlen);
-        u32 tc = target.next_code();
-        const u32 lo = tc == LANE_N ? n_bytes : mismatch_bytes + (match_step << (8 * tc));
+        const RowScores scores = row_scores(target.next_code(), p);
         if (i + 1 < tlen && beg < end) {
-            tc = target.next_code();
-            const u32 lo_next = tc == LANE_N ? n_bytes : mismatch_bytes + (match_step << (8 * tc));
+            const RowScores next = row_scores(target.next_code(), p);
             const bool go_on =
                 gaps.oe_del == gaps.oe_ins
-                    ? lane_row_pair<true>(col, i, beg, end, w, qlen, lo, lo_next, n_bytes, h0, gaps, ext, p)
-                    : lane_row_pair<false>(col, i, beg, end, w, qlen, lo, lo_next, n_bytes, h0, gaps, ext, p);
+                    ? lane_row_pair<true>(col, i, beg, end, w, qlen, scores, next, h0, gaps, ext, p)
+                    : lane_row_pair<false>(col, i, beg, end, w, qlen, scores, next, h0, gaps, ext, p);
             if (!go_on)
                 break;
             i += 2;
         } else {
             /* One row: the last of an odd target, or an empty window (where ksw_extend2 stops). */
-            LaneRow row{lo, n_bytes, beg == 0 ? deletion_run(h0, i, p) : 0, 0, 0};
+            LaneRow row{scores.lo, scores.hi, beg == 0 ? deletion_run(h0, i, p) : 0, 0, 0};
             for (int j = beg; j < end; j++)
                 col[32 * j] = lane_cell(row, col[32 * j], j, gaps);
             col[32 * end] = (col[32 * end] & LANE_CODE_MASK) | ((u32)row.h1 << LANE_H_SHIFT); /* E(i+1, end) = 0 */
