@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from ..cython_cpu.ordering import KEY_VALUES, stable_order_u16
 from .chunk_slot import ChunkSlot, Held, SlotRing, cupy_pinned, round_up
 from .host_copy import copy_arrays
 
@@ -163,37 +164,47 @@ class _Launch:
 
 
 class _ChunkPlan:
-    """One chunk's launches and memory layout (host side, numpy only)."""
+    """One chunk's launches and memory layout (host side: numpy, and a counting sort in C)."""
 
     def __init__(self, pairs: Any, params: Any, start: int, stop: int, runner: _Runner) -> None:
         qo, to = pairs.query_offsets, pairs.target_offsets
         self.start, self.stop, self.n = start, stop, stop - start
         self.q0, self.q1 = int(qo[start]), int(qo[stop])
         self.t0, self.t1 = int(to[start]), int(to[stop])
-        qlen = np.diff(qo[start:stop + 1])
-        tlen = np.diff(to[start:stop + 1])
+        # Lengths fit int32: validation caps them at MAX_SEQUENCE_LENGTH. Every array here is
+        # narrow and written in place: fresh large temporaries cost page faults.
+        qlen = np.empty(self.n, np.int32)
+        np.subtract(qo[start + 1:stop + 1], qo[start:stop], out=qlen, casting="unsafe")
+        tlen = np.empty(self.n, np.int32)
+        np.subtract(to[start + 1:stop + 1], to[start:stop], out=tlen, casting="unsafe")
         # Bins 0..len(LANE_BOUNDS)-1: the lane kernel by query length; then the subwarp bins by
-        # row width. The order (numpy's stable radix sort of a uint16 key) puts a warp's 32
-        # lanes on pairs of one query length and similar target lengths (8-row steps), and a
-        # subwarp bin's pairs longest target first; each bin is one run of keys, so the sorted
-        # keys give the bins' sizes. This runs on a worker thread while the GPU computes earlier
-        # chunks, and must take less time than that: narrow types, few passes.
-        q_clip = np.minimum(qlen, LANE_MAX_QUERY + 1).astype(np.uint16)
+        # row width. The order (a stable counting sort of a uint16 key) puts a warp's 32 lanes
+        # on pairs of one query length and similar target lengths (8-row steps), and a subwarp
+        # bin's pairs longest target first; each bin is one run of keys, so the key counts give
+        # the bins' sizes. This runs on a worker thread while the GPU computes earlier chunks,
+        # and must take less time than that: narrow types, few passes, the sort in C.
+        q_clip = np.empty(self.n, np.uint16)
+        np.minimum(qlen, LANE_MAX_QUERY + 1, out=q_clip, casting="unsafe")
         h0 = pairs.h0[start:stop]
         if params.a > LANE_MAX_MATCH:
             q_clip[:] = LANE_MAX_QUERY + 1
         elif int(h0.max()) + params.a * int(q_clip.max()) >= 1 << LANE_SCORE_BITS:
             q_clip[h0 + np.int64(params.a) * q_clip >= 1 << LANE_SCORE_BITS] = LANE_MAX_QUERY + 1
-        key = np.minimum(tlen, 127 << 3).astype(np.uint16)
+        key = np.empty(self.n, np.uint16)
+        np.minimum(tlen, 127 << 3, out=key, casting="unsafe")
         key >>= 3
-        key |= q_clip << np.uint16(7)
         rest = np.flatnonzero(q_clip > LANE_MAX_QUERY)
+        q_clip <<= 7
+        key |= q_clip
         if len(rest):
             width = np.minimum(np.minimum(qlen[rest], 2 * np.int64(params.w) + 1), _BOUNDS[-1] + 1)
             subwarp_bin = _SUBWARP_BIN_OF_WIDTH[width].astype(np.int64) - len(LANE_BOUNDS)
             key[rest] = _SUBWARP_KEYS | subwarp_bin << 11 | (2047 - np.minimum(tlen[rest] >> 1, 2047))
-        self.order = np.argsort(key, kind="stable").astype(np.int32)
-        counts = np.diff(np.searchsorted(key[self.order], _BIN_KEY_EDGES))
+        self.order = np.empty(self.n, np.int32)
+        key_counts = np.empty(KEY_VALUES, np.int64)
+        stable_order_u16(key, self.order, key_counts)
+        keys_below = np.concatenate(([0], np.cumsum(key_counts)))
+        counts = np.diff(keys_below[_BIN_KEY_EDGES])
         self.launches: list[_Launch] = []
         first, scratch_ints = 0, 0
         for b in range(_N_BINS):

@@ -1,0 +1,49 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""Host-side helpers of the GPU launchers that numpy does too slowly for them.
+
+The launchers bin and sort each chunk of pairs on worker threads while the GPU computes earlier
+chunks; numpy's stable argsort of a 16-bit key took about 7 ms for 262,144 pairs on the GPU
+machine's host, longer than the GPU takes for the chunk. A counting sort in C, with the GIL
+released, takes a fraction of that.
+"""
+import numpy as np
+cimport numpy as cnp
+from libc.stdint cimport int32_t, int64_t, uint16_t
+from libc.stdlib cimport free, malloc
+
+cnp.import_array()
+
+cdef enum:
+    N_KEYS = 1 << 16
+KEY_VALUES = N_KEYS
+
+
+def stable_order_u16(const uint16_t[::1] keys, int32_t[::1] order, int64_t[::1] counts) -> None:
+    """Fill ``order`` with the indices that sort ``keys`` (ties in index order, as numpy's
+    stable argsort), and ``counts[k]`` with how many keys equal k (``counts`` has 65,536
+    entries)."""
+    cdef Py_ssize_t n = keys.shape[0], i
+    cdef int64_t k, total = 0
+    cdef int64_t *next_slot
+    if order.shape[0] != n:
+        raise ValueError(f"order has {order.shape[0]} entries for {n} keys")
+    if counts.shape[0] != N_KEYS:
+        raise ValueError(f"counts must have {N_KEYS} entries, not {counts.shape[0]}")
+    if n > 2147483647:
+        raise ValueError("more than 2^31 - 1 keys do not fit int32 indices")
+    next_slot = <int64_t *>malloc(N_KEYS * sizeof(int64_t))
+    if next_slot == NULL:
+        raise MemoryError()
+    with nogil:
+        for k in range(N_KEYS):
+            counts[k] = 0
+        for i in range(n):
+            counts[keys[i]] += 1
+        for k in range(N_KEYS):  # where each key's run starts
+            next_slot[k] = total
+            total += counts[k]
+        for i in range(n):
+            k = keys[i]
+            order[next_slot[k]] = <int32_t>i
+            next_slot[k] += 1
+    free(next_slot)
