@@ -1,17 +1,13 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Host-side helpers of the GPU launchers that numpy does too slowly for them.
 
-The launchers bin and sort each chunk of pairs on worker threads while the GPU computes earlier
-chunks; numpy's stable argsort of a 16-bit key took about 7 ms for 262,144 pairs on the GPU
-machine's host, longer than the GPU takes for the chunk. A counting sort in C, with the GIL
-released, takes a fraction of that.
+The seed-extension launcher bins and sorts each chunk of pairs on worker threads while the GPU
+computes earlier chunks, and planning must keep ahead of the GPU. For 262,144 uint16 keys,
+numpy's stable argsort took about 3 ms on the project machine and this counting sort about
+1 ms, with the GIL released throughout.
 """
-import numpy as np
-cimport numpy as cnp
 from libc.stdint cimport int32_t, int64_t, uint16_t
 from libc.stdlib cimport free, malloc
-
-cnp.import_array()
 
 cdef enum:
     N_KEYS = 1 << 16
