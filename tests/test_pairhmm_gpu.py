@@ -362,6 +362,40 @@ def test_forced_chunking_gives_same_results() -> None:
     assert_matches_cpu(chunked, pairhmm(batches, backend="cpu"))
 
 
+def test_page_locked_input_is_uploaded_where_it_lies() -> None:
+    # The gRPC server reads shared files into page-locked memory, which the launcher uploads
+    # directly instead of copying it into its own buffers first: same results, in one chunk
+    # or many, with some fields page-locked and others not.
+    from warpdp.kernels import pairhmm as gpu_module
+    from warpdp.kernels.chunk_slot import pinned_empty
+
+    rng = np.random.default_rng(17)
+    batches = random_batches(rng, n_batches=25, reads=(2, 12), haps=(1, 5), read_len=(5, 600),
+                             hap_len=(5, 700), related=0.6)
+    fields = {name: getattr(batches, name) for name in ("read_bases", "read_quals", "read_ins", "read_del",
+                                                         "read_gcp", "read_offsets", "hap_bases", "hap_offsets",
+                                                         "batch_reads", "batch_haps")}
+    locked = dict(fields)
+    for name in ("read_bases", "read_quals", "read_ins", "read_del", "read_gcp", "hap_bases"):
+        if name == "read_del":
+            continue  # one read plane stays in pageable memory
+        copy = pinned_empty(len(fields[name]))
+        copy[:] = fields[name]
+        locked[name] = copy
+    pinned_batches = PairHmmBatches(**locked)
+    device = gpu_module._runner().device
+    assert device.page_locked(pinned_batches.read_bases) and device.page_locked(pinned_batches.hap_bases)
+    assert not device.page_locked(pinned_batches.read_del) and not device.page_locked(batches.read_bases)
+    assert gpu_module._page_locked_fields(pinned_batches, device) == {"read_bases", "read_quals", "read_ins",
+                                                                      "read_gcp", "hap_bases"}
+    whole = np.full(batches.n_pairs, np.nan)
+    gpu_module.forward(batches, whole)
+    for chunk_bytes in (None, 20_000):
+        got = np.full(batches.n_pairs, np.nan)
+        gpu_module.forward(pinned_batches, got, chunk_bytes=chunk_bytes)
+        np.testing.assert_array_equal(got, whole)
+
+
 def test_concurrent_calls_overlap_and_keep_their_results() -> None:
     # Calls share the launcher's two chunk slots: a call's last chunks are still on the GPU
     # when the next call enqueues, and whichever call needs a slot copies the results of the

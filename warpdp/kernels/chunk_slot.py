@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ALIGN", "ChunkSlot", "Held", "SlotRing", "cupy_pinned", "round_up"]
+__all__ = ["ALIGN", "ChunkSlot", "Held", "SlotRing", "cupy_pinned", "pinned_empty", "round_up"]
 
 ALIGN = 256  # device sections start on this boundary (coalesced loads, 16-byte vectors)
 
@@ -28,6 +28,16 @@ def cupy_pinned(cupy: Any, nbytes: int) -> tuple[Any, np.ndarray]:
     """Pinned host memory of nbytes and a uint8 array over it (keep both: the array does not own it)."""
     memory = cupy.cuda.alloc_pinned_memory(max(nbytes, 1))
     return memory, np.ndarray(max(nbytes, 1), dtype=np.uint8, buffer=memory)
+
+
+def pinned_empty(nbytes: int) -> np.ndarray:
+    """An uninitialised uint8 array of nbytes in page-locked host memory from CuPy's pinned
+    pool; the GPU launchers upload such input without copying it first. The block is a power
+    of two of at least 1 MiB: the pool reuses only blocks of the size asked for."""
+    import cupy
+
+    memory = cupy.cuda.alloc_pinned_memory(1 << max(20, (max(nbytes, 1) - 1).bit_length()))
+    return np.ndarray(nbytes, dtype=np.uint8, buffer=memory)  # keeps the memory until it goes
 
 
 class ChunkSlot:

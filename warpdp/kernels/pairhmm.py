@@ -126,6 +126,8 @@ _FLOAT_BOUNDS = np.array([c.max_read_len for c in FLOAT_BINS[:-1]], dtype=np.int
 _HELPER_KERNELS = ("warpdp_pairhmm::hap_codes_kernel", "warpdp_pairhmm::plan_count_kernel",
                    "warpdp_pairhmm::plan_prefix_kernel", "warpdp_pairhmm::plan_scatter_kernel")
 
+_READ_FIELDS = ("read_bases", "read_quals", "read_ins", "read_del", "read_gcp")  # the read planes, in order
+_CUDA_MEMORY_TYPE_HOST = 1   # cudaMemoryTypeHost: page-locked host memory
 PARAM_WORDS = 18             # 8-byte fields of struct Params
 PLAN_WORDS = 36              # 8-byte fields of struct PlanParams
 PLAN_BUCKETS = 64            # item-length buckets per bin (pairhmm.cu)
@@ -340,9 +342,14 @@ class _ChunkPlan:
         self.read_plane = plane
         self.at = sections
 
-    def fill(self, blob: np.ndarray, batches: Any, device_base: int, tables: dict[str, Any]) -> None:
+    def fill(self, blob: np.ndarray, batches: Any, device_base: int, tables: dict[str, Any],
+             page_locked: frozenset[str] = frozenset()) -> None:
         """Write the upload part of the chunk into ``blob`` (pinned), pointing at ``device_base``.
-        Haplotypes go as raw bytes; hap_codes_kernel turns them into column codes on the GPU."""
+        Haplotypes go as raw bytes; hap_codes_kernel turns them into column codes on the GPU.
+
+        Sets ``uploads``: the (device offset, host array) copies that move the chunk to the GPU.
+        The input fields named in ``page_locked`` (the gRPC server reads shared files into
+        page-locked memory) go to the GPU from where they are instead of through the blob."""
         at = self.at
         br, bh, ro, ho = batches.batch_reads, batches.batch_haps, batches.read_offsets, batches.hap_offsets
 
@@ -371,12 +378,17 @@ class _ChunkPlan:
 
         r0 = int(ro[self.r_lo])
         c0 = int(ho[self.h_lo])
-        copies = [(blob[at["reads"] + k * self.read_plane:at["reads"] + k * self.read_plane + self.read_bytes],
-                   getattr(batches, name)[r0:r0 + self.read_bytes])
-                  for k, name in enumerate(("read_bases", "read_quals", "read_ins", "read_del", "read_gcp"))]
-        copies.append((blob[at["codes"]:at["codes"] + self.code_bytes], batches.hap_bases[c0:c0 + self.code_bytes]))
-        copy_arrays(copies)
-        blob[at["codes"] + self.code_bytes:at["codes"] + self.code_bytes + CODE_PAD] = CODE_NONE
+        sources = [(name, at["reads"] + k * self.read_plane, getattr(batches, name)[r0:r0 + self.read_bytes])
+                   for k, name in enumerate(_READ_FIELDS)]
+        sources.append(("hap_bases", at["codes"], batches.hap_bases[c0:c0 + self.code_bytes]))
+        copy_arrays([(blob[offset:offset + len(src)], src) for name, offset, src in sources
+                     if name not in page_locked])
+        pad_at = at["codes"] + self.code_bytes
+        blob[pad_at:pad_at + CODE_PAD] = CODE_NONE
+        # The blob (the page-locked inputs' places in it are overwritten by their own copies,
+        # which follow on the same stream), then the page-locked inputs from where they lie.
+        self.uploads = [(0, blob[:self.blob_bytes])]
+        self.uploads += [(offset, src) for name, offset, src in sources if name in page_locked and len(src)]
 
         counters = device_base + at["counters"]
         plan = blob[at["plan"]:at["plan"] + PLAN_WORDS * 8].view(np.int64)
@@ -492,6 +504,18 @@ class _CupyDevice:
     def timing_event(self) -> Any:
         return self.cupy.cuda.Event(block=False, disable_timing=False)
 
+    def page_locked(self, array: np.ndarray) -> bool:
+        """Whether CUDA knows the array's memory as page-locked: the GPU then copies it
+        directly. (Asked of the first byte only: were the rest pageable, the copy from it would
+        still be right, only synchronous.)"""
+        if not array.nbytes:
+            return False
+        runtime = self.cupy.cuda.runtime
+        try:
+            return runtime.pointerGetAttributes(array.ctypes.data).type == _CUDA_MEMORY_TYPE_HOST
+        except runtime.CUDARuntimeError:  # memory CUDA has never seen (older CUDA versions)
+            return False
+
     def h2d(self, dst: int, src: np.ndarray, nbytes: int, stream: Any) -> None:
         self.cupy.cuda.runtime.memcpyAsync(dst, src.ctypes.data, nbytes, 1, stream.ptr)
 
@@ -561,7 +585,8 @@ class _Runner:
         dev = self.device
         base = int(slot.device.ptr)
         streams = self.bin_streams[parity]
-        dev.h2d(base, slot.pinned_in, plan.blob_bytes, self.copy_stream)
+        for offset, host in plan.uploads:
+            dev.h2d(base + offset, host, host.nbytes, self.copy_stream)
         self._prepare_on_device(plan, base, self.copy_stream)
         uploaded = self.uploaded_events[parity]
         uploaded.record(self.copy_stream)
@@ -596,6 +621,7 @@ class _Runner:
         if not chunks:
             return
         stats = _input_stats(batches)
+        page_locked = _page_locked_fields(batches, self.device)
         mine: list[tuple[int, Held]] = []
         try:
             with self.lock:  # one call at a time enqueues; its chunks finish after it lets go
@@ -604,7 +630,7 @@ class _Runner:
                     plan = _ChunkPlan(batches, chunk, use_double, self, *stats)
                     index, slot = self.ring.take()
                     self._ensure(slot, plan)
-                    plan.fill(slot.pinned_in, batches, int(slot.device.ptr), self.tables)
+                    plan.fill(slot.pinned_in, batches, int(slot.device.ptr), self.tables, page_locked)
                     self._enqueue(slot, plan, index)
                     mine.append((index, self.ring.hold(index, partial(_copy_out, out, plan.out_lo, plan.n_out))))
         finally:
@@ -650,6 +676,21 @@ class _Runner:
 
 def _copy_out(out: np.ndarray, out_lo: int, n_out: int, slot: ChunkSlot) -> None:
     out[out_lo:out_lo + n_out] = slot.pinned_out[:n_out * 8].view(np.float64)
+
+
+def _page_locked_fields(batches: Any, device: Any) -> frozenset[str]:
+    """The input fields in page-locked memory; CUDA is asked once per memory owner (the gRPC
+    server's arrays of a request all lie in one buffer)."""
+    answers: dict[int, bool] = {}
+    locked = []
+    for name in (*_READ_FIELDS, "hap_bases"):
+        array = getattr(batches, name)
+        owner = id(array.base if array.base is not None else array)
+        if owner not in answers:
+            answers[owner] = device.page_locked(array)
+        if answers[owner]:
+            locked.append(name)
+    return frozenset(locked)
 
 
 def _input_stats(batches: Any) -> tuple[int, int, float]:
