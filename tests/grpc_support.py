@@ -2,6 +2,8 @@
 the module-scoped server / client / stub fixtures (imported by each test module)."""
 from __future__ import annotations
 
+import time
+
 import grpc
 import pytest
 
@@ -14,6 +16,17 @@ WAIT = 30  # seconds: upper bound for anything a test waits on (never reached wh
 def start_server(**settings) -> Server:
     settings = {"port": 0, "backend": "cpu", "host": "127.0.0.1", "grace_s": 10.0, **settings}
     return Server(ServerConfig(**settings)).start()
+
+
+def metric_reaches(server: Server, name: str, labels: dict[str, str], value: float) -> bool:
+    """Whether the server's metric reaches value within WAIT seconds. A server counts a stream
+    call when its handler ends, which can be just after the client has every result."""
+    deadline = time.monotonic() + WAIT
+    while server.metrics.sample(name, labels) != value:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 def stub_for(server: Server) -> tuple[grpc.Channel, warpdp_pb2_grpc.WarpdpStub]:

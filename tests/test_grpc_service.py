@@ -22,9 +22,10 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 import warpdp
-from grpc_support import WAIT, client, server, start_server, stub, stub_for  # noqa: F401 (fixtures)
+from grpc_support import WAIT, client, metric_reaches, server, start_server, stub, stub_for  # noqa: F401 (fixtures)
 from warpdp.grpc import Client, InvalidRequestError, Server, ServerConfig, ServiceError
 from warpdp.grpc import _packing, warpdp_pb2, warpdp_pb2_grpc
+from warpdp.grpc import server as server_module
 from warpdp.grpc._algorithms import PAIRHMM
 from warpdp.grpc.cli import add_serve_arguments, config_from_args, count
 from warpdp.grpc.server import Batcher, Metrics
@@ -170,7 +171,26 @@ def test_large_job_is_split_and_streamed(limited_server):
     with Client(limited_server.address, timeout=WAIT) as c:
         np.testing.assert_array_equal(c.pairhmm(job), local(job))
         np.testing.assert_array_equal(c.pairhmm(job, double=True), local(job, double=True))
-    assert limited_server.metrics.sample("warpdp_requests_total", {"method": "PairHmmStream", "code": "OK"}) == 2
+    assert metric_reaches(limited_server, "warpdp_requests_total", {"method": "PairHmmStream", "code": "OK"}, 2)
+
+
+def test_streamed_chunks_start_small_and_double():
+    # The client's chunks: a small first one (the server starts sooner), then doubling up to
+    # the full size; together they are the job, batch after batch.
+    job = make_batches(45, 400, reads=(5, 30), haps=(2, 5))
+    max_bytes, first = 64 * 1024, 8 * 1024
+    chunks = _packing.plan_pairhmm_chunks(job, 10**12, max_bytes, first)
+    sizes = [int(_packing.pairhmm_request_bytes_per_batch(c).sum()) for c in chunks]
+    budgets = [min(max_bytes, first << k) for k in range(len(chunks))]
+    # (A batch over its budget is cut with the full one.)
+    assert len(chunks) > 6 and all(size <= budget or c.n_batches == 1
+                                   for c, size, budget in zip(chunks, sizes, budgets))
+    assert sizes[0] < sizes[2] < sizes[4] and max(sizes) > max_bytes // 2
+    np.testing.assert_array_equal(np.concatenate([local(c) for c in chunks]), local(job))
+    # A pair over the first budgets (but within the limit) waits for a budget that holds it.
+    pairs = _packing.plan_pair_ranges(
+        np.array([1, 1, 1, 1]), np.array([100, 5000, 100, 100]), 8, 16, 10**6, 20_000, 1000)
+    assert pairs[0] == (0, 1) and sum(j - i for i, j in pairs) == 4 and pairs[-1][1] == 4
 
 
 def test_client_learns_smaller_limits(limited_server):
@@ -363,7 +383,7 @@ def test_unreachable_server_is_unavailable():
 # deadlines, cancellation, shutdown
 
 
-def test_expired_and_cancelled_calls_never_reach_the_backend():
+def test_expired_and_cancelled_calls_never_reach_the_backend(monkeypatch):
     srv = start_server(max_wait_ms=60_000)
     try:
         batcher = srv.batcher
@@ -383,8 +403,19 @@ def test_expired_and_cancelled_calls_never_reach_the_backend():
             assert batcher.wait_for(lambda b: b.queued == 1, WAIT)
             future.cancel()
             assert batcher.wait_for(lambda b: b.dropped == 2 and b.queued == 0, WAIT)
+            assert batcher.submissions == 0 and batcher.completed == 0
 
-            # A stream's queued chunks go too when the stream is cancelled.
+            # A stream's chunks do not wait for company (each is a submission of its own):
+            # the first runs, held here, and the second is queued behind it. Cancelling the
+            # stream drops the queued one; the running one finishes and is not answered.
+            release = threading.Event()
+            original_run = server_module.AlgorithmKernel.run
+
+            def held_run(self, payload, key):
+                assert release.wait(WAIT)
+                return original_run(self, payload, key)
+
+            monkeypatch.setattr(server_module.AlgorithmKernel, "run", held_run)
             gate = threading.Event()
 
             def chunks():
@@ -393,13 +424,15 @@ def test_expired_and_cancelled_calls_never_reach_the_backend():
                 gate.wait(WAIT)  # keep the request side open until the test is done
 
             stream = stub.PairHmmStream(chunks(), timeout=WAIT)
-            assert batcher.wait_for(lambda b: b.queued == 2, WAIT)
+            assert batcher.wait_for(lambda b: b.running == 1 and b.queued == 1, WAIT)
             stream.cancel()
             gate.set()
-            assert batcher.wait_for(lambda b: b.dropped == 4 and b.queued == 0, WAIT)
-        assert batcher.submissions == 0 and batcher.completed == 0
-        assert srv.metrics.sample("warpdp_cells_total", {"algorithm": "pairhmm"}) == 0
-        assert srv.metrics.sample("warpdp_dropped_requests_total", {"reason": "cancelled"}) == 4
+            assert batcher.wait_for(lambda b: b.dropped == 3 and b.queued == 0, WAIT)
+            release.set()
+            assert batcher.wait_for(lambda b: b.completed == 1 and b.running == 0, WAIT)
+        assert batcher.submissions == 1
+        assert srv.metrics.sample("warpdp_cells_total", {"algorithm": "pairhmm"}) == batches.n_cells
+        assert srv.metrics.sample("warpdp_dropped_requests_total", {"reason": "cancelled"}) == 3
         batcher.depart()
     finally:
         srv.stop()
@@ -582,6 +615,28 @@ def test_only_large_work_overlaps_a_running_submission():
         batcher.close(WAIT)
 
 
+def test_stream_chunks_run_alone_and_overlap():
+    # A streamed job's chunk is a submission of its own: it does not wait for arriving
+    # requests, is not coalesced, and may start while another submission runs.
+    kernel = _GatedKernel()
+    batcher = Batcher(workers=2, batching=True, max_wait_s=60, max_batch_cells=100, overlap_cells=10,
+                      metrics=Metrics())
+    try:
+        batcher.arrive()  # an arriving request would make plain requests wait up to 60 s
+        running = batcher.submit(kernel, "f", ["hold"], cells=1, n_out=1, streamed=True)
+        assert batcher.wait_for(lambda b: b.running == 1, WAIT)
+        chunks = [batcher.submit(kernel, "f", [k], cells=1, n_out=1, streamed=True) for k in (1, 2)]
+        for item in chunks:  # 2 cells queued, under overlap_cells, yet they run beside "hold"
+            assert item.event.wait(WAIT)
+        assert kernel.started == [["hold"], [1], [2]] and not running.event.is_set()
+        assert [item.coalesced for item in chunks] == [1, 1]
+        kernel.release.set()
+        assert running.event.wait(WAIT) and list(running.result) == [0]
+    finally:
+        kernel.release.set()
+        batcher.close(WAIT)
+
+
 def test_lone_request_is_not_delayed():
     # Nobody else is arriving, so a request does not wait max_wait for company.
     kernel = _ListKernel()
@@ -719,9 +774,8 @@ def test_large_job_over_two_servers_streams_to_both():
                        for s in servers):
                     break
             np.testing.assert_array_equal(c.pairhmm(job), local(job))
-        streams = [s.metrics.sample("warpdp_requests_total", {"method": "PairHmmStream", "code": "OK"})
-                   for s in servers]
-        assert streams == [1, 1]
+        for srv in servers:
+            assert metric_reaches(srv, "warpdp_requests_total", {"method": "PairHmmStream", "code": "OK"}, 1)
     finally:
         for srv in servers:
             srv.stop()

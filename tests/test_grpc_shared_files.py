@@ -17,7 +17,7 @@ from test_grpc_service import local, make_batches
 from test_grpc_xdrop_seedext import K, assert_seedext_equal, assert_xdrop_equal, local_xdrop, make_seed_pairs, make_xdrop_pairs
 from warpdp.grpc import Client, client as client_module, server as server_module, warpdp_pb2
 from warpdp.grpc._algorithms import PAIRHMM, SEEDEXT, XDROP, XdropKey
-from warpdp.grpc._shared_files import SharedFilePool, SharedFileRejected, is_local_address, is_local_peer
+from warpdp.grpc._shared_files import SharedFilePool, SharedFileRejected, is_local_address, is_local_peer, read_arrays
 
 
 @pytest.fixture
@@ -71,7 +71,7 @@ def test_all_three_algorithms_through_shared_files(small_shared_jobs, shared_ser
         assert client.server_info().shared_files.enabled
         # Several chunks each, and the files are reused: far fewer files than chunks.
         assert len(files_read) >= 8
-        assert 1 <= len(set(files_read)) <= 3
+        assert 1 <= len(set(files_read)) <= client_module._SHARED_IN_FLIGHT
         assert sorted(os.listdir(tmp_path)) == sorted(set(files_read))
         for name in os.listdir(tmp_path):  # readable by the client's user only
             assert os.stat(tmp_path / name).st_mode & 0o077 == 0
@@ -207,20 +207,45 @@ def test_local_peers_and_addresses():
         assert not is_local_address(address), address
 
 
+@pytest.mark.parametrize("total_mib", [0.5, 5.3])  # read by one thread, and in parts by several
+def test_read_arrays_reads_every_byte_where_it_belongs(tmp_path, total_mib):
+    rng = np.random.default_rng(3)
+    sizes = [int(total_mib * 2**20 * share) for share in (0.31, 0.05, 0.2, 0.44)] + [13, 0, 8]
+    arrays = [rng.integers(0, 256, size, dtype=np.uint8) for size in sizes]
+    name = "warpdp-read-test"
+    (tmp_path / name).write_bytes(b"".join(a.tobytes() for a in arrays) + b"trailing bytes are ignored")
+    fields = [f"f{k}" for k in range(len(sizes))]
+    got = read_arrays(str(tmp_path), name, sizes, fields, 1 << 30)
+    for field, array in zip(fields, arrays):
+        np.testing.assert_array_equal(got[field], array)
+        assert got[field].ctypes.data % 8 == 0  # each array 8-byte aligned: int64 views need no copy
+    # A file shorter than its sizes say is refused.
+    (tmp_path / name).write_bytes(b"".join(a.tobytes() for a in arrays)[:-5])
+    with pytest.raises(SharedFileRejected) as error:
+        read_arrays(str(tmp_path), name, sizes, fields, 1 << 30)
+    assert error.value.code == grpc.StatusCode.INVALID_ARGUMENT
+
+
 def test_pool_reuses_grows_and_deletes(tmp_path):
-    pool = SharedFilePool(str(tmp_path), keep_bytes=1000)
+    mib = 1 << 20
+    pool = SharedFilePool(str(tmp_path), keep_bytes=3 * mib)
     small = [np.arange(10, dtype=np.uint8), np.arange(3, dtype="<i8")]
     first, sizes = pool.acquire(small)
     assert sizes == [10, 24]
-    assert (tmp_path / first.name).read_bytes() == small[0].tobytes() + small[1].tobytes()
+    # The arrays back to back at the start of a file of whole MiBs (its capacity).
+    assert (tmp_path / first.name).read_bytes()[:34] == small[0].tobytes() + small[1].tobytes()
+    assert first.capacity == mib == os.path.getsize(tmp_path / first.name)
     pool.release(first)
-    second, _ = pool.acquire([np.zeros(500, dtype=np.uint8)])  # the free file grows
-    assert second.name == first.name
+    grown = np.arange(mib + 5, dtype=np.uint8)
+    second, _ = pool.acquire([grown])  # the free file grows
+    assert second.name == first.name and second.capacity == 2 * mib
+    assert np.array_equal(np.fromfile(tmp_path / second.name, dtype=np.uint8)[:len(grown)], grown)
     other, _ = pool.acquire(small)  # the first is handed out: a new one
     assert other.name != first.name
     pool.release(second)
-    pool.release(other)  # 500 + 34 bytes kept, within 1000
-    big, _ = pool.acquire([np.zeros(2000, dtype=np.uint8)])
+    pool.release(other)  # 2 + 1 MiB kept, within 3
+    big, _ = pool.acquire([np.zeros(4 * mib, dtype=np.uint8)])
+    assert big.name in os.listdir(tmp_path)
     pool.release(big)  # over keep_bytes: deleted at once
     assert big.name not in os.listdir(tmp_path)
     pool.close()

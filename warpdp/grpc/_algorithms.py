@@ -146,9 +146,11 @@ class Algorithm(ABC):
         """What local scoring returns, from a filled new_output()."""
 
     @abstractmethod
-    def plan(self, payload: Any, key: Hashable, max_cells: int, max_bytes: int) -> list[Any]:
+    def plan(self, payload: Any, key: Hashable, max_cells: int, max_bytes: int,
+             first_bytes: int | None = None) -> list[Any]:
         """Consecutive pieces, each within max_cells and max_bytes (request and reply), whose
-        results concatenated are the input's; ValueError when a single pair does not fit."""
+        results concatenated are the input's; ValueError when a single pair does not fit.
+        With first_bytes, the pieces' byte budget starts there and doubles up to max_bytes."""
 
     def fits(self, payload: Any, key: Hashable, max_cells: int, max_bytes: int) -> bool:
         """Whether the whole input goes in one request under these limits."""
@@ -220,8 +222,9 @@ class PairHmmAlgorithm(Algorithm):
     def results(self, out: np.ndarray) -> np.ndarray:
         return out
 
-    def plan(self, payload: PairHmmBatches, key: Hashable, max_cells: int, max_bytes: int) -> list[PairHmmBatches]:
-        return _packing.plan_pairhmm_chunks(payload, max_cells, max_bytes)
+    def plan(self, payload: PairHmmBatches, key: Hashable, max_cells: int, max_bytes: int,
+             first_bytes: int | None = None) -> list[PairHmmBatches]:
+        return _packing.plan_pairhmm_chunks(payload, max_cells, max_bytes, first_bytes)
 
 
 # ---------------------------------------------------------------------------------------
@@ -325,9 +328,11 @@ class PairsAlgorithm(Algorithm):
                 raise ValueError(f"the server returned {len(values)} values of {name} for {stop - start} pairs")
             out[c, start:stop] = values
 
-    def plan(self, payload: Any, key: Hashable, max_cells: int, max_bytes: int) -> list[Any]:
+    def plan(self, payload: Any, key: Hashable, max_cells: int, max_bytes: int,
+             first_bytes: int | None = None) -> list[Any]:
         ranges = _packing.plan_pair_ranges(self.cells_per_pair(payload, key), self._request_bytes_per_pair(payload),
-                                           self.reply_bytes_per_pair, 8 * len(self.sequences), max_cells, max_bytes)
+                                           self.reply_bytes_per_pair, 8 * len(self.sequences), max_cells, max_bytes,
+                                           first_bytes)
         return [payload.select(i, j) for i, j in ranges]
 
 

@@ -5,7 +5,7 @@ Integer arrays travel as little-endian int64 bytes, results as little-endian flo
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from itertools import accumulate
 
 import numpy as np
@@ -190,32 +190,44 @@ def concat_pairhmm(parts: list[PairHmmBatches]) -> PairHmmBatches:
                           hap_offsets=hap_offsets, batch_reads=batch_reads, batch_haps=batch_haps)
 
 
-def plan_pairhmm_chunks(batches: PairHmmBatches, max_cells: int, max_bytes: int) -> list[PairHmmBatches]:
+def chunk_budgets(max_bytes: int, first_bytes: int | None) -> Iterator[int]:
+    """Byte budgets of consecutive chunks: max_bytes each, or starting at first_bytes and
+    doubling up to max_bytes (a small first chunk lets the server start sooner)."""
+    budget = max_bytes if first_bytes is None else max(min(first_bytes, max_bytes), 64 + REQUEST_FRAMING_BYTES)
+    while True:
+        yield budget - REQUEST_FRAMING_BYTES
+        budget = min(max_bytes, 2 * budget)
+
+
+def plan_pairhmm_chunks(batches: PairHmmBatches, max_cells: int, max_bytes: int,
+                        first_bytes: int | None = None) -> list[PairHmmBatches]:
     """Split a job into consecutive pieces, each within max_cells and max_bytes (request
-    and reply); concatenating the pieces' results gives the job's result.
+    and reply); concatenating the pieces' results gives the job's result. With first_bytes,
+    the first piece is at most that large and each next one at most twice the one before.
 
     Whole batches are grouped while they fit; a batch that alone does not fit is split by
     read ranges, and a read that alone does not fit by haplotype ranges. A single pair over
     the limits raises ValueError.
     """
-    budget = max_bytes - REQUEST_FRAMING_BYTES
-    if max_cells < 1 or budget < 64:
+    if max_cells < 1 or max_bytes - REQUEST_FRAMING_BYTES < 64:
         raise ValueError(f"limits too small to send anything (max_cells={max_cells}, max_bytes={max_bytes})")
     cells = batches.cells_per_batch()
     req = pairhmm_request_bytes_per_batch(batches)
     rep = 8 * batches.pairs_per_batch()
     cum = [np.concatenate([[0], np.cumsum(a, dtype=np.int64)]) for a in (cells, req, rep)]
-    # budget - 32: the leading 0 of the four offset arrays, sent once per message.
-    caps = (max_cells, budget - 32, budget)
     chunks: list[PairHmmBatches] = []
     i, n = 0, batches.n_batches
+    budgets = chunk_budgets(max_bytes, first_bytes)
     while i < n:
+        budget = next(budgets)
+        # budget - 32: the leading 0 of the four offset arrays, sent once per message.
+        caps = (max_cells, budget - 32, budget)
         j = min(int(np.searchsorted(c, c[i] + cap, side="right")) - 1 for c, cap in zip(cum, caps))
         if j > i:
             chunks.append(batches.select(i, j))
             i = j
-        else:
-            chunks.extend(_split_batch(batches, i, max_cells, budget - 32))
+        else:  # a batch too large for one chunk is cut with the full budget
+            chunks.extend(_split_batch(batches, i, max_cells, max_bytes - REQUEST_FRAMING_BYTES - 32))
             i += 1
     return chunks
 
@@ -279,24 +291,29 @@ def concat_pairs(parts: list, sequences: tuple[tuple[str, str], ...], per_pair: 
 
 
 def plan_pair_ranges(cells: np.ndarray, request_bytes: np.ndarray, reply_bytes: int, fixed_bytes: int,
-                     max_cells: int, max_bytes: int) -> list[tuple[int, int]]:
-    """Consecutive pair ranges, each within max_cells and max_bytes (request and reply).
+                     max_cells: int, max_bytes: int, first_bytes: int | None = None) -> list[tuple[int, int]]:
+    """Consecutive pair ranges, each within max_cells and max_bytes (request and reply); with
+    first_bytes, growing from that size as in :func:`plan_pairhmm_chunks`.
 
     ``cells`` and ``request_bytes`` are per pair; ``reply_bytes`` is per pair; ``fixed_bytes`` is
     what every request carries whatever its pairs (the leading 0 of its offset arrays). A single
     pair over the limits raises ValueError.
     """
-    budget = max_bytes - REQUEST_FRAMING_BYTES
-    if max_cells < 1 or budget < 64:
+    if max_cells < 1 or max_bytes - REQUEST_FRAMING_BYTES < 64:
         raise ValueError(f"limits too small to send anything (max_cells={max_cells}, max_bytes={max_bytes})")
     n = len(cells)
     per_pair = (cells, request_bytes, np.full(n, reply_bytes, dtype=np.int64))
     cum = [np.concatenate([[0], np.cumsum(a, dtype=np.int64)]) for a in per_pair]
-    caps = (max_cells, budget - fixed_bytes, budget)
     ranges: list[tuple[int, int]] = []
     i = 0
+    budgets = chunk_budgets(max_bytes, first_bytes)
     while i < n:
+        budget = next(budgets)
+        caps = (max_cells, budget - fixed_bytes, budget)
         j = min(int(np.searchsorted(c, c[i] + cap, side="right")) - 1 for c, cap in zip(cum, caps))
+        if j <= i and budget < max_bytes - REQUEST_FRAMING_BYTES:
+            budgets = chunk_budgets(max_bytes, None)  # a pair over the growing budget: full ones from here
+            continue
         if j <= i:
             raise ValueError(f"pair {i} alone ({int(cells[i])} cells, {int(request_bytes[i])} bytes) exceeds "
                              f"the server's limits ({max_cells} cells, {budget} bytes per request)")

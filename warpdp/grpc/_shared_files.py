@@ -6,18 +6,20 @@ server's shared directory (``/dev/shm`` by default) and sends only the file's na
 arrays' sizes. Tens of megabytes then cost two memory copies instead of a trip through gRPC's
 message path, which on the GPU backend took longer than the scoring itself.
 
-The server reads the file into its own memory while it decodes the request. It never maps
-the file: a client that truncated a mapped file would crash the server with SIGBUS, and a
-client that rewrote one could change offsets after they were validated. The client owns its
-files: it creates them readable by its own user only, reuses them from call to call (writing
-over pages the file already has is several times faster than filling a new file), and
-deletes them when it closes. A client killed outright cannot; the next pool of the same user
-removes such leftovers (:func:`remove_stale_files`).
+The server reads the file into its own memory (a GPU server: page-locked memory, which the
+GPU copies from directly) while it decodes the request. It never maps the file: a client that
+truncated a mapped file would crash the server with SIGBUS, and a client that rewrote one
+could change offsets after they were validated. The client owns its files: it creates them
+readable by its own user only, allocates them up front and writes through its own mapping
+(about twice as fast as write()), reuses them from call to call (pages a file already has
+need no faulting in), and deletes them when it closes. A client killed outright cannot; the
+next pool of the same user removes such leftovers (:func:`remove_stale_files`).
 """
 from __future__ import annotations
 
 import ipaddress
 import logging
+import mmap
 import os
 import re
 import secrets
@@ -25,19 +27,30 @@ import stat
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import grpc
 import numpy as np
+
+from ..kernels.host_copy import copy_arrays
 
 DEFAULT_DIRECTORY = "/dev/shm"
 NAME_PREFIX = "warpdp-"
 _NAME = re.compile(r"warpdp-[A-Za-z0-9._-]{1,200}")
 # A client keeps files for reuse up to this many bytes in all; larger ones are deleted after use.
 KEEP_BYTES = 256 * 1024 * 1024
-# Linux moves at most this much per read/write call.
-_IO_STEP = 1 << 30
+# Buffers one preadv() call fills at most (Linux's IOV_MAX); it moves at most 2 GiB - 4 KiB.
+_IOV_MAX = 1024
+# A file is read by up to _READ_THREADS threads, each taking at least _READ_PART_BYTES.
+_READ_THREADS = 4
+_READ_PART_BYTES = 1 << 20
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+# Client files grow in steps of this many bytes (with an eighth of headroom).
+_GROW_STEP = 1 << 20
+_MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0)  # map the pages at once, not at first touch
 # A client's file left behind by a dead process is removed once unchanged this long: a live
 # client in another PID namespace (whose PID looks dead here) writes its files at every call.
 STALE_AFTER_S = 600.0
@@ -93,8 +106,9 @@ def is_local_address(address: str) -> bool:
 
 
 def read_arrays(directory: str, name: str, sizes: Sequence[int], fields: Sequence[str],
-                max_bytes: int) -> dict[str, np.ndarray]:
-    """The arrays of a shared file as uint8 arrays in server memory, by field name.
+                max_bytes: int, empty: Callable[[int], np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """The arrays of a shared file as uint8 arrays in server memory, by field name, all in one
+    buffer from ``empty(nbytes)`` (a GPU server reads into page-locked memory).
 
     Raises SharedFileRejected: INVALID_ARGUMENT for a bad name, sizes that do not match the
     fields or a file shorter than they say; RESOURCE_EXHAUSTED over max_bytes;
@@ -129,18 +143,18 @@ def read_arrays(directory: str, name: str, sizes: Sequence[int], fields: Sequenc
                                               f"holds {info.st_size}")
         # Each array starts 8-byte aligned in server memory, so int64 views need no copy.
         starts = np.concatenate([[0], np.cumsum([(int(size) + 7) // 8 * 8 for size in sizes])])
-        buffer = np.empty(int(starts[-1]), dtype=np.uint8)
-        arrays, file_offset = {}, 0
-        for field, size, start in zip(fields, sizes, starts):
-            array = arrays[field] = buffer[start:start + int(size)]
-            done = 0
-            while done < len(array):
-                got = os.preadv(fd, [array[done:done + _IO_STEP]], file_offset + done)
-                if got == 0:  # shortened while we read
-                    raise SharedFileRejected(invalid, f"invalid shared_file: {path} ended after "
-                                                      f"{file_offset + done} of {total} bytes")
-                done += got
-            file_offset += len(array)
+        buffer = (empty or _empty_bytes)(int(starts[-1]))
+        arrays = {field: buffer[start:start + int(size)] for field, size, start in zip(fields, sizes, starts)}
+        # The file holds the arrays back to back. One thread reads about 5 GB/s from a memory
+        # file system: large files are read in parts by several threads at once.
+        joined = [a for a in arrays.values() if len(a)]
+        parts = min(_READ_THREADS, total // _READ_PART_BYTES)
+        if parts < 2:
+            _read_range(fd, path, total, joined, 0, total)
+        else:
+            bounds = [total * k // parts for k in range(parts + 1)]
+            list(_read_pool().map(lambda k: _read_range(fd, path, total, joined, bounds[k], bounds[k + 1]),
+                                  range(parts)))
     except OSError as exc:
         raise SharedFileRejected(grpc.StatusCode.FAILED_PRECONDITION,
                                  f"shared file unusable: cannot read {path}: {exc.strerror}") from None
@@ -151,11 +165,13 @@ def read_arrays(directory: str, name: str, sizes: Sequence[int], fields: Sequenc
 
 @dataclass
 class SharedFile:
-    """One of a client's files: its name in the directory and the bytes it has room for."""
+    """One of a client's files: its name in the directory, the bytes it has room for, and the
+    client's own mapping of it."""
 
     name: str
     fd: int
     capacity: int
+    mapping: mmap.mmap | None = None
 
 
 class SharedFilePool:
@@ -184,7 +200,7 @@ class SharedFilePool:
     def acquire(self, arrays: Sequence[np.ndarray]) -> tuple[SharedFile, list[int]]:
         """A file holding the arrays (uint8 or int64 little-endian, C-contiguous) back to back,
         and their sizes in bytes. OSError when the directory cannot take them."""
-        buffers = [memoryview(np.ascontiguousarray(a)).cast("B") for a in arrays]
+        buffers = [np.ascontiguousarray(a).reshape(-1).view(np.uint8) for a in arrays]
         sizes = [len(b) for b in buffers]
         total = sum(sizes)
         with self._lock:
@@ -197,11 +213,12 @@ class SharedFilePool:
         if chosen is None:
             chosen = self._create()
         try:
-            _write_all(chosen.fd, buffers)
+            if chosen.capacity < total:
+                _grow(chosen, total)
+            _write_all(chosen, buffers)
         except OSError:
             self._delete(chosen)
             raise
-        chosen.capacity = max(chosen.capacity, total)
         return chosen, sizes
 
     def release(self, shared: SharedFile) -> None:
@@ -232,6 +249,8 @@ class SharedFilePool:
         path = os.path.join(self.directory, shared.name)
         with self._lock:
             self._paths.discard(path)
+        if shared.mapping is not None:
+            shared.mapping.close()
         try:
             os.close(shared.fd)
         except OSError:
@@ -278,13 +297,68 @@ def _process_exists(pid: int) -> bool:
     return True
 
 
-def _write_all(fd: int, buffers: list[memoryview]) -> None:
-    offset = 0
-    for buffer in buffers:
-        done = 0
-        while done < len(buffer):
-            done += os.pwrite(fd, buffer[done:done + _IO_STEP], offset + done)
-        offset += len(buffer)
+def _read_range(fd: int, path: str, total: int, arrays: list[np.ndarray], lo: int, hi: int) -> None:
+    """Read bytes lo..hi of the file into the arrays it holds back to back. As few system
+    calls as possible: each gives the interpreter lock up, and getting it back in a busy server
+    can take longer than the read."""
+    pending, start = [], 0
+    for array in arrays:  # the parts of the arrays within lo..hi
+        end = start + len(array)
+        if end > lo and start < hi:
+            pending.append(array[max(lo - start, 0):min(hi, end) - start])
+        start = end
+    offset = lo
+    while pending:
+        got = os.preadv(fd, pending[:_IOV_MAX], offset)
+        if got == 0:  # shortened while we read
+            raise SharedFileRejected(grpc.StatusCode.INVALID_ARGUMENT,
+                                     f"invalid shared_file: {path} ended after {offset} of {total} bytes")
+        offset += got
+        while pending and got >= len(pending[0]):
+            got -= len(pending.pop(0))
+        if got:
+            pending[0] = pending[0][got:]
+
+
+def _read_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=_READ_THREADS, thread_name_prefix="warpdp-shared-read")
+        return _pool
+
+
+def _empty_bytes(nbytes: int) -> np.ndarray:
+    return np.empty(nbytes, dtype=np.uint8)
+
+
+def _grow(shared: SharedFile, nbytes: int) -> None:
+    """Make the file and the client's mapping of it hold at least nbytes."""
+    capacity = -(-(nbytes + nbytes // 8) // _GROW_STEP) * _GROW_STEP
+    # Allocated up front: writing through a mapping into a full file system would be SIGBUS,
+    # where fallocate raises OSError (ENOSPC), which the client turns into sending messages.
+    os.posix_fallocate(shared.fd, 0, capacity)
+    if shared.mapping is not None:
+        shared.mapping.close()
+        shared.mapping = None
+    shared.mapping = mmap.mmap(shared.fd, capacity, flags=mmap.MAP_SHARED | _MAP_POPULATE)
+    shared.capacity = capacity
+
+
+def _write_all(shared: SharedFile, buffers: list[np.ndarray]) -> None:
+    """The buffers back to back at the start of the file, through the client's mapping: a
+    memory copy (spread over threads when large), where write() went at about half the speed."""
+    assert shared.mapping is not None
+    view = np.frombuffer(shared.mapping, dtype=np.uint8)
+    copies: list[tuple[np.ndarray, np.ndarray]] = []
+    try:
+        offset = 0
+        for buffer in buffers:
+            copies.append((view[offset:offset + len(buffer)], buffer))
+            offset += len(buffer)
+        copy_arrays(copies)
+    finally:
+        del copies, view  # the mapping cannot close while arrays point into it
 
 
 def _unlink_all(paths: set[str]) -> None:

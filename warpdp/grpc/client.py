@@ -22,6 +22,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import os
+import queue
 import socket
 import threading
 from collections.abc import Sequence
@@ -48,8 +49,13 @@ _CHUNK_BYTES = 16 * 1024 * 1024
 # chunks of at most _SHARED_CHUNK_BYTES, so writing chunk k+1 overlaps scoring chunk k.
 _SHARED_MIN_BYTES = 1024 * 1024
 _SHARED_CHUNK_BYTES = 8 * 1024 * 1024
+# The first streamed chunk is this small and each next one twice the one before (up to the
+# sizes above): the server starts scoring after a short first transfer, not a full chunk's.
+_FIRST_CHUNK_BYTES = 2 * 1024 * 1024
 # Chunks written to shared files but not yet answered, per stream: bounds the files in use.
-_SHARED_IN_FLIGHT = 3
+# As many as the GPU server keeps queued per stream (2 * workers + 2), so that the next chunk
+# is written while the earlier ones are read, scored and answered.
+_SHARED_IN_FLIGHT = 6
 logger = logging.getLogger("warpdp.grpc")
 _URI_SCHEMES = ("dns:", "ipv4:", "ipv6:", "unix:", "unix-abstract:", "vsock:", "xds:")
 
@@ -172,6 +178,7 @@ class Client:
         self._info_lock = threading.Lock()
         self._shared_files = shared_files and all(_shared_files.is_local_address(a) for a in addresses)
         self._shared_pool: _shared_files.SharedFilePool | None = None
+        self._finishing: set[Any] = set()  # stream calls whose results are all in, until they end
 
     # -- public API --
 
@@ -280,7 +287,7 @@ class Client:
         if algorithm.fits(payload, key, max_cells, max_bytes):
             self._unary(payload, key, out, timeout)
             return
-        chunks = algorithm.plan(payload, key, _chunk_cells(info), min(max_bytes, _CHUNK_BYTES))
+        chunks = algorithm.plan(payload, key, _chunk_cells(info), min(max_bytes, _CHUNK_BYTES), _FIRST_CHUNK_BYTES)
         self._streams(chunks, key, out, timeout)
 
     def _pool(self, timeout: float | None) -> _shared_files.SharedFilePool | None:
@@ -300,7 +307,8 @@ class Client:
         """Stream the job in chunks whose arrays travel in shared files."""
         algorithm = algorithm_for(payload)
         info = self.server_info(timeout=timeout)
-        chunks = algorithm.plan(payload, key, _chunk_cells(info), min(info.limits.max_message_bytes, _SHARED_CHUNK_BYTES))
+        chunks = algorithm.plan(payload, key, _chunk_cells(info), min(info.limits.max_message_bytes, _SHARED_CHUNK_BYTES),
+                                _FIRST_CHUNK_BYTES)
         try:
             self._streams(chunks, key, out, timeout, pool)
         except ServiceError as exc:
@@ -347,31 +355,57 @@ class Client:
     def _stream(self, chunks: list[Any], offsets: np.ndarray, key: Any, out: np.ndarray,
                 timeout: float | None, calls: list[Any],
                 pool: _shared_files.SharedFilePool | None = None) -> None:
-        """One stream call for the chunks; with a pool, their arrays go through shared files."""
+        """One stream call for the chunks; with a pool, their arrays go through shared files:
+        the first written here before the call starts, the others by a thread of their own."""
         algorithm = algorithm_for(chunks[0])
         method = algorithm.rpc + "Stream"
         in_files: dict[int, _shared_files.SharedFile] = {}  # chunk -> its file, until answered
         write_errors: list[OSError] = []
-        room = threading.Semaphore(_SHARED_IN_FLIGHT)  # gRPC would otherwise write every chunk at once
+        room = threading.Semaphore(_SHARED_IN_FLIGHT)  # writing every chunk at once would need a file each
         ended = threading.Event()
+        written: queue.SimpleQueue[Any] = queue.SimpleQueue()  # requests ready to send; None ends them
+
+        def write(index: int) -> bool:
+            """Write a chunk's file and queue its request; False when the stream must end."""
+            room.acquire()
+            if ended.is_set():
+                return False
+            try:
+                shared, sizes = pool.acquire(list(algorithm.wire_arrays(chunks[index]).values()))  # type: ignore[union-attr]
+            except OSError as exc:  # e.g. the directory is full: end the stream here
+                write_errors.append(exc)
+                return False
+            in_files[index] = shared
+            written.put(algorithm.request(chunks[index], key, warpdp_pb2.SharedFile(name=shared.name, sizes=sizes)))
+            return True
+
+        def write_rest() -> None:
+            try:
+                for index in range(1, len(chunks)):
+                    if not write(index):
+                        return
+            finally:
+                written.put(None)
 
         def requests() -> Any:
-            for index, chunk in enumerate(chunks):
-                if pool is None:
+            if pool is None:
+                for chunk in chunks:
                     yield algorithm.request(chunk, key)
-                    continue
-                room.acquire()
-                if ended.is_set():
-                    return
-                try:
-                    shared, sizes = pool.acquire(list(algorithm.wire_arrays(chunk).values()))
-                except OSError as exc:  # e.g. the directory is full: end the stream here
-                    write_errors.append(exc)
-                    return
-                in_files[index] = shared
-                yield algorithm.request(chunk, key, warpdp_pb2.SharedFile(name=shared.name, sizes=sizes))
+                return
+            while (request := written.get()) is not None:
+                yield request
 
+        writer = None
         try:
+            if pool is not None:
+                # The first chunk is written by this thread, before the call is set up: setting
+                # it up takes longer than writing a first chunk (and holds the interpreter lock,
+                # which a writer thread would wait for).
+                if write(0) and len(chunks) > 1:
+                    writer = threading.Thread(target=write_rest, name="warpdp-shared-writer", daemon=True)
+                    writer.start()
+                else:
+                    written.put(None)
             call = getattr(self._stub, method)(requests(), metadata=self._metadata, timeout=timeout,
                                                wait_for_ready=self._wait_for_ready)
             calls.append(call)
@@ -385,11 +419,19 @@ class Client:
                     pool.release(in_files.pop(received))  # type: ignore[union-attr]
                     room.release()
                 received += 1
+                if received == len(chunks):
+                    # Every result is in: do not wait for the call's status too (another round
+                    # trip). The call is kept until it ends, so that it is not cancelled.
+                    self._finishing.add(call)
+                    call.add_done_callback(self._finishing.discard)
+                    break
         except grpc.RpcError as exc:
             raise _service_error(exc) from None
         finally:
             ended.set()
-            room.release(len(chunks))  # a request writer still waiting for room returns
+            room.release(len(chunks))  # a writer still waiting for room returns
+            if writer is not None:
+                writer.join()  # it adds no file after this
             for index in list(in_files):
                 pool.release(in_files.pop(index))  # type: ignore[union-attr]
         if write_errors:

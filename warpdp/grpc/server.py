@@ -32,6 +32,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from ..kernels.chunk_slot import pinned_empty
 from ..plugin.backend import choose_backend, cpu_name, resolve_threads
 from . import _shared_files, warpdp_pb2, warpdp_pb2_grpc
 from ._algorithms import ALGORITHMS, SEEDEXT, XDROP, Algorithm, InvalidRequest, Job, PAIRHMM
@@ -292,10 +293,11 @@ class WorkItem:
     and then the batcher's `notify` hook gets it (the server resolves `waiter` there)."""
 
     __slots__ = ("kernel", "key", "payload", "cells", "n_out", "deadline", "enqueued", "state", "result",
-                 "error", "event", "queue_s", "compute_s", "coalesced", "submission_cells", "drop_reason", "waiter")
+                 "error", "event", "queue_s", "compute_s", "coalesced", "submission_cells", "drop_reason", "waiter",
+                 "streamed")
 
     def __init__(self, kernel: Kernel, key: Any, payload: Any, cells: int, n_out: int, deadline: float | None,
-                 waiter: Any = None) -> None:
+                 waiter: Any = None, streamed: bool = False) -> None:
         self.kernel, self.key, self.payload = kernel, key, payload
         self.cells, self.n_out, self.deadline = cells, n_out, deadline
         self.enqueued = time.monotonic()
@@ -308,6 +310,9 @@ class WorkItem:
         self.submission_cells = 0
         self.drop_reason = ""
         self.waiter = waiter  # what the batcher's `notify` hook wakes (the server: an asyncio future)
+        # A chunk of a streamed job: already sized for a submission of its own, so it is not
+        # coalesced (that would copy it) and may start while another submission runs.
+        self.streamed = streamed
 
 
 class BatcherClosed(RuntimeError):
@@ -329,6 +334,8 @@ class Batcher:
     runs only once at least that many cells are queued. The GPU server uses this: a large
     job's chunks overlap (one's host work hides behind the other's GPU work), while small
     requests wait and join the next batch instead of paying for a submission of their own.
+    A chunk of a streamed job (``submit(..., streamed=True)``) is already sized for a
+    submission: it is never coalesced and never waits for others.
     """
 
     def __init__(self, *, workers: int = 1, batching: bool = True, max_wait_s: float = 0.002,
@@ -383,8 +390,9 @@ class Batcher:
             self._changed_locked()
 
     def submit(self, kernel: Kernel, key: Any, payload: Any, *, cells: int, n_out: int,
-               deadline: float | None = None, arrived: bool = False, waiter: Any = None) -> WorkItem:
-        item = WorkItem(kernel, key, payload, cells, n_out, deadline, waiter)
+               deadline: float | None = None, arrived: bool = False, waiter: Any = None,
+               streamed: bool = False) -> WorkItem:
+        item = WorkItem(kernel, key, payload, cells, n_out, deadline, waiter, streamed)
         with self._lock:
             if arrived:
                 self._arriving -= 1
@@ -398,9 +406,9 @@ class Batcher:
             # to be arriving or the queue to be full, and (overlap_cells) for a running
             # submission to end or enough cells to overlap it. Anything else leaves its
             # decision as is, and waking it would only cost a thread switch.
-            if self._running and self._queued_cells < self._overlap_cells:
+            if self._running and self._queued_cells < self._overlap_cells and not streamed:
                 pass  # the running submission's worker takes it next
-            elif (was_empty or self._arriving == 0 or self._queued_cells >= self._max_cells
+            elif (streamed or was_empty or self._arriving == 0 or self._queued_cells >= self._max_cells
                     or (self._running and self._queued_cells - cells < self._overlap_cells)):
                 self._wake_worker_locked()
             self._changed_locked()
@@ -519,10 +527,11 @@ class Batcher:
                 self._queue.popleft()
                 self._drop_locked(first, "deadline")
                 continue
-            if self._running and self._queued_cells < self._overlap_cells and not self._draining:
+            if (self._running and self._queued_cells < self._overlap_cells and not first.streamed
+                    and not self._draining):
                 self._sleep_locked(None)  # woken when a submission ends or enough is queued
                 continue
-            if (self._batching and not self._draining and self._arriving > 0
+            if (self._batching and not self._draining and self._arriving > 0 and not first.streamed
                     and self._queued_cells < self._max_cells):
                 remaining = first.enqueued + self._max_wait - now
                 if remaining > 0:
@@ -533,14 +542,15 @@ class Batcher:
     def _take_locked(self) -> list[WorkItem]:
         first = self._queue.popleft()
         taken, cells = [first], first.cells
-        if self._batching and self._queue:
+        if self._batching and self._queue and not first.streamed:
             keep: collections.deque[WorkItem] = collections.deque()
             now = time.monotonic()
             kernel, key, max_cells = first.kernel, first.key, self._max_cells
             for item in self._queue:
                 if item.deadline is not None and item.deadline <= now:
                     self._drop_locked(item, "deadline")
-                elif item.kernel is kernel and item.key == key and cells + item.cells <= max_cells:
+                elif (item.kernel is kernel and item.key == key and cells + item.cells <= max_cells
+                        and not item.streamed):
                     taken.append(item)
                     cells += item.cells
                 else:
@@ -616,6 +626,26 @@ class Batcher:
 # Service
 
 
+def _page_locked_or_plain(nbytes: int) -> np.ndarray:
+    """Memory for a GPU kernel's shared-file read: page-locked, or plain memory (slower to
+    upload, as right) when CUDA cannot give more."""
+    try:
+        return pinned_empty(nbytes)
+    except Exception as exc:  # CuPy's out-of-memory and CUDA errors have no common base
+        logger.warning("no page-locked memory for a shared file of %d bytes (%s); using plain memory", nbytes, exc)
+        return np.empty(nbytes, dtype=np.uint8)
+
+
+class _StreamWork:
+    """A stream's chunks in the batcher and not yet answered. ``over`` is set when the stream
+    ends: its queued chunks are then cancelled, and a chunk queued afterwards (by a thread that
+    was decoding it) is cancelled at once by that thread."""
+
+    def __init__(self) -> None:
+        self.items: set[WorkItem] = set()
+        self.over = False
+
+
 class _RpcFailure(Exception):
     """A status to answer with; raised inside handlers, turned into context.abort at the top."""
 
@@ -676,7 +706,9 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
         self._metrics = metrics
         self._info = info
         self._stats = _CallStats(config.log_every)
-        self._stream_window = max(2, workers + 1)
+        # Chunks of one stream queued and not yet answered: enough for every worker to have one
+        # running and one queued, with more being read and answered meanwhile.
+        self._stream_window = 2 * workers + 2
         # Reading shared files and decoding large requests block: they run here, off the loop.
         self._blocking_pool = blocking_pool
 
@@ -764,11 +796,12 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
         code, cells = grpc.StatusCode.OK, 0
         room = asyncio.Semaphore(self._stream_window)
         entries: asyncio.Queue[Any] = asyncio.Queue()
-        queued: set[WorkItem] = set()
+        queued = _StreamWork()
         end = object()
 
         def cancel_queued(_call: Any = None) -> None:
-            for item in list(queued):
+            queued.over = True  # a chunk queued from now on is cancelled by whoever queues it
+            for item in list(queued.items):
                 self._batcher.cancel(item, "cancelled")
 
         async def read() -> None:
@@ -776,13 +809,8 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
             try:
                 async for request in request_iterator:
                     index += 1
-                    where = f"chunk {index}: "
-                    job = await self._decode(kernel, request, context, where)
-                    self._check_limits(kernel, job, where)
                     await room.acquire()
-                    item = self._enqueue(kernel, job, context) if job.n_pairs else None
-                    if item is not None:
-                        queued.add(item)
+                    job, item = await self._decode_chunk(kernel, request, context, f"chunk {index}: ", queued)
                     entries.put_nowait((index, item, job))
                 entries.put_nowait(end)
             except _RpcFailure as failure:
@@ -806,7 +834,7 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
                     raise entry
                 index, item, job = entry
                 reply = await self._reply(kernel, item, job, index)
-                queued.discard(item)
+                queued.items.discard(item)
                 room.release()
                 cells += job.cells
                 yield reply
@@ -836,17 +864,44 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
                 self._blocking_pool, self._decode_blocking, kernel, request, peer, chunk)
         return self._decode_blocking(kernel, request, context.peer(), chunk)
 
+    async def _decode_chunk(self, kernel: AlgorithmKernel, request: Any, context: grpc.aio.ServicerContext,
+                            chunk: str, queued: _StreamWork) -> tuple[Job, WorkItem | None]:
+        """A stream's chunk decoded, checked and queued (None: nothing to score). Off the event
+        loop when large, where the thread that decoded it also queues it: a trip back through
+        the busy loop first would only delay the backend."""
+        remaining = context.time_remaining()
+        deadline = None if remaining is None else time.monotonic() + remaining
+        waiter = asyncio.get_running_loop().create_future()
+        args = (kernel, request, context.peer(), chunk, deadline, waiter, queued)
+        if request.HasField("shared_file") or request.ByteSize() >= _DECODE_OFF_LOOP_BYTES:
+            return await asyncio.get_running_loop().run_in_executor(self._blocking_pool, self._queue_chunk, *args)
+        return self._queue_chunk(*args)
+
+    def _queue_chunk(self, kernel: AlgorithmKernel, request: Any, peer: str, chunk: str, deadline: float | None,
+                     waiter: Any, queued: _StreamWork) -> tuple[Job, WorkItem | None]:
+        job = self._decode_blocking(kernel, request, peer, chunk)
+        self._check_limits(kernel, job, chunk)
+        if not job.n_pairs:
+            return job, None
+        item = self._submit(kernel, job, deadline, waiter, streamed=True)
+        queued.items.add(item)
+        if queued.over:  # the stream ended while this chunk was decoded
+            self._batcher.cancel(item, "cancelled")
+        return job, item
+
     def _decode_blocking(self, kernel: AlgorithmKernel, request: Any, peer: str, chunk: str) -> Job:
         packed = None
         if request.HasField("shared_file"):
-            packed = self._read_shared_file(kernel.algorithm, request, peer, chunk)
+            packed = self._read_shared_file(kernel, request, peer, chunk)
         try:
             return kernel.algorithm.decode(request, packed)
         except InvalidRequest as exc:  # "invalid <field>: <problem>"
             raise _RpcFailure(grpc.StatusCode.INVALID_ARGUMENT, f"{chunk}{exc}") from None
 
-    def _read_shared_file(self, algorithm: Algorithm, request: Any, peer: str, chunk: str) -> SimpleNamespace:
-        """The packed arrays of a request that left them in a shared file."""
+    def _read_shared_file(self, kernel: AlgorithmKernel, request: Any, peer: str, chunk: str) -> SimpleNamespace:
+        """The packed arrays of a request that left them in a shared file; for a GPU kernel in
+        page-locked memory, which the GPU copies from without a copy on the host first."""
+        algorithm = kernel.algorithm
         if getattr(request, algorithm.packed_field).ByteSize():
             raise _RpcFailure(grpc.StatusCode.INVALID_ARGUMENT,
                               f"{chunk}invalid {algorithm.request_type.__name__}: set either "
@@ -861,7 +916,8 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
         fields = [field.name for field in algorithm.packed_message.DESCRIPTOR.fields]
         try:
             arrays = _shared_files.read_arrays(directory, request.shared_file.name, list(request.shared_file.sizes),
-                                               fields, self._config.max_message_bytes)
+                                               fields, self._config.max_message_bytes,
+                                               _page_locked_or_plain if kernel.backend == "gpu" else None)
         except _shared_files.SharedFileRejected as exc:
             raise _RpcFailure(exc.code, f"{chunk}{exc}") from None
         return SimpleNamespace(**arrays)
@@ -882,10 +938,14 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
                  arrived: bool = False) -> WorkItem:
         remaining = context.time_remaining()
         deadline = None if remaining is None else time.monotonic() + remaining
-        waiter = asyncio.get_running_loop().create_future()
+        return self._submit(kernel, job, deadline, asyncio.get_running_loop().create_future(), arrived)
+
+    def _submit(self, kernel: AlgorithmKernel, job: Job, deadline: float | None, waiter: Any,
+                arrived: bool = False, streamed: bool = False) -> WorkItem:
+        """Queue a decoded request in the batcher (any thread); waiter is an asyncio future."""
         try:
             return self._batcher.submit(kernel, job.key, job.payload, cells=job.cells, n_out=job.n_pairs,
-                                        deadline=deadline, arrived=arrived, waiter=waiter)
+                                        deadline=deadline, arrived=arrived, waiter=waiter, streamed=streamed)
         except BatcherClosed as exc:
             raise _RpcFailure(grpc.StatusCode.UNAVAILABLE, str(exc)) from None
 
