@@ -15,7 +15,7 @@ import warpdp
 from grpc_support import WAIT, start_server, stub_for
 from test_grpc_service import local, make_batches
 from test_grpc_xdrop_seedext import K, assert_seedext_equal, assert_xdrop_equal, local_xdrop, make_seed_pairs, make_xdrop_pairs
-from warpdp.grpc import Client, client as client_module, server as server_module, warpdp_pb2
+from warpdp.grpc import Client, ServiceError, client as client_module, server as server_module, warpdp_pb2
 from warpdp.grpc._algorithms import PAIRHMM, SEEDEXT, XDROP, XdropKey
 from warpdp.grpc._shared_files import SharedFilePool, SharedFileRejected, is_local_address, is_local_peer, read_arrays
 
@@ -108,6 +108,34 @@ def test_shared_files_off_and_unreadable_fall_back_to_messages(small_shared_jobs
             np.testing.assert_array_equal(client.pairhmm(batches), local(batches))
             np.testing.assert_array_equal(client.pairhmm(batches), local(batches))
             assert client._shared_files is False  # noqa: SLF001 (tried once, then messages only)
+    finally:
+        srv.stop()
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_chunk_failing_mid_job_fails_the_job_and_frees_the_files(small_shared_jobs, tmp_path, monkeypatch):
+    # Chunk 3 of a job through shared files fails in the server: the call raises that error,
+    # the chunks started after it are cancelled, and every file goes back to the client's pool.
+    real = server_module._shared_files.read_arrays
+    reads: list[str] = []
+
+    def third_fails(directory, name, *args, **kwargs):
+        reads.append(name)
+        if len(reads) == 3:
+            raise SharedFileRejected(grpc.StatusCode.RESOURCE_EXHAUSTED, "test: the third chunk is refused")
+        return real(directory, name, *args, **kwargs)
+
+    monkeypatch.setattr(server_module._shared_files, "read_arrays", third_fails)
+    batches = make_batches(16, 60)
+    srv = start_server(shared_dir=tmp_path)
+    try:
+        with Client(srv.address, timeout=WAIT) as client:
+            with pytest.raises(ServiceError) as error:
+                client.pairhmm(batches)
+            assert error.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED and "third chunk" in error.value.details
+            pool = client._shared_pool  # noqa: SLF001
+            assert pool is not None and len(pool._free) == len(pool._paths) > 0  # noqa: SLF001 (none held)
+            np.testing.assert_array_equal(client.pairhmm(batches), local(batches))  # the client still works
     finally:
         srv.stop()
     assert os.listdir(tmp_path) == []
