@@ -856,9 +856,20 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
 
     # -- helpers --
 
+    @staticmethod
+    def _decodes_off_loop(request: Any) -> bool:
+        """Whether decoding the request blocks long enough to move it off the event loop."""
+        return request.HasField("shared_file") or request.ByteSize() >= _DECODE_OFF_LOOP_BYTES
+
+    @staticmethod
+    def _deadline(context: grpc.aio.ServicerContext) -> float | None:
+        """The call's deadline on time.monotonic()'s clock (None: no deadline)."""
+        remaining = context.time_remaining()
+        return None if remaining is None else time.monotonic() + remaining
+
     async def _decode(self, kernel: AlgorithmKernel, request: Any, context: grpc.aio.ServicerContext,
                       chunk: str = "") -> Job:
-        if request.HasField("shared_file") or request.ByteSize() >= _DECODE_OFF_LOOP_BYTES:
+        if self._decodes_off_loop(request):
             peer = context.peer()
             return await asyncio.get_running_loop().run_in_executor(
                 self._blocking_pool, self._decode_blocking, kernel, request, peer, chunk)
@@ -869,11 +880,9 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
         """A stream's chunk decoded, checked and queued (None: nothing to score). Off the event
         loop when large, where the thread that decoded it also queues it: a trip back through
         the busy loop first would only delay the backend."""
-        remaining = context.time_remaining()
-        deadline = None if remaining is None else time.monotonic() + remaining
         waiter = asyncio.get_running_loop().create_future()
-        args = (kernel, request, context.peer(), chunk, deadline, waiter, queued)
-        if request.HasField("shared_file") or request.ByteSize() >= _DECODE_OFF_LOOP_BYTES:
+        args = (kernel, request, context.peer(), chunk, self._deadline(context), waiter, queued)
+        if self._decodes_off_loop(request):
             return await asyncio.get_running_loop().run_in_executor(self._blocking_pool, self._queue_chunk, *args)
         return self._queue_chunk(*args)
 
@@ -936,9 +945,7 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
 
     def _enqueue(self, kernel: AlgorithmKernel, job: Job, context: grpc.aio.ServicerContext,
                  arrived: bool = False) -> WorkItem:
-        remaining = context.time_remaining()
-        deadline = None if remaining is None else time.monotonic() + remaining
-        return self._submit(kernel, job, deadline, asyncio.get_running_loop().create_future(), arrived)
+        return self._submit(kernel, job, self._deadline(context), asyncio.get_running_loop().create_future(), arrived)
 
     def _submit(self, kernel: AlgorithmKernel, job: Job, deadline: float | None, waiter: Any,
                 arrived: bool = False, streamed: bool = False) -> WorkItem:
