@@ -39,3 +39,38 @@ def test_chunks_cover_the_input_in_order_and_grow(limit: int) -> None:
     if limit < batches.n_cells:
         assert len(chunks) > 1
         assert cells[0] <= first or chunks[0].b1 - chunks[0].b0 == 1
+
+
+class _Device:
+    """Answers page_locked from a set of owners, and counts the questions."""
+
+    def __init__(self, locked_owners: list) -> None:
+        self.locked = {id(owner) for owner in locked_owners}
+        self.asked = 0
+
+    def page_locked(self, array: np.ndarray) -> bool:
+        self.asked += 1
+        return id(array.base if array.base is not None else array) in self.locked
+
+
+def test_page_locked_fields_asks_once_per_owner_and_never_for_bytes() -> None:
+    batches = random_batches(np.random.default_rng(5), n_batches=4, reads=(1, 3), haps=(1, 2), read_len=(5, 50),
+                             hap_len=(5, 60), related=0.5)
+    names = ("read_bases", "read_quals", "read_ins", "read_del", "read_gcp", "hap_bases")
+    # All six in one buffer (as the gRPC server reads a shared file): one question.
+    joined = np.concatenate([getattr(batches, name) for name in names])
+    starts = np.cumsum([0] + [len(getattr(batches, name)) for name in names])
+    one_buffer = {name: joined[a:b] for name, a, b in zip(names, starts[:-1], starts[1:])}
+    device = _Device([joined])
+    got = gpu_module._page_locked_fields(batches.__class__(**{**vars(batches), **one_buffer}), device)
+    assert got == set(names) and device.asked == 1
+    # Fields over bytes (a decoded message's): no question at all.
+    from_bytes = {name: np.frombuffer(getattr(batches, name).tobytes(), dtype=np.uint8) for name in names}
+    device = _Device([])
+    assert gpu_module._page_locked_fields(batches.__class__(**{**vars(batches), **from_bytes}), device) == set()
+    assert device.asked == 0
+    # Arrays of their own: one question each.
+    own = {name: getattr(batches, name).copy() for name in names}
+    device = _Device([own["hap_bases"]])
+    assert gpu_module._page_locked_fields(batches.__class__(**{**vars(batches), **own}), device) == {"hap_bases"}
+    assert device.asked == 6

@@ -680,15 +680,19 @@ def _copy_out(out: np.ndarray, out_lo: int, n_out: int, slot: ChunkSlot) -> None
 
 def _page_locked_fields(batches: Any, device: Any) -> frozenset[str]:
     """The input fields in page-locked memory; CUDA is asked once per memory owner (the gRPC
-    server's arrays of a request all lie in one buffer)."""
+    server's arrays of a request all lie in one buffer). Fields over ``bytes`` (a decoded
+    message's) are Python's own memory: the server's uncoalesced requests then cost no query,
+    each of which gives up the interpreter lock."""
     answers: dict[int, bool] = {}
     locked = []
     for name in (*_READ_FIELDS, "hap_bases"):
         array = getattr(batches, name)
-        owner = id(array.base if array.base is not None else array)
-        if owner not in answers:
-            answers[owner] = device.page_locked(array)
-        if answers[owner]:
+        owner = array.base if array.base is not None else array
+        if isinstance(owner, bytes):
+            continue
+        if id(owner) not in answers:
+            answers[id(owner)] = device.page_locked(array)
+        if answers[id(owner)]:
             locked.append(name)
     return frozenset(locked)
 
