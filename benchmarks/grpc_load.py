@@ -318,9 +318,7 @@ def large_job_overhead(server: ServerProcess, backend: str, cells_target: float,
                 assert matches(got, expected, backend), f"{path} result differs from in-process"
     message_mb = (int(_packing.pairhmm_request_bytes_per_batch(job).sum()) + 8 * job.n_pairs) / 2**20
     if info.shared_files.enabled and PAIRHMM.request_bytes(job) >= client_module._SHARED_MIN_BYTES:
-        shared_chunks = PAIRHMM.plan(job, False, chunk_cells,
-                                     min(info.limits.max_message_bytes, client_module._SHARED_CHUNK_BYTES),
-                                     client_module._FIRST_CHUNK_BYTES)
+        shared_chunks = client_module._shared_file_chunks(job, False, info)
         client_path = f"shared files, {len(shared_chunks)} chunks"
     elif PAIRHMM.fits(job, False, info.limits.max_request_cells, info.limits.max_message_bytes):
         client_path = "one unary call"

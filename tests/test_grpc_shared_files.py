@@ -254,6 +254,18 @@ def test_read_arrays_reads_every_byte_where_it_belongs(tmp_path, total_mib):
     assert error.value.code == grpc.StatusCode.INVALID_ARGUMENT
 
 
+def test_shared_file_chunks_are_request_sized_on_a_gpu_server_only():
+    job = make_batches(31, 300, reads=(10, 40), haps=(2, 5), read_len=(100, 150), hap_len=(200, 400))
+    limits = warpdp_pb2.Limits(max_request_cells=job.n_cells // 3, max_message_bytes=64 << 20)
+    batching = warpdp_pb2.Batching(enabled=True, max_batch_cells=job.n_cells // 30)
+    chunks = {backend: client_module._shared_file_chunks(job, False, warpdp_pb2.ServerInfoReply(
+        backend=backend, limits=limits, batching=batching)) for backend in ("cpu", "gpu")}
+    for backend, cap in (("gpu", limits.max_request_cells), ("cpu", batching.max_batch_cells)):
+        assert sum(c.n_pairs for c in chunks[backend]) == job.n_pairs
+        assert max(c.n_cells for c in chunks[backend]) <= cap
+    assert 3 <= len(chunks["gpu"]) < 6 and len(chunks["cpu"]) >= 30
+
+
 def test_pool_reuses_grows_and_deletes(tmp_path):
     mib = 1 << 20
     pool = SharedFilePool(str(tmp_path), keep_bytes=3 * mib)

@@ -41,6 +41,27 @@ def test_chunks_cover_the_input_in_order_and_grow(limit: int) -> None:
         assert cells[0] <= first or chunks[0].b1 - chunks[0].b0 == 1
 
 
+@pytest.mark.parametrize("limit", [400_000, 4_000_000])
+def test_chunks_are_all_full_size_unless_the_first_is_smaller(limit: int) -> None:
+    # Page-locked input (no host copy to overlap) is split without a smaller first chunk.
+    rng = np.random.default_rng(limit % 997)
+    batches = random_batches(rng, n_batches=60, reads=(1, 12), haps=(1, 5), read_len=(5, 300),
+                             hap_len=(5, 400), related=0.6)
+    growing = gpu_module.split_work(batches, 1 << 30, limit)
+    full = gpu_module.split_work(batches, 1 << 30, limit, first_smaller=False)
+    out = 0
+    for chunk in full:
+        assert chunk.out_lo == out and chunk.n_out > 0
+        out += chunk.n_out
+    assert out == batches.n_pairs
+    cells = [chunk_cells(batches, c) for c in full]
+    assert sum(cells) == batches.n_cells
+    for chunk, n in zip(full, cells):
+        single = chunk.b1 - chunk.b0 == 1 and (chunk.r_lo is None or chunk.r_hi - chunk.r_lo == 1)
+        assert n <= limit or single
+    assert len(full) < len(growing)  # the growing pieces start small: more of them
+
+
 class _Device:
     """Answers page_locked from a set of owners, and counts the questions."""
 

@@ -394,6 +394,15 @@ def test_page_locked_input_is_uploaded_where_it_lies() -> None:
         got = np.full(batches.n_pairs, np.nan)
         gpu_module.forward(pinned_batches, got, chunk_bytes=chunk_bytes)
         np.testing.assert_array_equal(got, whole)
+    # Every field page-locked: chunks are all full-size (no smaller first one), same results.
+    all_pinned = pinned_empty(len(fields["read_del"]))
+    all_pinned[:] = fields["read_del"]
+    all_locked = PairHmmBatches(**{**locked, "read_del": all_pinned})
+    assert len(gpu_module._page_locked_fields(all_locked, device)) == 6
+    for chunk_cells in (None, batches.n_cells // 5):
+        got = np.full(batches.n_pairs, np.nan)
+        gpu_module.forward(all_locked, got, chunk_cells=chunk_cells)
+        np.testing.assert_array_equal(got, whole)
 
 
 def test_concurrent_calls_overlap_and_keep_their_results() -> None:

@@ -46,12 +46,14 @@ _SAFE_BYTES = 3 * 1024 * 1024
 # A streamed chunk is at most this large, so sending chunk k+1 overlaps computing chunk k.
 _CHUNK_BYTES = 16 * 1024 * 1024
 # Jobs with at least this many bytes of arrays go through shared files (same host only), in
-# chunks of at most _SHARED_CHUNK_BYTES, so writing chunk k+1 overlaps scoring chunk k.
+# chunks of at most _SHARED_CHUNK_BYTES, so writing chunk k+1 overlaps scoring chunk k. Every
+# chunk costs the server fixed host work (about 1 ms), so they are large.
 _SHARED_MIN_BYTES = 1024 * 1024
-_SHARED_CHUNK_BYTES = 8 * 1024 * 1024
+_SHARED_CHUNK_BYTES = 32 * 1024 * 1024
 # The first streamed chunk is this small and each next one twice the one before (up to the
 # sizes above): the server starts scoring after a short first transfer, not a full chunk's.
 _FIRST_CHUNK_BYTES = 2 * 1024 * 1024
+_SHARED_FIRST_CHUNK_BYTES = 4 * 1024 * 1024
 # Chunks written to shared files but not yet answered, per stream: bounds the files in use.
 # As many as the GPU server keeps queued per stream (2 * workers + 2), so that the next chunk
 # is written while the earlier ones are read, scored and answered.
@@ -305,10 +307,7 @@ class Client:
     def _run_shared(self, pool: _shared_files.SharedFilePool, payload: Any, key: Any, out: np.ndarray,
                     timeout: float | None) -> None:
         """Stream the job in chunks whose arrays travel in shared files."""
-        algorithm = algorithm_for(payload)
-        info = self.server_info(timeout=timeout)
-        chunks = algorithm.plan(payload, key, _chunk_cells(info), min(info.limits.max_message_bytes, _SHARED_CHUNK_BYTES),
-                                _FIRST_CHUNK_BYTES)
+        chunks = _shared_file_chunks(payload, key, self.server_info(timeout=timeout))
         try:
             self._streams(chunks, key, out, timeout, pool)
         except ServiceError as exc:
@@ -447,6 +446,17 @@ def _chunk_cells(info: warpdp_pb2.ServerInfoReply) -> int:
     if info.batching.enabled:
         return min(info.limits.max_request_cells, max(info.batching.max_batch_cells, 1))
     return info.limits.max_request_cells
+
+
+def _shared_file_chunks(payload: Any, key: Any, info: warpdp_pb2.ServerInfoReply) -> list[Any]:
+    """How a job is split to go through shared files: growing chunks of up to
+    _SHARED_CHUNK_BYTES. A GPU server scores even a chunk at the request limit in milliseconds,
+    so fewer chunks mean less fixed cost per job; a CPU server's chunks stay submission-sized,
+    so that other callers' requests do not queue behind seconds of one job's work."""
+    max_cells = info.limits.max_request_cells if info.backend == "gpu" else _chunk_cells(info)
+    return algorithm_for(payload).plan(payload, key, max_cells,
+                                       min(info.limits.max_message_bytes, _SHARED_CHUNK_BYTES),
+                                       _SHARED_FIRST_CHUNK_BYTES)
 
 
 def _store(algorithm: Algorithm, reply: Any, out: np.ndarray, start: int, stop: int, what: str) -> None:

@@ -127,6 +127,7 @@ _HELPER_KERNELS = ("warpdp_pairhmm::hap_codes_kernel", "warpdp_pairhmm::plan_cou
                    "warpdp_pairhmm::plan_prefix_kernel", "warpdp_pairhmm::plan_scatter_kernel")
 
 _READ_FIELDS = ("read_bases", "read_quals", "read_ins", "read_del", "read_gcp")  # the read planes, in order
+_UPLOADED_FIELDS = (*_READ_FIELDS, "hap_bases")  # the input arrays a chunk uploads
 _CUDA_MEMORY_TYPE_HOST = 1   # cudaMemoryTypeHost: page-locked host memory
 PARAM_WORDS = 18             # 8-byte fields of struct Params
 PLAN_WORDS = 36              # 8-byte fields of struct PlanParams
@@ -194,11 +195,12 @@ class _Chunk:
     n_out: int
 
 
-def split_work(batches: Any, chunk_bytes: int, chunk_cells: int) -> list[_Chunk]:
+def split_work(batches: Any, chunk_bytes: int, chunk_cells: int, first_smaller: bool = True) -> list[_Chunk]:
     """Consecutive pieces of the input (whole batches, or read ranges of one large batch) whose
-    device footprint and cell count stay under the limits. The first piece is smaller, so the
-    GPU starts sooner, and each next one grows by _CHUNK_GROWTH (up to chunk_cells): the host
-    prepares a piece while the GPU computes the one before, and the GPU is the faster."""
+    device footprint and cell count stay under the limits. With first_smaller, the first piece
+    is smaller, so the GPU starts sooner, and each next one grows by _CHUNK_GROWTH (up to
+    chunk_cells): the host prepares a piece while the GPU computes the one before, and the GPU
+    is the faster."""
     br, bh, ro, ho = batches.batch_reads, batches.batch_haps, batches.read_offsets, batches.hap_offsets
     nr, nh = np.diff(br), np.diff(bh)
     pairs = nr * nh
@@ -213,6 +215,8 @@ def split_work(batches: Any, chunk_bytes: int, chunk_cells: int) -> list[_Chunk]
     n_batches, b = len(nr), 0
 
     def cell_limit() -> int:
+        if not first_smaller:
+            return chunk_cells
         return max(1, min(chunk_cells, int(chunk_cells / _FIRST_CHUNK_DIVISOR * _CHUNK_GROWTH ** len(chunks))))
 
     while b < n_batches:
@@ -617,11 +621,15 @@ class _Runner:
 
     def run(self, batches: Any, out: np.ndarray, use_double: bool, chunk_bytes: int | None,
             chunk_cells: int | None) -> None:
-        chunks = split_work(batches, chunk_bytes or _DEFAULT_CHUNK_BYTES, chunk_cells or _DEFAULT_CHUNK_CELLS)
+        page_locked = _page_locked_fields(batches, self.device)
+        # Smaller first chunks let the GPU start while the host copies the next ones' input.
+        # Page-locked input (the gRPC server's) is uploaded as it lies, with no such copy, and
+        # every chunk costs host work of its own: its chunks are all full-size.
+        chunks = split_work(batches, chunk_bytes or _DEFAULT_CHUNK_BYTES, chunk_cells or _DEFAULT_CHUNK_CELLS,
+                            first_smaller=len(page_locked) < len(_UPLOADED_FIELDS))
         if not chunks:
             return
         stats = _input_stats(batches)
-        page_locked = _page_locked_fields(batches, self.device)
         mine: list[tuple[int, Held]] = []
         try:
             with self.lock:  # one call at a time enqueues; its chunks finish after it lets go
@@ -685,7 +693,7 @@ def _page_locked_fields(batches: Any, device: Any) -> frozenset[str]:
     each of which gives up the interpreter lock."""
     answers: dict[int, bool] = {}
     locked = []
-    for name in (*_READ_FIELDS, "hap_bases"):
+    for name in _UPLOADED_FIELDS:
         array = getattr(batches, name)
         owner = array.base if array.base is not None else array
         if isinstance(owner, bytes):
