@@ -2,7 +2,12 @@
 batching concurrent callers, with every caller getting exactly its own results."""
 from __future__ import annotations
 
+import os
+import tempfile
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -12,7 +17,12 @@ from grpc_support import WAIT, start_server
 from test_grpc_service import make_batches
 from test_grpc_xdrop_seedext import K, assert_seedext_equal, assert_xdrop_equal, make_seed_pairs, make_xdrop_pairs
 from warpdp.grpc import Client
+from warpdp.grpc import _shared_files
 from warpdp.grpc import client as client_module
+from warpdp.grpc import server as server_module
+from warpdp.grpc._algorithms import PAIRHMM
+from warpdp.grpc._packing import decode_pairhmm
+from warpdp.kernels.chunk_slot import register_read_only
 from warpdp.plugin.backend import gpu_status
 
 _GPU_OK, _GPU_WHY = gpu_status("pairhmm")
@@ -70,3 +80,116 @@ def test_xdrop_and_seed_extension_through_a_gpu_server():
             assert_seedext_equal(got, warpdp.seed_extend(seed_pairs, backend="gpu"))
     finally:
         srv.stop()
+
+
+def _memory_file_directory() -> tempfile.TemporaryDirectory:
+    """A directory on a memory file system where there is one (as /dev/shm, the default)."""
+    return tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+
+
+def test_shared_files_are_mapped_page_locked_once_and_released(monkeypatch):
+    # The server reads no shared file: it page-locks a mapping of each client file once per size
+    # and the launcher uploads from it, request after request; the mappings are released once
+    # the client has deleted its files.
+    monkeypatch.setattr(client_module, "_SHARED_CHUNK_BYTES", 4 << 20)
+    monkeypatch.setattr(client_module, "_SHARED_FIRST_CHUNK_BYTES", 2 << 20)
+    monkeypatch.setattr(_shared_files, "_SWEEP_S", 0.05)
+    counts, lock = {"registered": 0, "unregistered": 0, "sized": 0, "requests": 0}, threading.Lock()
+
+    def count(what: str) -> None:
+        with lock:
+            counts[what] += 1
+
+    def counting_register(address: int, nbytes: int):
+        unregister = register_read_only(address, nbytes)
+        count("registered")
+
+        def counted_unregister() -> None:
+            unregister()
+            count("unregistered")
+        return counted_unregister
+
+    def counting_grow(shared, nbytes: int) -> None:  # the client sizes a file: new or grown
+        grow(shared, nbytes)
+        count("sized")
+
+    def counting_arrays(self, *args, **kwargs):
+        count("requests")
+        return arrays(self, *args, **kwargs)
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError("a GPU server read a Pair-HMM shared file")
+
+    grow, arrays = _shared_files._grow, _shared_files.MappedFiles.arrays
+    monkeypatch.setattr(server_module, "register_read_only", counting_register)
+    monkeypatch.setattr(_shared_files, "_grow", counting_grow)
+    monkeypatch.setattr(_shared_files.MappedFiles, "arrays", counting_arrays)
+    monkeypatch.setattr(_shared_files, "read_arrays", no_reading)
+    job = make_batches(21, 700, reads=(10, 40), haps=(2, 5), read_len=(100, 150), hap_len=(200, 400))
+    assert PAIRHMM.request_bytes(job) > 8 << 20  # several chunks
+    expected = warpdp.pairhmm(job, backend="gpu")
+    with _memory_file_directory() as directory:
+        srv = start_server(backend="gpu", shared_dir=directory)
+        try:
+            with Client(srv.address, timeout=WAIT) as client:
+                for _ in range(3):
+                    np.testing.assert_array_equal(client.pairhmm(job), expected)
+            assert counts["registered"] == counts["sized"] < counts["requests"], counts
+            deadline = time.monotonic() + WAIT
+            while counts["unregistered"] != counts["registered"] and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert counts["unregistered"] == counts["registered"], counts
+        finally:
+            srv.stop()
+
+
+def test_a_mapped_file_truncated_before_its_upload_changes_nothing():
+    # The GPU copies from the page-locked pages, which stay while registered: a client that
+    # truncates its file after sending it cannot crash the server (the host never reads the
+    # mapping, where that would be a SIGBUS), and here does not even change its results.
+    job = make_batches(22, 200, reads=(10, 40), haps=(2, 5), read_len=(100, 150), hap_len=(200, 400))
+    expected = warpdp.pairhmm(job, backend="gpu")
+    wire = PAIRHMM.wire_arrays(job)
+    fields = [field.name for field in PAIRHMM.packed_message.DESCRIPTOR.fields]
+    assert list(wire) == fields
+    mapped_files = _shared_files.MappedFiles(register_read_only)
+    with _memory_file_directory() as directory:
+        name = "warpdp-truncated"
+        path = os.path.join(directory, name)
+        with open(path, "wb") as file:
+            for array in wire.values():
+                file.write(np.ascontiguousarray(array).tobytes())
+        arrays = mapped_files.arrays(directory, name, [array.nbytes for array in wire.values()], fields, 1 << 30,
+                                     PAIRHMM.mapped_file_host_fields)
+        os.truncate(path, 0)
+        batches, _, _ = decode_pairhmm(SimpleNamespace(**arrays))
+        np.testing.assert_array_equal(warpdp.pairhmm(batches, backend="gpu"), expected)
+    mapped_files.close()
+
+
+def test_a_server_whose_mappings_are_refused_reads_the_files(monkeypatch):
+    # A refusal reads that file instead; three in a row, and the server reads every file.
+    monkeypatch.setattr(client_module, "_SHARED_CHUNK_BYTES", 4 << 20)
+    monkeypatch.setattr(client_module, "_SHARED_FIRST_CHUNK_BYTES", 2 << 20)
+    refusals = []
+
+    def refuse(address: int, nbytes: int):
+        refusals.append(nbytes)
+        raise RuntimeError("cudaErrorNotSupported")
+
+    monkeypatch.setattr(server_module, "register_read_only", refuse)
+    job = make_batches(23, 700, reads=(10, 40), haps=(2, 5), read_len=(100, 150), hap_len=(200, 400))
+    assert PAIRHMM.request_bytes(job) > 8 << 20  # three chunks or more
+    expected = warpdp.pairhmm(job, backend="gpu")
+    with _memory_file_directory() as directory:
+        srv = start_server(backend="gpu", shared_dir=directory)
+        try:
+            with Client(srv.address, timeout=WAIT) as client:
+                np.testing.assert_array_equal(client.pairhmm(job), expected)
+                refused = len(refusals)  # chunks decoded at once may each be refused
+                assert refused >= server_module._MAP_FAILURES_BEFORE_READING
+                assert srv._servicer._mapped_files is None
+                np.testing.assert_array_equal(client.pairhmm(job), expected)
+                assert len(refusals) == refused
+        finally:
+            srv.stop()

@@ -5,7 +5,10 @@ threshold and chunk size are lowered so that small jobs take the shared-file pat
 """
 from __future__ import annotations
 
+import gc
 import os
+import threading
+import time
 
 import grpc
 import numpy as np
@@ -17,7 +20,9 @@ from test_grpc_service import local, make_batches
 from test_grpc_xdrop_seedext import K, assert_seedext_equal, assert_xdrop_equal, local_xdrop, make_seed_pairs, make_xdrop_pairs
 from warpdp.grpc import Client, ServiceError, client as client_module, server as server_module, warpdp_pb2
 from warpdp.grpc._algorithms import PAIRHMM, SEEDEXT, XDROP, XdropKey
-from warpdp.grpc._shared_files import SharedFilePool, SharedFileRejected, is_local_address, is_local_peer, read_arrays
+from warpdp.grpc import _shared_files
+from warpdp.grpc._shared_files import (MappedFiles, SharedFilePool, SharedFileRejected, is_local_address, is_local_peer,
+                                      read_arrays)
 
 
 @pytest.fixture
@@ -252,6 +257,120 @@ def test_read_arrays_reads_every_byte_where_it_belongs(tmp_path, total_mib):
     with pytest.raises(SharedFileRejected) as error:
         read_arrays(str(tmp_path), name, sizes, fields, 1 << 30)
     assert error.value.code == grpc.StatusCode.INVALID_ARGUMENT
+
+
+class FakeRegistrations:
+    """Stands in for CUDA's page-locking (cudaHostRegister): records what is registered."""
+
+    def __init__(self) -> None:
+        self.live: dict[int, int] = {}  # address -> bytes
+        self.count = 0
+        self.released = threading.Condition()
+
+    def __call__(self, address: int, nbytes: int):
+        with self.released:
+            assert address not in self.live, "registered twice"
+            self.live[address] = nbytes
+            self.count += 1
+
+        def unregister() -> None:
+            with self.released:
+                del self.live[address]
+                self.released.notify_all()
+        return unregister
+
+    def wait_live(self, n: int) -> None:
+        gc.collect()
+        with self.released:
+            assert self.released.wait_for(lambda: len(self.live) == n, WAIT), self.live
+
+
+def write_arrays(path, arrays, extra: int = 0) -> None:
+    path.write_bytes(b"".join(a.tobytes() for a in arrays) + bytes(extra))
+
+
+def test_mapped_files_map_each_file_once_and_drop_it_when_it_goes(tmp_path, monkeypatch):
+    monkeypatch.setattr(_shared_files, "_SWEEP_S", 0.05)
+    rng = np.random.default_rng(4)
+    fields = ["bases", "offsets", "quals", "nothing", "ends"]
+    sizes = [3001, 24, 5000, 0, 16]
+    arrays = [rng.integers(0, 256, size, dtype=np.uint8) for size in sizes]
+    write_arrays(tmp_path / "warpdp-a", arrays, extra=100)
+    register = FakeRegistrations()
+    mapped = MappedFiles(register)
+
+    def check(got: dict, expected: list) -> tuple[int, int]:
+        (address, nbytes), = register.live.items()
+        for field, array in zip(fields, expected):
+            np.testing.assert_array_equal(got[field], array)
+        for field in ("bases", "quals"):  # in the page-locked mapping, which the GPU copies from
+            assert address <= got[field].ctypes.data < address + nbytes
+        for field in ("offsets", "ends"):  # the server's own copies, 8-byte aligned for int64 views
+            assert not address <= got[field].ctypes.data < address + nbytes
+            assert got[field].ctypes.data % 8 == 0
+        return address, nbytes
+
+    got = mapped.arrays(str(tmp_path), "warpdp-a", sizes, fields, 1 << 30, ("offsets", "ends"))
+    first = check(got, arrays)
+    assert first[1] == sum(sizes) + 100  # the whole file, for later and larger requests
+    # The next request on the file (rewritten in place, as a client reuses its files) needs no
+    # new registration, and sees the new contents.
+    arrays = [rng.integers(0, 256, size, dtype=np.uint8) for size in sizes]
+    with open(tmp_path / "warpdp-a", "r+b") as file:
+        file.write(b"".join(a.tobytes() for a in arrays))
+    again = mapped.arrays(str(tmp_path), "warpdp-a", sizes, fields, 1 << 30, ("offsets", "ends"))
+    assert check(again, arrays) == first and register.count == 1
+    del got, again
+    # A file that grew is mapped anew; the old mapping goes once no request uses it.
+    held = mapped.arrays(str(tmp_path), "warpdp-a", sizes, fields, 1 << 30, ("offsets", "ends"))["quals"]
+    os.truncate(tmp_path / "warpdp-a", sum(sizes) + 5000)
+    mapped.arrays(str(tmp_path), "warpdp-a", sizes, fields, 1 << 30, ("offsets", "ends"))
+    assert register.count == 2
+    register.wait_live(2)  # the old one is still in use
+    np.testing.assert_array_equal(held, arrays[2])
+    del held
+    register.wait_live(1)
+    # A deleted file's mapping is dropped by the sweep.
+    os.unlink(tmp_path / "warpdp-a")
+    register.wait_live(0)
+    # A file shorter than its sizes is refused, as read_arrays refuses it.
+    write_arrays(tmp_path / "warpdp-b", arrays)
+    with pytest.raises(SharedFileRejected) as error:
+        mapped.arrays(str(tmp_path), "warpdp-b", [*sizes[:-1], sizes[-1] + 1], fields, 1 << 30, ("offsets", "ends"))
+    assert error.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    mapped.close()
+
+
+def test_mapped_files_stay_under_their_byte_limit_and_close(tmp_path, monkeypatch):
+    monkeypatch.setattr(_shared_files, "_SWEEP_S", 0.05)
+    register = FakeRegistrations()
+    mapped = MappedFiles(register, max_bytes=2500, idle_s=0.3)
+    fields, sizes = ["bases", "offsets"], [1000, 8]
+    for name in ("warpdp-1", "warpdp-2", "warpdp-3"):
+        write_arrays(tmp_path / name, [np.full(1000, ord(name[-1]), np.uint8), np.zeros(8, np.uint8)])
+    kept = mapped.arrays(str(tmp_path), "warpdp-1", sizes, fields, 1 << 30, ("offsets",))["bases"]
+    for name in ("warpdp-2", "warpdp-3"):
+        mapped.arrays(str(tmp_path), name, sizes, fields, 1 << 30, ("offsets",))
+    # Three files of 1008 bytes are over 2500: the least recently used one goes, once its
+    # request is done.
+    assert mapped.mapped_bytes() == 2016
+    register.wait_live(3)
+    assert kept[0] == ord("1")
+    del kept
+    register.wait_live(2)
+    # Unused mappings go after idle_s.
+    time.sleep(0.2)
+    mapped.arrays(str(tmp_path), "warpdp-3", sizes, fields, 1 << 30, ("offsets",))
+    register.wait_live(1)
+    assert register.count == 3
+    mapped.close()
+    register.wait_live(0)
+    # CUDA refusing to page-lock is the caller's to handle (the server then reads files).
+    def refuse(address: int, nbytes: int):
+        raise RuntimeError("cudaErrorHostMemoryAlreadyRegistered")
+
+    with pytest.raises(RuntimeError, match="AlreadyRegistered"):
+        MappedFiles(refuse).arrays(str(tmp_path), "warpdp-1", sizes, fields, 1 << 30, ("offsets",))
 
 
 def test_shared_file_chunks_are_request_sized_on_a_gpu_server_only():

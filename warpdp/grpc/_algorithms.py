@@ -73,6 +73,11 @@ class Algorithm(ABC):
     packed_field: ClassVar[str]         # the request's field holding the packed input
     packed_message: ClassVar[type]      # that field's message class (PairHmmBatches, ...)
     reply_bytes_per_pair: ClassVar[int]  # result bytes per pair in a reply
+    # Set where the GPU launcher never reads the input's arrays on the host (it uploads
+    # page-locked input from where it lies): a GPU server then leaves all but these fields in a
+    # page-locked mapping of the client's shared file, and reads only these (the offsets it
+    # checks and plans with). None: the whole file is read.
+    mapped_file_host_fields: ClassVar[tuple[str, ...] | None] = None
 
     # -- both sides --
 
@@ -174,6 +179,7 @@ class PairHmmAlgorithm(Algorithm):
     packed_field = "batches"
     packed_message = warpdp_pb2.PairHmmBatches
     reply_bytes_per_pair = 8
+    mapped_file_host_fields = _packing.PAIRHMM_OFFSET_FIELDS
 
     def key_fields(self, key: Hashable) -> dict[str, Any]:
         return {"use_double": bool(key)}

@@ -6,10 +6,17 @@ server's shared directory (``/dev/shm`` by default) and sends only the file's na
 arrays' sizes. Tens of megabytes then cost two memory copies instead of a trip through gRPC's
 message path, which on the GPU backend took longer than the scoring itself.
 
-The server reads the file into its own memory (a GPU server: page-locked memory, which the
-GPU copies from directly) while it decodes the request. It never maps the file: a client that
-truncated a mapped file would crash the server with SIGBUS, and a client that rewrote one
-could change offsets after they were validated. The client owns its files: it creates them
+The server reads the file into its own memory while it decodes the request (a GPU server:
+page-locked memory, which the GPU copies from directly). A GPU server whose launcher never
+reads the input on the host (the Pair-HMM's) instead keeps a read-only, page-locked mapping of
+each file (:class:`MappedFiles`): the GPU copies the bulk arrays straight from the client's
+pages, and only the offsets are read into server memory. The host never reads such a mapping,
+since a client that truncated its file would make that a SIGBUS, while the GPU's copies are
+safe (page-locked pages stay until unregistered). Offsets are always the server's own copy,
+so a client that rewrites its file meanwhile can change only its own results; so can one
+that shrinks a file and grows it back to its old size between two requests (the GPU would
+read the pages the file had before; the server remaps a file whose size changed, and this
+client never shrinks its files). The client owns its files: it creates them
 readable by its own user only, allocates them up front and writes through its own mapping
 (about twice as fast as write()), reuses them from call to call (pages a file already has
 need no faulting in), and deletes them when it closes. A client killed outright cannot; the
@@ -27,7 +34,8 @@ import stat
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -54,6 +62,11 @@ _MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0)  # map the pages at once, not a
 # A client's file left behind by a dead process is removed once unchanged this long: a live
 # client in another PID namespace (whose PID looks dead here) writes its files at every call.
 STALE_AFTER_S = 600.0
+# A GPU server keeps page-locked mappings of shared files (MappedFiles) up to this many bytes
+# in all, drops one unused this long, and checks them every _SWEEP_S seconds.
+MAPPED_BYTES = 1 << 30
+MAPPED_IDLE_S = 60.0
+_SWEEP_S = 1.0
 _OWN_NAME = re.compile(r"warpdp-(\d+)-[0-9a-f]{16}")
 _swept: set[str] = set()
 _swept_lock = threading.Lock()
@@ -115,6 +128,192 @@ def read_arrays(directory: str, name: str, sizes: Sequence[int], fields: Sequenc
     FAILED_PRECONDITION when the file cannot be opened (the client does not share this
     host's directory, or wrote it as another user).
     """
+    fd, path, total, _ = _open_checked(directory, name, sizes, fields, max_bytes)
+    try:
+        # Each array starts 8-byte aligned in server memory, so int64 views need no copy.
+        starts = np.concatenate([[0], np.cumsum([(int(size) + 7) // 8 * 8 for size in sizes])])
+        buffer = (empty or _empty_bytes)(int(starts[-1]))
+        arrays = {field: buffer[start:start + int(size)] for field, size, start in zip(fields, sizes, starts)}
+        # The file holds the arrays back to back. One thread reads about 5 GB/s from a memory
+        # file system: large files are read in parts by several threads at once.
+        joined = [a for a in arrays.values() if len(a)]
+        parts = min(_READ_THREADS, total // _READ_PART_BYTES)
+        if parts < 2:
+            _read_range(fd, path, total, joined, 0, total)
+        else:
+            bounds = [total * k // parts for k in range(parts + 1)]
+            list(_read_pool().map(lambda k: _read_range(fd, path, total, joined, bounds[k], bounds[k + 1]),
+                                  range(parts)))
+    except OSError as exc:
+        raise SharedFileRejected(grpc.StatusCode.FAILED_PRECONDITION,
+                                 f"shared file unusable: cannot read {path}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    return arrays
+
+
+class MappedFiles:
+    """A GPU server's read-only, page-locked mappings of clients' shared files, kept from
+    request to request, for a launcher that never reads its input on the host.
+
+    A client reuses its files, so each is mapped and page-locked once (``register(address,
+    nbytes)``, which returns the function that unregisters it; about 2 ms per 32 MiB, longer
+    than reading the file) and the GPU then copies every later request's arrays straight from
+    the client's pages, with no copy on the host. A mapping is dropped when its file is
+    deleted, replaced or resized, when it has not been used for ``idle_s`` seconds, and, least
+    recently used first, when the mappings hold more than ``max_bytes`` (checked every
+    ``_SWEEP_S`` seconds by a thread of its own while there are any); one still in use is
+    unregistered once its last request is done.
+    """
+
+    def __init__(self, register: Callable[[int, int], Callable[[], None]], max_bytes: int = MAPPED_BYTES,
+                 idle_s: float = MAPPED_IDLE_S) -> None:
+        self._register = register
+        self._max_bytes = max_bytes
+        self._idle_s = idle_s
+        self._lock = threading.Lock()
+        self._mappings: OrderedDict[tuple[int, int], _Mapping] = OrderedDict()  # least recently used first
+        self._sweeper: threading.Thread | None = None
+        self._closed = threading.Event()
+
+    def arrays(self, directory: str, name: str, sizes: Sequence[int], fields: Sequence[str], max_bytes: int,
+               private: Collection[str]) -> dict[str, np.ndarray]:
+        """A shared file's arrays by field name: the ``private`` ones (the offsets, which the
+        server checks and plans with) read into server memory, the others uint8 views of the
+        file's page-locked mapping, which the host must never read (see the module's
+        docstring). Raises as :func:`read_arrays`, and whatever ``register`` raises when it
+        refuses (the caller then reads the file instead)."""
+        fd, path, total, info = _open_checked(directory, name, sizes, fields, max_bytes)
+        file_starts = np.concatenate([[0], np.cumsum([int(size) for size in sizes])])
+        arrays: dict[str, np.ndarray] = {}
+        try:
+            for field, size, start in zip(fields, sizes, file_starts):
+                if field in private:
+                    arrays[field] = np.empty(int(size), dtype=np.uint8)
+                    _read_range(fd, path, total, [arrays[field]], int(start), int(start) + int(size), int(start))
+            # The whole file up to the message limit: the client's next, larger chunks fit too.
+            mapped = self._lease(fd, path, info, min(info.st_size, max_bytes))
+        except OSError as exc:
+            raise SharedFileRejected(grpc.StatusCode.FAILED_PRECONDITION,
+                                     f"shared file unusable: cannot read {path}: {exc.strerror}") from None
+        finally:
+            os.close(fd)
+        view = np.frombuffer(mapped.mapping, dtype=np.uint8, count=total)  # this request's lease
+        weakref.finalize(view, self._give_back, mapped).atexit = False
+        for field, size, start in zip(fields, sizes, file_starts):
+            if field not in private:
+                arrays[field] = view[int(start):int(start) + int(size)]
+        return arrays
+
+    def close(self) -> None:
+        """Drop every mapping (those in use once their requests are done)."""
+        self._closed.set()
+        with self._lock:
+            for mapped in list(self._mappings.values()):
+                self._retire_locked(mapped)
+
+    def mapped_bytes(self) -> int:
+        with self._lock:
+            return sum(mapped.nbytes for mapped in self._mappings.values())
+
+    def _lease(self, fd: int, path: str, info: os.stat_result, nbytes: int) -> _Mapping:
+        key = (info.st_dev, info.st_ino)
+        with self._lock:
+            mapped = self._mappings.get(key)
+            if mapped is not None and mapped.file_size == info.st_size and mapped.nbytes >= nbytes:
+                self._mappings.move_to_end(key)
+                mapped.users += 1
+                return mapped
+        # Mapping and page-locking take milliseconds: not under the lock.
+        mapping = mmap.mmap(fd, nbytes, flags=mmap.MAP_SHARED | _MAP_POPULATE, prot=mmap.PROT_READ)
+        whole = np.frombuffer(mapping, dtype=np.uint8)
+        address = whole.ctypes.data
+        del whole  # the mapping cannot close while an array points into it
+        try:
+            unregister = self._register(address, nbytes)
+        except BaseException:
+            mapping.close()
+            raise
+        mapped = _Mapping(path, key, info.st_size, nbytes, mapping, unregister, users=1, last_used=time.monotonic())
+        with self._lock:
+            previous = self._mappings.pop(key, None)
+            if previous is not None:  # the file changed, or another request mapped it meanwhile
+                self._retire_locked(previous)
+            self._mappings[key] = mapped
+            if self._closed.is_set():
+                self._retire_locked(mapped)
+            self._evict_locked(keep=mapped)
+            if self._sweeper is None and not self._closed.is_set():
+                self._sweeper = threading.Thread(target=self._sweep, name="warpdp-mapped-files", daemon=True)
+                self._sweeper.start()
+        return mapped
+
+    def _give_back(self, mapped: _Mapping) -> None:
+        """A request's views are gone (after the GPU's copies: the launcher returns only when
+        its chunks are done)."""
+        with self._lock:
+            mapped.users -= 1
+            mapped.last_used = time.monotonic()
+            release = mapped.retired and mapped.users == 0
+        if release:
+            _release_mapping(mapped)
+
+    def _retire_locked(self, mapped: _Mapping) -> None:
+        if self._mappings.get(mapped.key) is mapped:
+            del self._mappings[mapped.key]
+        if not mapped.retired:
+            mapped.retired = True
+            if mapped.users == 0:
+                _release_mapping(mapped)
+
+    def _evict_locked(self, keep: _Mapping | None = None) -> None:
+        held = sum(mapped.nbytes for mapped in self._mappings.values())
+        for mapped in list(self._mappings.values()):  # least recently used first
+            if held <= self._max_bytes:
+                break
+            if mapped is not keep:
+                held -= mapped.nbytes
+                self._retire_locked(mapped)
+
+    def _sweep(self) -> None:
+        while not self._closed.wait(_SWEEP_S):
+            with self._lock:
+                mappings = list(self._mappings.values())
+            now = time.monotonic()
+            for mapped in mappings:
+                try:
+                    info = os.stat(mapped.path, follow_symlinks=False)
+                    current = (info.st_dev, info.st_ino) == mapped.key and info.st_size == mapped.file_size
+                except OSError:
+                    current = False
+                with self._lock:
+                    if not current or (mapped.users == 0 and now - mapped.last_used > self._idle_s):
+                        self._retire_locked(mapped)
+            with self._lock:
+                if not self._mappings:
+                    self._sweeper = None
+                    return
+
+
+@dataclass(eq=False)
+class _Mapping:
+    """One file's page-locked mapping in MappedFiles."""
+
+    path: str
+    key: tuple[int, int]  # the file's device and inode
+    file_size: int        # its size when mapped
+    nbytes: int           # bytes mapped
+    mapping: mmap.mmap
+    unregister: Callable[[], None]
+    users: int = 0        # requests whose views are alive
+    retired: bool = False
+    last_used: float = 0.0  # when its last request was done (time.monotonic)
+
+
+def _open_checked(directory: str, name: str, sizes: Sequence[int], fields: Sequence[str],
+                  max_bytes: int) -> tuple[int, str, int, os.stat_result]:
+    """An open descriptor of a request's shared file, its path, the arrays' total bytes and
+    the file's status, after the checks :func:`read_arrays` documents."""
     invalid = grpc.StatusCode.INVALID_ARGUMENT
     if not _NAME.fullmatch(name):
         raise SharedFileRejected(invalid, f"invalid shared_file.name {name!r}: it must be {NAME_PREFIX!r} followed "
@@ -141,26 +340,10 @@ def read_arrays(directory: str, name: str, sizes: Sequence[int], fields: Sequenc
         if info.st_size < total:
             raise SharedFileRejected(invalid, f"invalid shared_file.sizes: they add up to {total} bytes but {path} "
                                               f"holds {info.st_size}")
-        # Each array starts 8-byte aligned in server memory, so int64 views need no copy.
-        starts = np.concatenate([[0], np.cumsum([(int(size) + 7) // 8 * 8 for size in sizes])])
-        buffer = (empty or _empty_bytes)(int(starts[-1]))
-        arrays = {field: buffer[start:start + int(size)] for field, size, start in zip(fields, sizes, starts)}
-        # The file holds the arrays back to back. One thread reads about 5 GB/s from a memory
-        # file system: large files are read in parts by several threads at once.
-        joined = [a for a in arrays.values() if len(a)]
-        parts = min(_READ_THREADS, total // _READ_PART_BYTES)
-        if parts < 2:
-            _read_range(fd, path, total, joined, 0, total)
-        else:
-            bounds = [total * k // parts for k in range(parts + 1)]
-            list(_read_pool().map(lambda k: _read_range(fd, path, total, joined, bounds[k], bounds[k + 1]),
-                                  range(parts)))
-    except OSError as exc:
-        raise SharedFileRejected(grpc.StatusCode.FAILED_PRECONDITION,
-                                 f"shared file unusable: cannot read {path}: {exc.strerror}") from None
-    finally:
+    except BaseException:
         os.close(fd)
-    return arrays
+        raise
+    return fd, path, total, info
 
 
 @dataclass
@@ -297,11 +480,12 @@ def _process_exists(pid: int) -> bool:
     return True
 
 
-def _read_range(fd: int, path: str, total: int, arrays: list[np.ndarray], lo: int, hi: int) -> None:
-    """Read bytes lo..hi of the file into the arrays it holds back to back. As few system
-    calls as possible: each gives the interpreter lock up, and getting it back in a busy server
-    can take longer than the read."""
-    pending, start = [], 0
+def _read_range(fd: int, path: str, total: int, arrays: list[np.ndarray], lo: int, hi: int,
+                first: int = 0) -> None:
+    """Read bytes lo..hi of the file into the arrays it holds back to back from byte
+    ``first``. As few system calls as possible: each gives the interpreter lock up, and
+    getting it back in a busy server can take longer than the read."""
+    pending, start = [], first
     for array in arrays:  # the parts of the arrays within lo..hi
         end = start + len(array)
         if end > lo and start < hi:
@@ -318,6 +502,22 @@ def _read_range(fd: int, path: str, total: int, arrays: list[np.ndarray], lo: in
             got -= len(pending.pop(0))
         if got:
             pending[0] = pending[0][got:]
+
+
+def _release_mapping(mapped: _Mapping) -> None:
+    """Unregister and unmap a mapping of MappedFiles, on another thread: the one that dropped
+    its last view is often the server's event loop, and unregistering takes up to a few tenths
+    of a millisecond."""
+    def release() -> None:
+        try:
+            mapped.unregister()
+        except Exception as exc:  # CuPy's CUDA errors have no common base with OSError
+            logger.warning("could not unregister the mapping of %s: %s", mapped.path, exc)
+        mapped.mapping.close()
+    try:
+        _read_pool().submit(release)
+    except RuntimeError:  # the pool is shut down (the interpreter is exiting)
+        release()
 
 
 def _read_pool() -> ThreadPoolExecutor:

@@ -32,7 +32,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from ..kernels.chunk_slot import pinned_empty
+from ..kernels.chunk_slot import pinned_empty, register_read_only
 from ..plugin.backend import choose_backend, cpu_name, resolve_threads
 from . import _shared_files, warpdp_pb2, warpdp_pb2_grpc
 from ._algorithms import ALGORITHMS, SEEDEXT, XDROP, Algorithm, InvalidRequest, Job, PAIRHMM
@@ -57,6 +57,9 @@ DEFAULT_MAX_MESSAGE_MB = 64.0
 DEFAULT_HANDLER_THREADS = 128
 # Requests this large (or in shared files) are decoded off the event loop, in the blocking pool.
 _DECODE_OFF_LOOP_BYTES = 1 << 20
+# A GPU server that fails this many times in a row to page-lock a shared file's mapping (one
+# failure may be a client's file shrinking meanwhile) reads shared files from then on.
+_MAP_FAILURES_BEFORE_READING = 3
 DEFAULT_GRACE_S = 30.0
 # Health checks stay open without a token, so load balancers and probes need no secret.
 _AUTH_EXEMPT_PREFIXES = ("/grpc.health.v1.Health/",)
@@ -310,8 +313,9 @@ class WorkItem:
         self.submission_cells = 0
         self.drop_reason = ""
         self.waiter = waiter  # what the batcher's `notify` hook wakes (the server: an asyncio future)
-        # A chunk of a streamed job: already sized for a submission of its own, so it is not
-        # coalesced (that would copy it) and may start while another submission runs.
+        # A chunk of a streamed job (or a shared file's request): already sized for a submission
+        # of its own, so it is not coalesced (that would copy it) and may start while another
+        # submission runs.
         self.streamed = streamed
 
 
@@ -709,8 +713,17 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
         # Chunks of one stream queued and not yet answered: enough for every worker to have one
         # running and one queued, with more being read and answered meanwhile.
         self._stream_window = 2 * workers + 2
+        # A GPU server's page-locked mappings of shared files, kept from request to request.
+        self._mapped_files: _shared_files.MappedFiles | None = (
+            _shared_files.MappedFiles(register_read_only) if any(k.backend == "gpu" for k in kernels) else None)
+        self._map_failures = 0  # in a row
         # Reading shared files and decoding large requests block: they run here, off the loop.
         self._blocking_pool = blocking_pool
+
+    def close(self) -> None:
+        """Drop the shared files' mappings (once the last requests using them are done)."""
+        if self._mapped_files is not None:
+            self._mapped_files.close()
 
     @staticmethod
     def resolve(items: list[WorkItem]) -> None:
@@ -768,7 +781,9 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
             if job.n_pairs == 0:
                 self._batcher.depart()
             else:
-                item = self._enqueue(kernel, job, context, arrived=True)
+                # A shared file's request runs as a stream's chunk does, never merged with others:
+                # it is large, and its arrays may be a mapping the host must not read.
+                item = self._enqueue(kernel, job, context, arrived=True, streamed=request.HasField("shared_file"))
                 # Runs when the RPC ends for any reason: a cancelled or expired call leaves the queue.
                 context.add_done_callback(lambda _call: self._batcher.cancel(item, "cancelled"))
             return await self._reply(kernel, item, job, 0)
@@ -923,13 +938,31 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
             raise _RpcFailure(grpc.StatusCode.FAILED_PRECONDITION,
                               f"{chunk}shared file unusable: only clients on the server's host may send shared files")
         fields = [field.name for field in algorithm.packed_message.DESCRIPTOR.fields]
+        args = (directory, request.shared_file.name, list(request.shared_file.sizes), fields,
+                self._config.max_message_bytes)
         try:
-            arrays = _shared_files.read_arrays(directory, request.shared_file.name, list(request.shared_file.sizes),
-                                               fields, self._config.max_message_bytes,
-                                               _page_locked_or_plain if kernel.backend == "gpu" else None)
+            mapped_files = self._mapped_files
+            if kernel.backend == "gpu" and algorithm.mapped_file_host_fields is not None and mapped_files is not None:
+                try:
+                    arrays = mapped_files.arrays(*args, algorithm.mapped_file_host_fields)
+                    self._map_failures = 0
+                    return SimpleNamespace(**arrays)
+                except _shared_files.SharedFileRejected:
+                    raise
+                except Exception as exc:  # CUDA refused to page-lock the mapping: read this file
+                    self._map_failures += 1
+                    if self._map_failures == 1 or self._map_failures == _MAP_FAILURES_BEFORE_READING:
+                        logger.warning("cannot page-lock a mapping of shared file %s (%s: %s); %s",
+                                       request.shared_file.name, type(exc).__name__, exc,
+                                       "reading it instead" if self._map_failures == 1
+                                       else "reading shared files from now on")
+                    if self._map_failures >= _MAP_FAILURES_BEFORE_READING:  # e.g. a platform without it
+                        self._mapped_files = None
+                        mapped_files.close()
+            empty = _page_locked_or_plain if kernel.backend == "gpu" else None
+            return SimpleNamespace(**_shared_files.read_arrays(*args, empty))
         except _shared_files.SharedFileRejected as exc:
             raise _RpcFailure(exc.code, f"{chunk}{exc}") from None
-        return SimpleNamespace(**arrays)
 
     def _check_limits(self, kernel: AlgorithmKernel, job: Job, where: str) -> None:
         limit = self._config.max_request_cells
@@ -944,8 +977,9 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
                               f"server's message limit of {self._config.max_message_bytes} bytes; split the request")
 
     def _enqueue(self, kernel: AlgorithmKernel, job: Job, context: grpc.aio.ServicerContext,
-                 arrived: bool = False) -> WorkItem:
-        return self._submit(kernel, job, self._deadline(context), asyncio.get_running_loop().create_future(), arrived)
+                 arrived: bool = False, streamed: bool = False) -> WorkItem:
+        return self._submit(kernel, job, self._deadline(context), asyncio.get_running_loop().create_future(), arrived,
+                            streamed)
 
     def _submit(self, kernel: AlgorithmKernel, job: Job, deadline: float | None, waiter: Any,
                 arrived: bool = False, streamed: bool = False) -> WorkItem:
@@ -1085,6 +1119,7 @@ class Server:
         self._blocking_pool: ThreadPoolExecutor | None = None
         self._batcher: Batcher | None = None
         self._health: Any = None  # grpc_health's asyncio HealthServicer
+        self._servicer: WarpdpServicer | None = None
         self._metrics_http: Any = None
         self._stop_lock = threading.Lock()
         self._stopped = threading.Event()
@@ -1159,6 +1194,7 @@ class Server:
         )
         servicer = WarpdpServicer(batcher=self._batcher, kernels=kernels, config=cfg, metrics=self.metrics, info=info,
                                   workers=workers, blocking_pool=self._blocking_pool)
+        self._servicer = servicer
         interceptors = [BearerTokenInterceptor(cfg.tokens, self.metrics)] if cfg.tokens else []
         options = [
             ("grpc.max_receive_message_length", cfg.max_message_bytes),
@@ -1249,6 +1285,8 @@ class Server:
             self._batcher.drain()
             self._on_loop(self._grpc.stop(grace))
             self._batcher.close(timeout=max(grace, 1.0))
+            if self._servicer is not None:
+                self._servicer.close()
             if self._metrics_http is not None:
                 self._metrics_http.shutdown()
                 self._metrics_http.server_close()

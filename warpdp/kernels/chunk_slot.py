@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ALIGN", "ChunkSlot", "Held", "SlotRing", "cupy_pinned", "pinned_empty", "round_up"]
+__all__ = ["ALIGN", "ChunkSlot", "Held", "SlotRing", "cupy_pinned", "pinned_empty", "register_read_only", "round_up"]
 
 ALIGN = 256  # device sections start on this boundary (coalesced loads, 16-byte vectors)
 
@@ -38,6 +38,21 @@ def pinned_empty(nbytes: int) -> np.ndarray:
 
     memory = cupy.cuda.alloc_pinned_memory(1 << max(20, (max(nbytes, 1) - 1).bit_length()))
     return np.ndarray(nbytes, dtype=np.uint8, buffer=memory)  # keeps the memory until it goes
+
+
+# cudaHostRegisterReadOnly: the GPU only reads the memory (how a read-only mapping can be registered).
+_HOST_REGISTER_READ_ONLY = 8
+
+
+def register_read_only(address: int, nbytes: int) -> Callable[[], None]:
+    """Page-lock nbytes of host memory at address, which the GPU will only read (the gRPC
+    server's mapping of a client's shared file), so that the launchers upload from it directly.
+    Returns the function that unregisters it; raises CuPy's CUDARuntimeError when CUDA refuses."""
+    import cupy
+
+    runtime = cupy.cuda.runtime
+    runtime.hostRegister(address, nbytes, _HOST_REGISTER_READ_ONLY)
+    return lambda: runtime.hostUnregister(address)
 
 
 class ChunkSlot:
