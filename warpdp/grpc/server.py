@@ -941,28 +941,41 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
         args = (directory, request.shared_file.name, list(request.shared_file.sizes), fields,
                 self._config.max_message_bytes)
         try:
-            mapped_files = self._mapped_files
-            if kernel.backend == "gpu" and algorithm.mapped_file_host_fields is not None and mapped_files is not None:
-                try:
-                    arrays = mapped_files.arrays(*args, algorithm.mapped_file_host_fields)
-                    self._map_failures = 0
-                    return SimpleNamespace(**arrays)
-                except _shared_files.SharedFileRejected:
-                    raise
-                except Exception as exc:  # CUDA refused to page-lock the mapping: read this file
-                    self._map_failures += 1
-                    if self._map_failures == 1 or self._map_failures == _MAP_FAILURES_BEFORE_READING:
-                        logger.warning("cannot page-lock a mapping of shared file %s (%s: %s); %s",
-                                       request.shared_file.name, type(exc).__name__, exc,
-                                       "reading it instead" if self._map_failures == 1
-                                       else "reading shared files from now on")
-                    if self._map_failures >= _MAP_FAILURES_BEFORE_READING:  # e.g. a platform without it
-                        self._mapped_files = None
-                        mapped_files.close()
-            empty = _page_locked_or_plain if kernel.backend == "gpu" else None
-            return SimpleNamespace(**_shared_files.read_arrays(*args, empty))
+            arrays = None
+            if kernel.backend == "gpu" and algorithm.mapped_file_host_fields is not None:
+                arrays = self._mapped_arrays(args, algorithm.mapped_file_host_fields)
+            if arrays is None:
+                empty = _page_locked_or_plain if kernel.backend == "gpu" else None
+                arrays = _shared_files.read_arrays(*args, empty)
         except _shared_files.SharedFileRejected as exc:
             raise _RpcFailure(exc.code, f"{chunk}{exc}") from None
+        return SimpleNamespace(**arrays)
+
+    def _mapped_arrays(self, args: tuple[Any, ...], host_fields: tuple[str, ...]) -> dict[str, np.ndarray] | None:
+        """A shared file's arrays in its page-locked mapping (_shared_files.MappedFiles); None
+        when this server does not map files, or CUDA refused to page-lock this one (the caller
+        then reads it). After _MAP_FAILURES_BEFORE_READING refusals in a row, it maps no more."""
+        mapped_files = self._mapped_files
+        if mapped_files is None:
+            return None
+        name = args[1]  # args: read_arrays' directory, name, sizes, fields, max_bytes
+        try:
+            arrays = mapped_files.arrays(*args, host_fields)
+        except _shared_files.SharedFileRejected:
+            raise
+        except Exception as exc:  # CuPy's CUDA errors have no common base with OSError
+            self._map_failures += 1
+            giving_up = self._map_failures >= _MAP_FAILURES_BEFORE_READING  # e.g. a platform without it
+            if self._map_failures == 1 or self._map_failures == _MAP_FAILURES_BEFORE_READING:
+                logger.warning("cannot page-lock a mapping of shared file %s (%s: %s); %s", name,
+                               type(exc).__name__, exc,
+                               "reading shared files from now on" if giving_up else "reading it instead")
+            if giving_up:
+                self._mapped_files = None
+                mapped_files.close()
+            return None
+        self._map_failures = 0
+        return arrays
 
     def _check_limits(self, kernel: AlgorithmKernel, job: Job, where: str) -> None:
         limit = self._config.max_request_cells
