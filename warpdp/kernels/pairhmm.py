@@ -352,8 +352,8 @@ class _ChunkPlan:
         Haplotypes go as raw bytes; hap_codes_kernel turns them into column codes on the GPU.
 
         Sets ``uploads``: the (device offset, host array) copies that move the chunk to the GPU.
-        The input fields named in ``page_locked`` (the gRPC server reads shared files into
-        page-locked memory) go to the GPU from where they are instead of through the blob."""
+        The input fields named in ``page_locked`` (the gRPC server's shared files, mapped and
+        page-locked) go to the GPU from where they are instead of through the blob."""
         at = self.at
         br, bh, ro, ho = batches.batch_reads, batches.batch_haps, batches.read_offsets, batches.hap_offsets
 
