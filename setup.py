@@ -1,8 +1,8 @@
 """Builds the CPU backend: Cython over C, one extension per algorithm.
 
 Every `warpdp/cython_cpu/<algorithm>.pyx` becomes the extension `warpdp.cython_cpu.<algorithm>`,
-compiled with its C sources `<algorithm>_*.c` and the shared `cpu_common.c` (`ordering.pyx` is
-no algorithm: it holds host-side helpers of the GPU launchers). Every SIMD
+compiled with its C sources `<algorithm>_*.c` and the shared `cpu_common.c` (`ordering.pyx` and
+`cuda_calls.pyx` are no algorithms: they hold host-side helpers of the GPU launchers). Every SIMD
 variant is compiled into the same extension (per-file `#pragma GCC target`), and the variant
 to run is chosen at run time from the CPU found, so the build itself never needs AVX-512 or
 AVX2 and the result runs on any x86-64 CPU.
@@ -27,6 +27,7 @@ def cpu_extension(pyx: Path) -> Extension:
         include_dirs=[str(CPU_DIR), np.get_include()],
         extra_compile_args=C_FLAGS,
         extra_link_args=["-fopenmp"],
+        libraries=["dl"],  # cuda_calls opens the CUDA driver at run time (in libc itself from glibc 2.34)
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )
 

@@ -1,4 +1,4 @@
-"""The gRPC service on the GPU backend: its two workers, overlapping large submissions and
+"""The gRPC service on the GPU backend: its workers, overlapping large submissions and
 batching concurrent callers, with every caller getting exactly its own results."""
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def test_concurrent_callers_and_overlapping_large_jobs_on_the_gpu(tmp_path, monk
     monkeypatch.setattr(client_module, "_SHARED_CHUNK_BYTES", 512 * 1024)
     srv = start_server(backend="gpu", max_batch_cells=40_000_000, max_wait_ms=5, shared_dir=tmp_path)
     try:
-        assert srv.backend == "gpu" and srv.workers == 2
+        assert srv.backend == "gpu" and srv.workers == server_module.DEFAULT_WORKERS["gpu"] == 3
         small = [make_batches(500 + k, int(1 + k % 4), reads=(5, 40), haps=(1, 4)) for k in range(24)]
         large = [make_batches(600 + k, 40, reads=(10, 40), haps=(2, 5), read_len=(100, 150), hap_len=(200, 400))
                  for k in range(3)]

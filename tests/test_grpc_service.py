@@ -895,3 +895,14 @@ def test_serve_refuses_an_unusable_gpu(capsys):
 
     assert run_serve(_parse("--backend", "gpu", "--port", "0")) == 2
     assert "backend='gpu' was requested" in capsys.readouterr().err
+
+
+def test_pairhmm_request_bytes_is_the_sum_over_batches():
+    from warpdp.grpc._algorithms import PAIRHMM
+
+    for seed in range(5):
+        job = make_batches(900 + seed, 1 + 7 * seed, reads=(1, 12), haps=(1, 5))
+        counted = PAIRHMM.request_bytes(job)
+        assert counted == int(_packing.pairhmm_request_bytes_per_batch(job).sum()) + 32
+        message = len(PAIRHMM.request(job, False).SerializeToString())
+        assert counted <= message <= counted + _packing.REQUEST_FRAMING_BYTES

@@ -20,6 +20,7 @@ from test_grpc_service import local, make_batches
 from test_grpc_xdrop_seedext import K, assert_seedext_equal, assert_xdrop_equal, local_xdrop, make_seed_pairs, make_xdrop_pairs
 from warpdp.grpc import Client, ServiceError, client as client_module, server as server_module, warpdp_pb2
 from warpdp.grpc._algorithms import PAIRHMM, SEEDEXT, XDROP, XdropKey
+from warpdp.grpc._packing import concat_pairhmm as _packing_concat
 from warpdp.grpc import _shared_files
 from warpdp.grpc._shared_files import (MappedFiles, SharedFilePool, SharedFileRejected, is_local_address, is_local_peer,
                                       read_arrays)
@@ -118,6 +119,13 @@ def test_shared_files_off_and_unreadable_fall_back_to_messages(small_shared_jobs
     assert os.listdir(tmp_path) == []
 
 
+def assert_files_free_and_client_works(client: Client, batches) -> None:
+    """After a failed job: every file is back in the client's pool, and it still scores."""
+    pool = client._shared_pool  # noqa: SLF001
+    assert pool is not None and len(pool._free) == len(pool._paths) > 0  # noqa: SLF001 (none held)
+    np.testing.assert_array_equal(client.pairhmm(batches), local(batches))
+
+
 def test_a_chunk_failing_mid_job_fails_the_job_and_frees_the_files(small_shared_jobs, tmp_path, monkeypatch):
     # Chunk 3 of a job through shared files fails in the server: the call raises that error,
     # the chunks started after it are cancelled, and every file goes back to the client's pool.
@@ -138,9 +146,26 @@ def test_a_chunk_failing_mid_job_fails_the_job_and_frees_the_files(small_shared_
             with pytest.raises(ServiceError) as error:
                 client.pairhmm(batches)
             assert error.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED and "third chunk" in error.value.details
-            pool = client._shared_pool  # noqa: SLF001
-            assert pool is not None and len(pool._free) == len(pool._paths) > 0  # noqa: SLF001 (none held)
-            np.testing.assert_array_equal(client.pairhmm(batches), local(batches))  # the client still works
+            assert_files_free_and_client_works(client, batches)
+    finally:
+        srv.stop()
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_piece_that_cannot_be_cut_late_in_a_job_raises_and_frees_the_files(small_shared_jobs, tmp_path):
+    # Chunks are cut while they are written: a pair over the server's limits near the end of
+    # the job is found after the first chunks went out. The call raises ValueError, as when
+    # it is found before, and every file goes back to the client's pool.
+    regular = make_batches(17, 40, reads=(10, 30), haps=(2, 5))
+    too_large = make_batches(18, 1, reads=(1, 1), haps=(1, 1), read_len=(400, 400), hap_len=(400, 400))
+    job = _packing_concat([regular, too_large])
+    srv = start_server(shared_dir=tmp_path, max_request_cells=100_000)
+    try:
+        with Client(srv.address, timeout=WAIT) as client:
+            with pytest.raises(ValueError, match="exceeds the server's limits"):
+                client.pairhmm(job)
+            assert srv.batcher.completed > 0  # the chunks before it were sent and scored
+            assert_files_free_and_client_works(client, regular)
     finally:
         srv.stop()
     assert os.listdir(tmp_path) == []
@@ -377,8 +402,8 @@ def test_shared_file_chunks_are_request_sized_on_a_gpu_server_only():
     job = make_batches(31, 300, reads=(10, 40), haps=(2, 5), read_len=(100, 150), hap_len=(200, 400))
     limits = warpdp_pb2.Limits(max_request_cells=job.n_cells // 3, max_message_bytes=64 << 20)
     batching = warpdp_pb2.Batching(enabled=True, max_batch_cells=job.n_cells // 30)
-    chunks = {backend: client_module._shared_file_chunks(job, False, warpdp_pb2.ServerInfoReply(
-        backend=backend, limits=limits, batching=batching)) for backend in ("cpu", "gpu")}
+    chunks = {backend: list(client_module._shared_file_chunks(job, False, warpdp_pb2.ServerInfoReply(
+        backend=backend, limits=limits, batching=batching))) for backend in ("cpu", "gpu")}
     for backend, cap in (("gpu", limits.max_request_cells), ("cpu", batching.max_batch_cells)):
         assert sum(c.n_pairs for c in chunks[backend]) == job.n_pairs
         assert max(c.n_cells for c in chunks[backend]) <= cap

@@ -95,3 +95,16 @@ def test_page_locked_fields_asks_once_per_owner_and_never_for_bytes() -> None:
     device = _Device([own["hap_bases"]])
     assert gpu_module._page_locked_fields(batches.__class__(**{**vars(batches), **own}), device) == {"hap_bases"}
     assert device.asked == 6
+
+
+def test_reads_per_float_bin_counts_each_read_in_the_first_bin_that_takes_its_length() -> None:
+    bounds = gpu_module._FLOAT_BOUNDS
+    rng = np.random.default_rng(7)
+    for top in (2, 40, 200, 600, 5_000_000):
+        read_lens = rng.integers(1, top, size=int(rng.integers(1, 3000)))
+        # Every bound itself, one past it, and the longest lengths land where the bins say.
+        read_lens = np.concatenate([read_lens, bounds, bounds + 1, [2**31 - 1]])
+        expected = np.zeros(len(bounds) + 1, dtype=np.int64)
+        for length in read_lens:
+            expected[next((b for b, bound in enumerate(bounds) if length <= bound), len(bounds))] += 1
+        assert gpu_module._reads_per_float_bin(read_lens).tolist() == expected.tolist()

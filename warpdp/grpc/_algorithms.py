@@ -14,13 +14,13 @@ Results travel inside the service as one row per pair: a float64 vector for Pair
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from ..plugin.pairhmm import PairHmmBatches, PairHmmRead, available_cpu_isas, pack_batches, pairhmm
+from ..plugin.pairhmm import PairHmmBatches, PairHmmRead, available_cpu_isas, pack_batches, pairhmm_validated
 from ..plugin.seedext import (
     RESULT_FIELDS,
     SeedExtPairs,
@@ -151,11 +151,17 @@ class Algorithm(ABC):
         """What local scoring returns, from a filled new_output()."""
 
     @abstractmethod
+    def iter_plan(self, payload: Any, key: Hashable, max_cells: int, max_bytes: int,
+                  first_bytes: int | None = None) -> Iterator[Any]:
+        """Consecutive pieces, each within max_cells and max_bytes (request and reply), whose
+        results concatenated are the input's, each cut when it is asked for; ValueError when
+        a single pair does not fit (possibly only once the pieces before it are out). With
+        first_bytes, the pieces' byte budget starts there and doubles up to max_bytes."""
+
     def plan(self, payload: Any, key: Hashable, max_cells: int, max_bytes: int,
              first_bytes: int | None = None) -> list[Any]:
-        """Consecutive pieces, each within max_cells and max_bytes (request and reply), whose
-        results concatenated are the input's; ValueError when a single pair does not fit.
-        With first_bytes, the pieces' byte budget starts there and doubles up to max_bytes."""
+        """All pieces of :meth:`iter_plan` at once."""
+        return list(self.iter_plan(payload, key, max_cells, max_bytes, first_bytes))
 
     def fits(self, payload: Any, key: Hashable, max_cells: int, max_bytes: int) -> bool:
         """Whether the whole input goes in one request under these limits."""
@@ -195,14 +201,18 @@ class PairHmmAlgorithm(Algorithm):
         return payload.n_cells
 
     def request_bytes(self, payload: PairHmmBatches) -> int:
-        # + 32: the leading 0 of the four offset arrays.
-        return int(_packing.pairhmm_request_bytes_per_batch(payload).sum()) + 32
+        # pairhmm_request_bytes_per_batch summed over the (validated) batches, whose reads and
+        # haplotypes cover the arrays: no pass over the batches. + 32: the leading 0 of the
+        # four offset arrays.
+        return (5 * len(payload.read_bases) + len(payload.hap_bases) + 8 * (payload.n_reads + payload.n_haps)
+                + 16 * payload.n_batches + 32)
 
     def merge(self, payloads: list[PairHmmBatches]) -> PairHmmBatches:
         return _packing.concat_pairhmm(payloads)
 
     def run(self, payload: PairHmmBatches, key: Hashable, *, backend: str, threads: int) -> np.ndarray:
-        return pairhmm(payload, backend=backend, threads=threads, double=bool(key))
+        # Decoding validated the request (and merging keeps merged requests valid).
+        return pairhmm_validated(payload, backend=backend, threads=threads, double=bool(key))
 
     def reply(self, rows: np.ndarray | None, n_pairs: int, chunk: int,
               stats: warpdp_pb2.CallStats) -> warpdp_pb2.PairHmmReply:
@@ -228,9 +238,9 @@ class PairHmmAlgorithm(Algorithm):
     def results(self, out: np.ndarray) -> np.ndarray:
         return out
 
-    def plan(self, payload: PairHmmBatches, key: Hashable, max_cells: int, max_bytes: int,
-             first_bytes: int | None = None) -> list[PairHmmBatches]:
-        return _packing.plan_pairhmm_chunks(payload, max_cells, max_bytes, first_bytes)
+    def iter_plan(self, payload: PairHmmBatches, key: Hashable, max_cells: int, max_bytes: int,
+                  first_bytes: int | None = None) -> Iterator[PairHmmBatches]:
+        return _packing.iter_pairhmm_chunks(payload, max_cells, max_bytes, first_bytes)
 
 
 # ---------------------------------------------------------------------------------------
@@ -334,12 +344,12 @@ class PairsAlgorithm(Algorithm):
                 raise ValueError(f"the server returned {len(values)} values of {name} for {stop - start} pairs")
             out[c, start:stop] = values
 
-    def plan(self, payload: Any, key: Hashable, max_cells: int, max_bytes: int,
-             first_bytes: int | None = None) -> list[Any]:
+    def iter_plan(self, payload: Any, key: Hashable, max_cells: int, max_bytes: int,
+                  first_bytes: int | None = None) -> Iterator[Any]:
         ranges = _packing.plan_pair_ranges(self.cells_per_pair(payload, key), self._request_bytes_per_pair(payload),
                                            self.reply_bytes_per_pair, 8 * len(self.sequences), max_cells, max_bytes,
                                            first_bytes)
-        return [payload.select(i, j) for i, j in ranges]
+        return (payload.select(i, j) for i, j in ranges)
 
 
 class XdropKey(NamedTuple):

@@ -209,13 +209,19 @@ def plan_pairhmm_chunks(batches: PairHmmBatches, max_cells: int, max_bytes: int,
     read ranges, and a read that alone does not fit by haplotype ranges. A single pair over
     the limits raises ValueError.
     """
+    return list(iter_pairhmm_chunks(batches, max_cells, max_bytes, first_bytes))
+
+
+def iter_pairhmm_chunks(batches: PairHmmBatches, max_cells: int, max_bytes: int,
+                        first_bytes: int | None = None) -> Iterator[PairHmmBatches]:
+    """:func:`plan_pairhmm_chunks` one piece at a time, each cut when it is asked for (a
+    client sending a large job starts on the first piece while the others are cut)."""
     if max_cells < 1 or max_bytes - REQUEST_FRAMING_BYTES < 64:
         raise ValueError(f"limits too small to send anything (max_cells={max_cells}, max_bytes={max_bytes})")
     cells = batches.cells_per_batch()
     req = pairhmm_request_bytes_per_batch(batches)
     rep = 8 * batches.pairs_per_batch()
     cum = [np.concatenate([[0], np.cumsum(a, dtype=np.int64)]) for a in (cells, req, rep)]
-    chunks: list[PairHmmBatches] = []
     i, n = 0, batches.n_batches
     budgets = chunk_budgets(max_bytes, first_bytes)
     while i < n:
@@ -224,12 +230,11 @@ def plan_pairhmm_chunks(batches: PairHmmBatches, max_cells: int, max_bytes: int,
         caps = (max_cells, budget - 32, budget)
         j = min(int(np.searchsorted(c, c[i] + cap, side="right")) - 1 for c, cap in zip(cum, caps))
         if j > i:
-            chunks.append(batches.select(i, j))
+            yield batches.select(i, j)
             i = j
         else:  # a batch too large for one chunk is cut with the full budget
-            chunks.extend(_split_batch(batches, i, max_cells, max_bytes - REQUEST_FRAMING_BYTES - 32))
+            yield from _split_batch(batches, i, max_cells, max_bytes - REQUEST_FRAMING_BYTES - 32)
             i += 1
-    return chunks
 
 
 def _split_batch(batches: PairHmmBatches, b: int, max_cells: int, budget: int) -> list[PairHmmBatches]:

@@ -25,7 +25,7 @@ import os
 import queue
 import socket
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -55,8 +55,8 @@ _SHARED_CHUNK_BYTES = 32 * 1024 * 1024
 _FIRST_CHUNK_BYTES = 2 * 1024 * 1024
 _SHARED_FIRST_CHUNK_BYTES = 4 * 1024 * 1024
 # Chunks written to shared files but not yet answered, per stream: bounds the files in use.
-# As many as the GPU server keeps queued per stream (2 * workers + 2), so that the next chunk
-# is written while the earlier ones are read, scored and answered.
+# A GPU server runs three at once (its workers); three more are written, read and queued
+# meanwhile.
 _SHARED_IN_FLIGHT = 6
 logger = logging.getLogger("warpdp.grpc")
 _URI_SCHEMES = ("dns:", "ipv4:", "ipv6:", "unix:", "unix-abstract:", "vsock:", "xds:")
@@ -306,7 +306,8 @@ class Client:
 
     def _run_shared(self, pool: _shared_files.SharedFilePool, payload: Any, key: Any, out: np.ndarray,
                     timeout: float | None) -> None:
-        """Stream the job in chunks whose arrays travel in shared files."""
+        """Stream the job in chunks whose arrays travel in shared files (cut as they are
+        written when one stream takes them all)."""
         chunks = _shared_file_chunks(payload, key, self.server_info(timeout=timeout))
         try:
             self._streams(chunks, key, out, timeout, pool)
@@ -325,13 +326,17 @@ class Client:
             raise _service_error(exc) from None
         _store(algorithm, reply, out, 0, algorithm.n_pairs(payload), algorithm.rpc)
 
-    def _streams(self, chunks: list[Any], key: Any, out: np.ndarray, timeout: float | None,
+    def _streams(self, chunks: Iterable[Any], key: Any, out: np.ndarray, timeout: float | None,
                  shared: _shared_files.SharedFilePool | None = None) -> None:
+        if len(self.addresses) == 1:
+            self._stream(chunks, 0, key, out, timeout, [], shared)
+            return
+        chunks = list(chunks)
         algorithm = algorithm_for(chunks[0])
         offsets = np.concatenate([[0], np.cumsum([algorithm.n_pairs(c) for c in chunks])]).astype(np.int64)
         n_streams = min(len(self.addresses), len(chunks))
         if n_streams <= 1:
-            self._stream(chunks, offsets, key, out, timeout, [], shared)
+            self._stream(chunks, 0, key, out, timeout, [], shared)
             return
         # Several servers: one stream per server (round_robin spreads the calls), each over a
         # contiguous share of the chunks with about the same number of cells.
@@ -341,7 +346,7 @@ class Client:
         bounds = sorted(set(min(b, len(chunks)) for b in bounds))
         calls: list[Any] = []
         with ThreadPoolExecutor(max_workers=len(bounds) - 1, thread_name_prefix="warpdp-client") as pool:
-            futures = [pool.submit(self._stream, chunks[a:b], offsets[a:b + 1], key, out, timeout, calls, shared)
+            futures = [pool.submit(self._stream, chunks[a:b], int(offsets[a]), key, out, timeout, calls, shared)
                        for a, b in zip(bounds[:-1], bounds[1:])]
             try:
                 for future in futures:
@@ -351,56 +356,68 @@ class Client:
                     call.cancel()  # the job failed: stop the other streams too
                 raise
 
-    def _stream(self, chunks: list[Any], offsets: np.ndarray, key: Any, out: np.ndarray,
+    def _stream(self, chunks: Iterable[Any], first_pair: int, key: Any, out: np.ndarray,
                 timeout: float | None, calls: list[Any],
                 pool: _shared_files.SharedFilePool | None = None) -> None:
-        """One stream call for the chunks; with a pool, their arrays go through shared files:
-        the first written here before the call starts, the others by a thread of their own."""
-        algorithm = algorithm_for(chunks[0])
+        """One stream call for the chunks, whose results go to out from pair first_pair on.
+        With a pool, their arrays go through shared files: the first written here before the
+        call starts, the others by a thread of their own, which also cuts them when the
+        chunks are planned lazily (an iterator)."""
+        feed = _ChunkFeed(chunks, first_pair)
+        algorithm = feed.algorithm
         method = algorithm.rpc + "Stream"
         in_files: dict[int, _shared_files.SharedFile] = {}  # chunk -> its file, until answered
         write_errors: list[OSError] = []
+        plan_errors: list[Exception] = []
         room = threading.Semaphore(_SHARED_IN_FLIGHT)  # writing every chunk at once would need a file each
         ended = threading.Event()
         written: queue.SimpleQueue[Any] = queue.SimpleQueue()  # requests ready to send; None ends them
 
-        def write(index: int) -> bool:
-            """Write a chunk's file and queue its request; False when the stream must end."""
+        def write() -> bool:
+            """Write the next chunk's file and queue its request; False when the stream must end."""
             room.acquire()
             if ended.is_set():
                 return False
             try:
-                shared, sizes = pool.acquire(list(algorithm.wire_arrays(chunks[index]).values()))  # type: ignore[union-attr]
+                taken = feed.take()
+            except Exception as exc:  # a piece that cannot be cut (ValueError): the job fails
+                plan_errors.append(exc)
+                return False
+            if taken is None:
+                return False
+            index, chunk = taken
+            try:
+                shared, sizes = pool.acquire(list(algorithm.wire_arrays(chunk).values()))  # type: ignore[union-attr]
             except OSError as exc:  # e.g. the directory is full: end the stream here
                 write_errors.append(exc)
                 return False
             in_files[index] = shared
-            written.put(algorithm.request(chunks[index], key, warpdp_pb2.SharedFile(name=shared.name, sizes=sizes)))
+            written.put(algorithm.request(chunk, key, warpdp_pb2.SharedFile(name=shared.name, sizes=sizes)))
             return True
 
         def write_rest() -> None:
             try:
-                for index in range(1, len(chunks)):
-                    if not write(index):
-                        return
+                while write():
+                    pass
             finally:
                 written.put(None)
 
         def requests() -> Any:
             if pool is None:
-                for chunk in chunks:
-                    yield algorithm.request(chunk, key)
+                while (taken := feed.take()) is not None:
+                    yield algorithm.request(taken[1], key)
                 return
             while (request := written.get()) is not None:
                 yield request
 
         writer = None
+        received = 0
         try:
             if pool is not None:
                 # The first chunk is written by this thread, before the call is set up: setting
                 # it up takes longer than writing a first chunk (and holds the interpreter lock,
                 # which a writer thread would wait for).
-                if write(0) and len(chunks) > 1:
+                if write() and feed.count != 1:
                     writer = threading.Thread(target=write_rest, name="warpdp-shared-writer", daemon=True)
                     writer.start()
                 else:
@@ -408,17 +425,16 @@ class Client:
             call = getattr(self._stub, method)(requests(), metadata=self._metadata, timeout=timeout,
                                                wait_for_ready=self._wait_for_ready)
             calls.append(call)
-            received = 0
             for reply in call:
-                if received >= len(chunks) or reply.chunk != received:
+                if received >= len(feed.ranges) or reply.chunk != received:
                     raise ServiceError(grpc.StatusCode.INTERNAL,
                                        f"{method} answered chunk {reply.chunk} where {received} was expected")
-                _store(algorithm, reply, out, int(offsets[received]), int(offsets[received + 1]), f"chunk {received}")
+                _store(algorithm, reply, out, *feed.ranges[received], f"chunk {received}")
                 if received in in_files:  # answered, so the server has read it
                     pool.release(in_files.pop(received))  # type: ignore[union-attr]
                     room.release()
                 received += 1
-                if received == len(chunks):
+                if received == feed.count:
                     # Every result is in: do not wait for the call's status too (another round
                     # trip). The call is kept until it ends, so that it is not cancelled.
                     self._finishing.add(call)
@@ -428,16 +444,48 @@ class Client:
             raise _service_error(exc) from None
         finally:
             ended.set()
-            room.release(len(chunks))  # a writer still waiting for room returns
+            room.release(_SHARED_IN_FLIGHT + 1)  # a writer still waiting for room returns
             if writer is not None:
                 writer.join()  # it adds no file after this
             for index in list(in_files):
                 pool.release(in_files.pop(index))  # type: ignore[union-attr]
+        if plan_errors:
+            raise plan_errors[0]
         if write_errors:
             raise _SharedFilesUnusable(f"cannot write a shared file in {pool.directory}: {write_errors[0]}")  # type: ignore[union-attr]
-        if received != len(chunks):
+        if received != feed.count:
             raise ServiceError(grpc.StatusCode.INTERNAL,
-                               f"{method} ended after {received} of {len(chunks)} chunks")
+                               f"{method} ended after {received} of {feed.count or len(feed.ranges)} chunks")
+
+
+class _ChunkFeed:
+    """A stream's chunks taken one at a time, in order, from a list or a lazy plan, with the
+    output pairs each covers (``ranges``). ``count`` is known from the moment the last chunk
+    is taken (one chunk is cut ahead), so the last reply can be recognised as such."""
+
+    _END = object()
+
+    def __init__(self, chunks: Iterable[Any], first_pair: int) -> None:
+        self._chunks = iter(chunks)
+        self._next = next(self._chunks, self._END)
+        if self._next is self._END:
+            raise ValueError("a stream needs at least one chunk")
+        self.algorithm = algorithm_for(self._next)
+        self.ranges: list[tuple[int, int]] = []
+        self.count: int | None = None
+        self._first_pair = first_pair
+
+    def take(self) -> tuple[int, Any] | None:
+        """The next chunk and its index; None after the last."""
+        chunk = self._next
+        if chunk is self._END:
+            return None
+        self._next = next(self._chunks, self._END)
+        start = self.ranges[-1][1] if self.ranges else self._first_pair
+        self.ranges.append((start, start + self.algorithm.n_pairs(chunk)))
+        if self._next is self._END:
+            self.count = len(self.ranges)
+        return len(self.ranges) - 1, chunk
 
 
 def _chunk_cells(info: warpdp_pb2.ServerInfoReply) -> int:
@@ -448,15 +496,17 @@ def _chunk_cells(info: warpdp_pb2.ServerInfoReply) -> int:
     return info.limits.max_request_cells
 
 
-def _shared_file_chunks(payload: Any, key: Any, info: warpdp_pb2.ServerInfoReply) -> list[Any]:
+def _shared_file_chunks(payload: Any, key: Any, info: warpdp_pb2.ServerInfoReply) -> Iterator[Any]:
     """How a job is split to go through shared files: growing chunks of up to
-    _SHARED_CHUNK_BYTES. A GPU server scores even a chunk at the request limit in milliseconds,
-    so fewer chunks mean less fixed cost per job; a CPU server's chunks stay submission-sized,
-    so that other callers' requests do not queue behind seconds of one job's work."""
+    _SHARED_CHUNK_BYTES, cut as they are asked for (the first is written while the others
+    are still to be cut). A GPU server scores even a chunk at the request limit in
+    milliseconds, so fewer chunks mean less fixed cost per job; a CPU server's chunks stay
+    submission-sized, so that other callers' requests do not queue behind seconds of one
+    job's work."""
     max_cells = info.limits.max_request_cells if info.backend == "gpu" else _chunk_cells(info)
-    return algorithm_for(payload).plan(payload, key, max_cells,
-                                       min(info.limits.max_message_bytes, _SHARED_CHUNK_BYTES),
-                                       _SHARED_FIRST_CHUNK_BYTES)
+    return algorithm_for(payload).iter_plan(payload, key, max_cells,
+                                            min(info.limits.max_message_bytes, _SHARED_CHUNK_BYTES),
+                                            _SHARED_FIRST_CHUNK_BYTES)
 
 
 def _store(algorithm: Algorithm, reply: Any, out: np.ndarray, start: int, stop: int, what: str) -> None:

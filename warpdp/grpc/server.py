@@ -47,11 +47,12 @@ DEFAULT_MAX_WAIT_MS = 2.0
 # GPU needs much larger submissions than the CPU to amortise its per-launch costs.
 DEFAULT_MAX_BATCH_CELLS = {"cpu": 256_000_000, "gpu": 2_000_000_000}
 DEFAULT_MAX_REQUEST_CELLS = 4_000_000_000
-# The GPU runs two submissions at once, but only large ones (a quarter of the submission cap
-# or more) overlap: the second's host work then hides behind the first's GPU work. Small
-# requests wait for the running submission and batch, as with one worker: a submission of
-# their own would cost more than it overlaps (measured, BENCHMARKS.md).
-DEFAULT_WORKERS = {"cpu": 1, "gpu": 2}
+# The GPU runs up to three submissions at once, but only large ones (a quarter of the
+# submission cap or more) overlap: their host work then hides behind the GPU work of the ones
+# before (a large job's chunks keep the Pair-HMM launcher's three slots busy). Small requests
+# wait for the running submission and batch, as with one worker: a submission of their own
+# would cost more than it overlaps (measured, BENCHMARKS.md).
+DEFAULT_WORKERS = {"cpu": 1, "gpu": 3}
 GPU_OVERLAP_SHARE = 4
 DEFAULT_MAX_MESSAGE_MB = 64.0
 DEFAULT_HANDLER_THREADS = 128
@@ -1160,8 +1161,8 @@ class Server:
         self.backend = backends[PAIRHMM.name]  # the server's headline backend, as before
         workers = cfg.workers or DEFAULT_WORKERS[self.backend]
         self.workers = workers
-        # Algorithms left on the CPU by a GPU server keep every core: its second worker only
-        # overlaps large submissions.
+        # Algorithms left on the CPU by a GPU server keep every core: its other workers only
+        # overlap large submissions.
         cpu_threads = cfg.threads or max(1, resolve_threads(None) // (cfg.workers or 1))
         kernels = [AlgorithmKernel(algorithm, backends[algorithm.name],
                                    cpu_threads if backends[algorithm.name] == "cpu" else (cfg.threads or 1))

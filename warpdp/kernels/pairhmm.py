@@ -9,7 +9,9 @@ The plugin layer (:func:`warpdp.plugin.pairhmm.pairhmm`) validates the packed ba
 * on the GPU, per chunk: turns the haplotype bytes into column codes and the offsets into work
   items (one read against a run of its batch's haplotypes, whose pairs are consecutive in the
   output), grouped by read-length bin and longest first inside a bin;
-* launches one templated kernel configuration per non-empty bin, each on its own stream; and
+* launches one templated kernel configuration per non-empty bin, each on its own stream (a
+  chunk's copies, launches and stream waits are made in one go without the interpreter lock,
+  see :mod:`warpdp.cython_cpu.cuda_calls`); and
 * runs GKL's float-then-double rule on the GPU: the float kernels queue the pairs whose result is
   below 1e-28 and one double-precision launch per chunk recomputes them.
 
@@ -155,6 +157,12 @@ _DEFAULT_CHUNK_BYTES = 1 << 30      # device bytes of one chunk's input and outp
 _DEFAULT_CHUNK_CELLS = 4_000_000_000  # largest chunk; the first ones are smaller (split_work)
 _FIRST_CHUNK_DIVISOR = 4            # the first chunk is smaller: the GPU starts sooner
 _CHUNK_GROWTH = 1.5                 # and the next ones grow (see split_work)
+# Chunks in flight. Two keep one call's GPU busy. The gRPC server runs a large job's chunks as
+# consecutive calls on three workers, and the third slot lets a chunk be enqueued (and its
+# upload start) while the two before it still compute: with two, the next chunk's upload
+# often waited for the GPU to finish the one before (H200 probe, GATK-like 1e11 cells through
+# the service: +31 % over in-process with two workers and slots, +20 % with three).
+_SLOTS = 3
 _ITEMS_PER_SM = 512                 # target work items per SM before runs of haplotypes are split
 _MAX_ITEM_STREAM = 16384            # columns of one item (bounds the MULTI scratch per subwarp)
 # Item latency model (H200): a subwarp steps one column in about 0.3 us; the whole input runs at
@@ -181,6 +189,17 @@ def item_limits(n_pairs: int, longest_hap: int, mean_hap: float, total_cells: in
     by_length = max(1, _MAX_ITEM_STREAM // max(1, longest_hap))
     columns = float(total_cells) / _EXPECTED_CELLS_PER_SECOND / _SECONDS_PER_COLUMN / _ITEM_SHARE_OF_TIME
     return min(by_count, by_length), max(columns, float(longest_hap))
+
+
+def _reads_per_float_bin(read_lens: np.ndarray) -> np.ndarray:
+    """How many reads each float bin takes (bin b: lengths up to its max_read_len, over the bin
+    before's; the last bin: the rest). Counted through a histogram of the lengths, clipped
+    above the last bound: a binary search per read took 4x as long (0.3 ms for 32,000 reads)."""
+    if not len(_FLOAT_BOUNDS):  # one bin takes every read
+        return np.array([len(read_lens)])
+    top = int(_FLOAT_BOUNDS[-1])
+    at_most = np.cumsum(np.bincount(np.minimum(read_lens, top + 1), minlength=top + 2))[_FLOAT_BOUNDS]
+    return np.diff(at_most, prepend=0, append=len(read_lens))
 
 
 @dataclass(frozen=True)
@@ -287,8 +306,7 @@ class _ChunkPlan:
         if use_double:
             per_bin = np.array([self.n_reads])
         else:
-            per_bin = np.bincount(np.searchsorted(_FLOAT_BOUNDS, read_lens, side="left"),
-                                  minlength=len(self.configs))
+            per_bin = _reads_per_float_bin(read_lens)
 
         # Launches: the bins that have reads, then (float) the double pass over the queue.
         # Grids are bounded by what the bin can hold (each read gives at most max_haps items).
@@ -452,10 +470,14 @@ class _ChunkPlan:
 # --------------------------------------------------------------------------------------------
 
 class _CupyDevice:
-    """The few device operations the runner needs, over CuPy."""
+    """The few device operations the runner needs, over CuPy. Copies, launches, event records
+    and stream waits are recorded (:meth:`h2d` ... :meth:`wait`) and made by :meth:`issue`, all
+    at once without the interpreter lock; the runner records and issues under its lock."""
 
     def __init__(self) -> None:
         import cupy
+
+        from ..cython_cpu.cuda_calls import CallList
 
         self.cupy = cupy
         self.device_id = cupy.cuda.runtime.getDevice()
@@ -475,6 +497,11 @@ class _CupyDevice:
             if config.shared_bytes > 48 * 1024:
                 kernel.max_dynamic_shared_size_bytes = config.shared_bytes
             self.kernels[config] = kernel
+        self.functions = {config: self.kernels[config].kernel.ptr for config in KERNEL_CONFIGS}
+        self.helper_functions = [kernel.kernel.ptr for kernel in
+                                 (self.codes_kernel, self.count_kernel, self.prefix_kernel, self.scatter_kernel)]
+        self.calls = CallList()
+        self.context = cupy.cuda.driver.ctxGetCurrent()  # the context CuPy made its module in
 
     def resident_blocks(self, config: KernelConfig) -> int:
         kernel = self.kernels[config]
@@ -521,26 +548,39 @@ class _CupyDevice:
             return False
 
     def h2d(self, dst: int, src: np.ndarray, nbytes: int, stream: Any) -> None:
-        self.cupy.cuda.runtime.memcpyAsync(dst, src.ctypes.data, nbytes, 1, stream.ptr)
+        self.calls.to_device(dst, src.ctypes.data, nbytes, stream.ptr)
 
     def d2h(self, dst: np.ndarray, src: int, nbytes: int, stream: Any) -> None:
-        self.cupy.cuda.runtime.memcpyAsync(dst.ctypes.data, src, nbytes, 2, stream.ptr)
+        self.calls.to_host(dst.ctypes.data, src, nbytes, stream.ptr)
 
     def launch(self, config: KernelConfig, grid: int, params_address: int, stream: Any) -> None:
-        self.kernels[config].kernel((grid,), (config.threads,), (np.uint64(params_address),),
-                                    shared_mem=config.shared_bytes, stream=stream)
+        self.calls.launch(self.functions[config], grid, config.threads, config.shared_bytes, stream.ptr,
+                          (params_address,))
 
     def launch_codes(self, codes: int, hap_starts: int, n_haps: int, stream: Any) -> None:
         grid = max(1, min(4 * self.sm_count, -(-n_haps // 8)))  # 8 warps per block, a warp per haplotype
-        self.codes_kernel.kernel((grid,), (256,), (np.uint64(codes), np.uint64(hap_starts), np.int32(n_haps)),
-                                 stream=stream)
+        self.calls.launch(self.helper_functions[0], grid, 256, 0, stream.ptr, (codes, hap_starts, n_haps))
 
     def launch_plan(self, plan_params: int, n_reads: int, stream: Any) -> None:
         grid = max(1, min(4 * self.sm_count, -(-n_reads // 256)))
-        args = (np.uint64(plan_params),)
-        self.count_kernel.kernel((grid,), (256,), args, stream=stream)
-        self.prefix_kernel.kernel((1,), (32,), args, stream=stream)
-        self.scatter_kernel.kernel((grid,), (256,), args, stream=stream)
+        count, prefix, scatter = self.helper_functions[1:]
+        self.calls.launch(count, grid, 256, 0, stream.ptr, (plan_params,))
+        self.calls.launch(prefix, 1, 32, 0, stream.ptr, (plan_params,))
+        self.calls.launch(scatter, grid, 256, 0, stream.ptr, (plan_params,))
+
+    def record(self, event: Any, stream: Any) -> None:
+        self.calls.record(event.ptr, stream.ptr)
+
+    def wait(self, stream: Any, event: Any) -> None:
+        self.calls.wait(stream.ptr, event.ptr)
+
+    def issue(self) -> None:
+        """Make the calls recorded since the last issue (or discard)."""
+        self.calls.issue(self.context)
+
+    def discard(self) -> None:
+        """Forget the calls recorded since the last issue (their enqueueing failed half-way)."""
+        self.calls.clear()
 
     def upload_tables(self) -> tuple[dict[str, Any], dict[str, Any]]:
         from ..cython_cpu.pairhmm import gkl_tables
@@ -568,13 +608,13 @@ class _Runner:
         self._tables_keep, self.tables = device.upload_tables()
         self.copy_stream = device.stream()
         self.tail_stream = device.stream()
-        # Two sets of bin streams, alternating by chunk: a chunk's kernels then overlap the tail
-        # of the previous chunk's instead of queueing behind them on the same stream.
-        self.bin_streams = [[device.stream() for _ in FLOAT_BINS] for _ in range(2)]
+        # A set of bin streams per slot, taken in turn by chunks: a chunk's kernels then overlap
+        # the tail of the previous chunk's instead of queueing behind them on the same stream.
+        self.bin_streams = [[device.stream() for _ in FLOAT_BINS] for _ in range(_SLOTS)]
         # Events are re-recorded chunk after chunk (a wait uses the record made before it).
-        self.uploaded_events = [device.event() for _ in range(2)]
-        self.bin_events = [[device.event() for _ in FLOAT_BINS] for _ in range(2)]
-        self.ring = SlotRing()
+        self.uploaded_events = [device.event() for _ in range(_SLOTS)]
+        self.bin_events = [[device.event() for _ in FLOAT_BINS] for _ in range(_SLOTS)]
+        self.ring = SlotRing(_SLOTS)
         self.lock = threading.Lock()
 
     def resident_blocks(self, config: KernelConfig) -> int:
@@ -586,6 +626,14 @@ class _Runner:
 
     def _enqueue(self, slot: ChunkSlot, plan: _ChunkPlan, parity: int) -> None:
         """Upload the slot's blob and launch the chunk's kernels (all asynchronous)."""
+        try:
+            self._record_chunk(slot, plan, parity)
+            self.device.issue()
+        except BaseException:
+            self.device.discard()
+            raise
+
+    def _record_chunk(self, slot: ChunkSlot, plan: _ChunkPlan, parity: int) -> None:
         dev = self.device
         base = int(slot.device.ptr)
         streams = self.bin_streams[parity]
@@ -593,25 +641,25 @@ class _Runner:
             dev.h2d(base + offset, host, host.nbytes, self.copy_stream)
         self._prepare_on_device(plan, base, self.copy_stream)
         uploaded = self.uploaded_events[parity]
-        uploaded.record(self.copy_stream)
+        dev.record(uploaded, self.copy_stream)
         finished = []
         for i, launch in enumerate(plan.launches):
             stream = streams[i % len(streams)]
-            stream.wait_event(uploaded)
+            dev.wait(stream, uploaded)
             dev.launch(launch.config, launch.grid, plan.param_address(base, launch), stream)
             event = self.bin_events[parity][i % len(streams)]
-            event.record(stream)
+            dev.record(event, stream)
             finished.append(event)
         tail = self.tail_stream
-        tail.wait_event(uploaded)
+        dev.wait(tail, uploaded)
         for event in finished:
-            tail.wait_event(event)
+            dev.wait(tail, event)
         if plan.fallback is not None:
             dev.launch(plan.fallback.config, plan.fallback.grid, plan.param_address(base, plan.fallback), tail)
         dev.d2h(slot.pinned_out, base + plan.at["out"], plan.n_out * 8, tail)
         if slot.done is None:
             slot.done = dev.event()
-        slot.done.record(tail)
+        dev.record(slot.done, tail)
 
     def _prepare_on_device(self, plan: _ChunkPlan, base: int, stream: Any) -> None:
         """After the upload: haplotype codes and the work items, made on the GPU."""
@@ -658,6 +706,7 @@ class _Runner:
             base = int(slot.device.ptr)
             plan.fill(slot.pinned_in, batches, base, self.tables)
             dev = self.device
+            dev.discard()  # nothing half-recorded goes out with these calls
             stream = self.copy_stream
             dev.h2d(base, slot.pinned_in, plan.blob_bytes, stream)
             self._prepare_on_device(plan, base, stream)
@@ -668,10 +717,11 @@ class _Runner:
                 # Reset the work counters, then run every launch back to back on one stream.
                 dev.h2d(base + counters, slot.pinned_in[counters:], _N_RESET * 4, stream)
                 events = [dev.timing_event() for _ in range(len(launches) + 1)]
-                events[0].record(stream)
+                dev.record(events[0], stream)
                 for launch, event in zip(launches, events[1:]):
                     dev.launch(launch.config, launch.grid, plan.param_address(base, launch), stream)
-                    event.record(stream)
+                    dev.record(event, stream)
+                dev.issue()
                 events[-1].synchronize()
                 elapsed = dev.cupy.cuda.get_elapsed_time
                 if per_launch:

@@ -254,6 +254,14 @@ def pairhmm(
     if not isinstance(batches, PairHmmBatches):
         raise TypeError(f"batches must be PairHmmBatches, not {type(batches).__name__} (see pack_batches)")
     batches.validate()
+    return pairhmm_validated(batches, backend=backend, threads=threads, double=double, out=out, cpu_isa=cpu_isa)
+
+
+def pairhmm_validated(batches: PairHmmBatches, *, backend: str = "auto", threads: int | None = None,
+                      double: bool = False, out: np.ndarray | None = None, cpu_isa: str | None = None) -> np.ndarray:
+    """:func:`pairhmm` for batches already validated. The gRPC server validates every request
+    as it decodes it; validating each of a large job's chunks again cost its GPU path about
+    0.2 ms per chunk."""
     n_threads = resolve_threads(threads)
     if out is None:
         out = np.empty(batches.n_pairs, dtype=np.float64)
