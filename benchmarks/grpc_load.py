@@ -311,7 +311,8 @@ def large_job_overhead(server: ServerProcess, backend: str, cells_target: float,
                  "client": lambda: client.pairhmm(job), "streamed": streamed}
         assert matches(client.pairhmm(job), expected, backend)  # the client's files and the server's mappings settle
         # In-process and the client alternate (the overhead compared); the message path runs
-        # after them, since freeing its hundreds of MiB of messages slowed the call after it.
+        # after them: it pushes hundreds of MiB through messages, and the call right after it
+        # ran slower (BENCHMARKS.md, "a large job's per-chunk host work cut").
         for batch in (("in-process", "client"), ("streamed",)):
             for _ in range(repeats):
                 for path in batch:
