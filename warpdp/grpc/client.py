@@ -328,16 +328,14 @@ class Client:
 
     def _streams(self, chunks: Iterable[Any], key: Any, out: np.ndarray, timeout: float | None,
                  shared: _shared_files.SharedFilePool | None = None) -> None:
-        if len(self.addresses) == 1:
+        if len(self.addresses) > 1:
+            chunks = list(chunks)  # shared out below, so all cut now
+        if len(self.addresses) == 1 or len(chunks) <= 1:
             self._stream(chunks, 0, key, out, timeout, [], shared)
             return
-        chunks = list(chunks)
         algorithm = algorithm_for(chunks[0])
         offsets = np.concatenate([[0], np.cumsum([algorithm.n_pairs(c) for c in chunks])]).astype(np.int64)
         n_streams = min(len(self.addresses), len(chunks))
-        if n_streams <= 1:
-            self._stream(chunks, 0, key, out, timeout, [], shared)
-            return
         # Several servers: one stream per server (round_robin spreads the calls), each over a
         # contiguous share of the chunks with about the same number of cells.
         cells = np.cumsum([algorithm.cells(c, key) for c in chunks])
