@@ -410,6 +410,27 @@ def test_shared_file_chunks_are_request_sized_on_a_gpu_server_only():
     assert 3 <= len(chunks["gpu"]) < 6 and len(chunks["cpu"]) >= 30
 
 
+def test_gpu_server_chunks_grow_with_the_job_up_to_the_request_limit(monkeypatch):
+    # A GPU server's chunks: at least _SHARED_CHUNK_CELLS, about 1/_SHARED_CHUNKS_PER_JOB of a
+    # job too large for that, and never over the request limit.
+    job = make_batches(32, 400, reads=(10, 40), haps=(2, 5), read_len=(100, 150), hap_len=(200, 400))
+    info = warpdp_pb2.ServerInfoReply(backend="gpu", limits=warpdp_pb2.Limits(
+        max_request_cells=job.n_cells // 4, max_message_bytes=64 << 20))
+    monkeypatch.setattr(client_module, "_SHARED_FIRST_CHUNK_BYTES", 64 << 20)  # no small first chunks here
+
+    def largest(min_cells: int, per_job: int) -> int:
+        monkeypatch.setattr(client_module, "_SHARED_CHUNK_CELLS", min_cells)
+        monkeypatch.setattr(client_module, "_SHARED_CHUNKS_PER_JOB", per_job)
+        chunks = list(client_module._shared_file_chunks(job, False, info))
+        assert sum(c.n_pairs for c in chunks) == job.n_pairs
+        return max(c.n_cells for c in chunks)
+
+    one_batch = int(job.cells_per_batch().max())
+    assert job.n_cells // 40 - one_batch <= largest(job.n_cells // 40, 100) <= job.n_cells // 40
+    assert job.n_cells // 20 - one_batch <= largest(job.n_cells // 40, 20) <= job.n_cells // 20
+    assert job.n_cells // 4 - one_batch <= largest(job.n_cells // 40, 2) <= job.n_cells // 4  # the request limit
+
+
 def test_pool_reuses_grows_and_deletes(tmp_path):
     mib = 1 << 20
     pool = SharedFilePool(str(tmp_path), keep_bytes=3 * mib)

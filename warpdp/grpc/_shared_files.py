@@ -48,7 +48,9 @@ DEFAULT_DIRECTORY = "/dev/shm"
 NAME_PREFIX = "warpdp-"
 _NAME = re.compile(r"warpdp-[A-Za-z0-9._-]{1,200}")
 # A client keeps files for reuse up to this many bytes in all; larger ones are deleted after use.
-KEEP_BYTES = 256 * 1024 * 1024
+# Enough for a stream's files in flight (client._SHARED_IN_FLIGHT of up to 64 MiB, with
+# headroom): a file made anew is also page-locked anew by a GPU server.
+KEEP_BYTES = 512 * 1024 * 1024
 # Buffers one preadv() call fills at most (Linux's IOV_MAX); it moves at most 2 GiB - 4 KiB.
 _IOV_MAX = 1024
 # A file is read by up to _READ_THREADS threads, each taking at least _READ_PART_BYTES.

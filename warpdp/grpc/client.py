@@ -47,9 +47,15 @@ _SAFE_BYTES = 3 * 1024 * 1024
 _CHUNK_BYTES = 16 * 1024 * 1024
 # Jobs with at least this many bytes of arrays go through shared files (same host only), in
 # chunks of at most _SHARED_CHUNK_BYTES, so writing chunk k+1 overlaps scoring chunk k. Every
-# chunk costs the server fixed host work (about 1 ms), so they are large.
+# chunk costs the server fixed host work (1-2 ms), so they are large.
 _SHARED_MIN_BYTES = 1024 * 1024
-_SHARED_CHUNK_BYTES = 32 * 1024 * 1024
+_SHARED_CHUNK_BYTES = 64 * 1024 * 1024
+# A GPU server's chunks: about 1/_SHARED_CHUNKS_PER_JOB of the job, at least
+# _SHARED_CHUNK_CELLS and at most its request limit. Larger chunks cost the server less host
+# work per cell, but the GPU waits for the first and the caller for the last: a job of a few
+# chunks keeps them small. (An H200 scores 4e9 GATK-like cells in about 2 ms.)
+_SHARED_CHUNK_CELLS = 4_000_000_000
+_SHARED_CHUNKS_PER_JOB = 12
 # The first streamed chunk is this small and each next one twice the one before (up to the
 # sizes above): the server starts scoring after a short first transfer, not a full chunk's.
 _FIRST_CHUNK_BYTES = 2 * 1024 * 1024
@@ -498,13 +504,17 @@ def _shared_file_chunks(payload: Any, key: Any, info: warpdp_pb2.ServerInfoReply
     """How a job is split to go through shared files: growing chunks of up to
     _SHARED_CHUNK_BYTES, cut as they are asked for (the first is written while the others
     are still to be cut). A GPU server scores even a chunk at the request limit in
-    milliseconds, so fewer chunks mean less fixed cost per job; a CPU server's chunks stay
-    submission-sized, so that other callers' requests do not queue behind seconds of one
-    job's work."""
-    max_cells = info.limits.max_request_cells if info.backend == "gpu" else _chunk_cells(info)
-    return algorithm_for(payload).iter_plan(payload, key, max_cells,
-                                            min(info.limits.max_message_bytes, _SHARED_CHUNK_BYTES),
-                                            _SHARED_FIRST_CHUNK_BYTES)
+    milliseconds, so fewer chunks mean less fixed cost per job (see _SHARED_CHUNK_CELLS); a
+    CPU server's chunks stay submission-sized, so that other callers' requests do not queue
+    behind seconds of one job's work."""
+    algorithm = algorithm_for(payload)
+    if info.backend == "gpu":
+        share = max(_SHARED_CHUNK_CELLS, algorithm.cells(payload, key) // _SHARED_CHUNKS_PER_JOB)
+        max_cells = min(info.limits.max_request_cells, share)
+    else:
+        max_cells = _chunk_cells(info)
+    return algorithm.iter_plan(payload, key, max_cells, min(info.limits.max_message_bytes, _SHARED_CHUNK_BYTES),
+                               _SHARED_FIRST_CHUNK_BYTES)
 
 
 def _store(algorithm: Algorithm, reply: Any, out: np.ndarray, start: int, stop: int, what: str) -> None:

@@ -46,7 +46,9 @@ DEFAULT_MAX_WAIT_MS = 2.0
 # A submission stops growing here. Also the chunk size clients stream large jobs in. The
 # GPU needs much larger submissions than the CPU to amortise its per-launch costs.
 DEFAULT_MAX_BATCH_CELLS = {"cpu": 256_000_000, "gpu": 2_000_000_000}
-DEFAULT_MAX_REQUEST_CELLS = 4_000_000_000
+# Also the size of a large job's chunks on a GPU server (the client's shared-file path): the
+# GPU scores 8e9 cells in a few milliseconds, and each chunk costs the server host work.
+DEFAULT_MAX_REQUEST_CELLS = 8_000_000_000
 # The GPU runs up to three submissions at once, but only large ones (a quarter of the
 # submission cap or more) overlap: their host work then hides behind the GPU work of the ones
 # before (a large job's chunks keep the Pair-HMM launcher's three slots busy). Small requests

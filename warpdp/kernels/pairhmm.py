@@ -155,6 +155,10 @@ _N_COUNTERS = _C_BUCKET_START + 16 * PLAN_BUCKETS
 
 _DEFAULT_CHUNK_BYTES = 1 << 30      # device bytes of one chunk's input and outputs
 _DEFAULT_CHUNK_CELLS = 4_000_000_000  # largest chunk; the first ones are smaller (split_work)
+# Largest chunk of page-locked input (the gRPC server's, where the client already sends the
+# first pieces small): every chunk costs the host planning, filling and enqueueing, which a
+# busy server does under an interpreter lock shared with its other threads (BENCHMARKS.md).
+_PAGE_LOCKED_CHUNK_CELLS = 8_000_000_000
 _FIRST_CHUNK_DIVISOR = 4            # the first chunk is smaller: the GPU starts sooner
 _CHUNK_GROWTH = 1.5                 # and the next ones grow (see split_work)
 # Chunks in flight. Two keep one call's GPU busy. The gRPC server runs a large job's chunks as
@@ -670,11 +674,13 @@ class _Runner:
     def run(self, batches: Any, out: np.ndarray, use_double: bool, chunk_bytes: int | None,
             chunk_cells: int | None) -> None:
         page_locked = _page_locked_fields(batches, self.device)
+        all_locked = len(page_locked) == len(_UPLOADED_FIELDS)
         # Smaller first chunks let the GPU start while the host copies the next ones' input.
         # Page-locked input (the gRPC server's) is uploaded as it lies, with no such copy, and
-        # every chunk costs host work of its own: its chunks are all full-size.
-        chunks = split_work(batches, chunk_bytes or _DEFAULT_CHUNK_BYTES, chunk_cells or _DEFAULT_CHUNK_CELLS,
-                            first_smaller=len(page_locked) < len(_UPLOADED_FIELDS))
+        # every chunk costs host work of its own: its chunks are all full-size, and larger.
+        default_cells = _PAGE_LOCKED_CHUNK_CELLS if all_locked else _DEFAULT_CHUNK_CELLS
+        chunks = split_work(batches, chunk_bytes or _DEFAULT_CHUNK_BYTES, chunk_cells or default_cells,
+                            first_smaller=not all_locked)
         if not chunks:
             return
         stats = _input_stats(batches)
@@ -802,7 +808,8 @@ def forward(batches: Any, out: np.ndarray, *, use_double: bool = False,
     ``batches`` is a validated :class:`warpdp.plugin.pairhmm.PairHmmBatches`. ``use_double``
     computes every pair in double; otherwise float with GKL's double fallback below 1e-28.
     ``chunk_bytes`` / ``chunk_cells`` bound one chunk's device footprint and work (defaults:
-    1 GiB, 4e9 cells, the first chunks smaller); larger inputs are processed chunk after chunk.
+    1 GiB, 4e9 cells, the first chunks smaller; 8e9 cells, all full-size, when every uploaded
+    array is page-locked); larger inputs are processed chunk after chunk.
     """
     _check_inputs(batches, out)
     for name, value in (("chunk_bytes", chunk_bytes), ("chunk_cells", chunk_cells)):
