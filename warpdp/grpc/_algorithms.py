@@ -151,14 +151,15 @@ class Algorithm(ABC):
         """What local scoring returns, from a filled new_output()."""
 
     @abstractmethod
-    def iter_plan(self, payload: Any, key: Hashable, max_cells: int, max_bytes: int,
+    def iter_plan(self, payload: Any, key: Hashable, max_cells: _packing.CellLimit, max_bytes: int,
                   first_bytes: int | None = None) -> Iterator[Any]:
         """Consecutive pieces, each within max_cells and max_bytes (request and reply), whose
         results concatenated are the input's, each cut when it is asked for; ValueError when
         a single pair does not fit (possibly only once the pieces before it are out). With
-        first_bytes, the pieces' byte budget starts there and doubles up to max_bytes."""
+        first_bytes, the pieces' byte budget starts there and doubles up to max_bytes.
+        max_cells may be a function of the input's total cells (see _packing.CellLimit)."""
 
-    def plan(self, payload: Any, key: Hashable, max_cells: int, max_bytes: int,
+    def plan(self, payload: Any, key: Hashable, max_cells: _packing.CellLimit, max_bytes: int,
              first_bytes: int | None = None) -> list[Any]:
         """All pieces of :meth:`iter_plan` at once."""
         return list(self.iter_plan(payload, key, max_cells, max_bytes, first_bytes))
@@ -238,7 +239,7 @@ class PairHmmAlgorithm(Algorithm):
     def results(self, out: np.ndarray) -> np.ndarray:
         return out
 
-    def iter_plan(self, payload: PairHmmBatches, key: Hashable, max_cells: int, max_bytes: int,
+    def iter_plan(self, payload: PairHmmBatches, key: Hashable, max_cells: _packing.CellLimit, max_bytes: int,
                   first_bytes: int | None = None) -> Iterator[PairHmmBatches]:
         return _packing.iter_pairhmm_chunks(payload, max_cells, max_bytes, first_bytes)
 
@@ -344,7 +345,7 @@ class PairsAlgorithm(Algorithm):
                 raise ValueError(f"the server returned {len(values)} values of {name} for {stop - start} pairs")
             out[c, start:stop] = values
 
-    def iter_plan(self, payload: Any, key: Hashable, max_cells: int, max_bytes: int,
+    def iter_plan(self, payload: Any, key: Hashable, max_cells: _packing.CellLimit, max_bytes: int,
                   first_bytes: int | None = None) -> Iterator[Any]:
         ranges = _packing.plan_pair_ranges(self.cells_per_pair(payload, key), self._request_bytes_per_pair(payload),
                                            self.reply_bytes_per_pair, 8 * len(self.sequences), max_cells, max_bytes,

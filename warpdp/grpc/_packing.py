@@ -5,7 +5,7 @@ Integer arrays travel as little-endian int64 bytes, results as little-endian flo
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import accumulate
 
 import numpy as np
@@ -190,6 +190,19 @@ def concat_pairhmm(parts: list[PairHmmBatches]) -> PairHmmBatches:
                           hap_offsets=hap_offsets, batch_reads=batch_reads, batch_haps=batch_haps)
 
 
+# A planner's cell limit per piece: a number, or a function of the job's total cells (which
+# the planner counts anyway, so a caller sizing pieces by the job needs no pass of its own).
+CellLimit = int | Callable[[int], int]
+
+
+def _piece_cell_limit(max_cells: CellLimit, max_bytes: int, total_cells: int) -> int:
+    """The cell limit for a job of total_cells; ValueError when nothing could be sent."""
+    cells = max_cells(total_cells) if callable(max_cells) else max_cells
+    if cells < 1 or max_bytes - REQUEST_FRAMING_BYTES < 64:
+        raise ValueError(f"limits too small to send anything (max_cells={cells}, max_bytes={max_bytes})")
+    return cells
+
+
 def chunk_budgets(max_bytes: int, first_bytes: int | None) -> Iterator[int]:
     """Byte budgets of consecutive chunks: max_bytes each, or starting at first_bytes and
     doubling up to max_bytes (a small first chunk lets the server start sooner)."""
@@ -199,7 +212,7 @@ def chunk_budgets(max_bytes: int, first_bytes: int | None) -> Iterator[int]:
         budget = min(max_bytes, 2 * budget)
 
 
-def plan_pairhmm_chunks(batches: PairHmmBatches, max_cells: int, max_bytes: int,
+def plan_pairhmm_chunks(batches: PairHmmBatches, max_cells: CellLimit, max_bytes: int,
                         first_bytes: int | None = None) -> list[PairHmmBatches]:
     """Split a job into consecutive pieces, each within max_cells and max_bytes (request
     and reply); concatenating the pieces' results gives the job's result. With first_bytes,
@@ -212,16 +225,15 @@ def plan_pairhmm_chunks(batches: PairHmmBatches, max_cells: int, max_bytes: int,
     return list(iter_pairhmm_chunks(batches, max_cells, max_bytes, first_bytes))
 
 
-def iter_pairhmm_chunks(batches: PairHmmBatches, max_cells: int, max_bytes: int,
+def iter_pairhmm_chunks(batches: PairHmmBatches, max_cells: CellLimit, max_bytes: int,
                         first_bytes: int | None = None) -> Iterator[PairHmmBatches]:
     """:func:`plan_pairhmm_chunks` one piece at a time, each cut when it is asked for (a
     client sending a large job starts on the first piece while the others are cut)."""
-    if max_cells < 1 or max_bytes - REQUEST_FRAMING_BYTES < 64:
-        raise ValueError(f"limits too small to send anything (max_cells={max_cells}, max_bytes={max_bytes})")
     cells = batches.cells_per_batch()
     req = pairhmm_request_bytes_per_batch(batches)
     rep = 8 * batches.pairs_per_batch()
     cum = [np.concatenate([[0], np.cumsum(a, dtype=np.int64)]) for a in (cells, req, rep)]
+    max_cells = _piece_cell_limit(max_cells, max_bytes, int(cum[0][-1]))
     i, n = 0, batches.n_batches
     budgets = chunk_budgets(max_bytes, first_bytes)
     while i < n:
@@ -296,7 +308,7 @@ def concat_pairs(parts: list, sequences: tuple[tuple[str, str], ...], per_pair: 
 
 
 def plan_pair_ranges(cells: np.ndarray, request_bytes: np.ndarray, reply_bytes: int, fixed_bytes: int,
-                     max_cells: int, max_bytes: int, first_bytes: int | None = None) -> list[tuple[int, int]]:
+                     max_cells: CellLimit, max_bytes: int, first_bytes: int | None = None) -> list[tuple[int, int]]:
     """Consecutive pair ranges, each within max_cells and max_bytes (request and reply); with
     first_bytes, growing from that size as in :func:`plan_pairhmm_chunks`.
 
@@ -304,11 +316,10 @@ def plan_pair_ranges(cells: np.ndarray, request_bytes: np.ndarray, reply_bytes: 
     what every request carries whatever its pairs (the leading 0 of its offset arrays). A single
     pair over the limits raises ValueError.
     """
-    if max_cells < 1 or max_bytes - REQUEST_FRAMING_BYTES < 64:
-        raise ValueError(f"limits too small to send anything (max_cells={max_cells}, max_bytes={max_bytes})")
     n = len(cells)
     per_pair = (cells, request_bytes, np.full(n, reply_bytes, dtype=np.int64))
     cum = [np.concatenate([[0], np.cumsum(a, dtype=np.int64)]) for a in per_pair]
+    max_cells = _piece_cell_limit(max_cells, max_bytes, int(cum[0][-1]))
     ranges: list[tuple[int, int]] = []
     i = 0
     budgets = chunk_budgets(max_bytes, first_bytes)

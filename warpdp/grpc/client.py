@@ -27,6 +27,7 @@ import socket
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from ..plugin.seedext import SeedExtPairs, SeedExtParams, SeedExtResults, check_
 from ..plugin.xdrop import XdropPairs, XdropResults
 from . import _shared_files, warpdp_pb2, warpdp_pb2_grpc
 from ._algorithms import PAIRHMM, SEEDEXT, XDROP, Algorithm, XdropKey, algorithm_for
+from ._packing import CellLimit
 
 # Before the server's limits are known, jobs up to this size go in one message without
 # asking (they fit any sensibly configured server, including gRPC's default 4 MiB limit).
@@ -507,14 +509,16 @@ def _shared_file_chunks(payload: Any, key: Any, info: warpdp_pb2.ServerInfoReply
     milliseconds, so fewer chunks mean less fixed cost per job (see _SHARED_CHUNK_CELLS); a
     CPU server's chunks stay submission-sized, so that other callers' requests do not queue
     behind seconds of one job's work."""
-    algorithm = algorithm_for(payload)
-    if info.backend == "gpu":
-        share = max(_SHARED_CHUNK_CELLS, algorithm.cells(payload, key) // _SHARED_CHUNKS_PER_JOB)
-        max_cells = min(info.limits.max_request_cells, share)
-    else:
-        max_cells = _chunk_cells(info)
-    return algorithm.iter_plan(payload, key, max_cells, min(info.limits.max_message_bytes, _SHARED_CHUNK_BYTES),
-                               _SHARED_FIRST_CHUNK_BYTES)
+    max_cells: CellLimit = (partial(_gpu_chunk_cells, info.limits.max_request_cells) if info.backend == "gpu"
+                            else _chunk_cells(info))
+    return algorithm_for(payload).iter_plan(payload, key, max_cells,
+                                            min(info.limits.max_message_bytes, _SHARED_CHUNK_BYTES),
+                                            _SHARED_FIRST_CHUNK_BYTES)
+
+
+def _gpu_chunk_cells(request_limit: int, job_cells: int) -> int:
+    """Cells per shared-file chunk of a job of job_cells for a GPU server (_SHARED_CHUNK_CELLS)."""
+    return min(request_limit, max(_SHARED_CHUNK_CELLS, job_cells // _SHARED_CHUNKS_PER_JOB))
 
 
 def _store(algorithm: Algorithm, reply: Any, out: np.ndarray, start: int, stop: int, what: str) -> None:
