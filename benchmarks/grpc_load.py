@@ -304,7 +304,7 @@ def large_job_overhead(server: ServerProcess, backend: str, cells_target: float,
 
         def streamed() -> np.ndarray:
             out = np.empty(job.n_pairs)
-            client._streams(chunks, False, out, 600)  # force the streaming path
+            client._streams(PAIRHMM, chunks, False, out, 600)  # force the streaming path
             return out
 
         calls = {"in-process": lambda: warpdp.pairhmm(job, backend=backend),

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import warpdp
-from grpc_support import WAIT, start_server, stub_for
+from grpc_support import WAIT, metric_reaches, start_server, stub_for
 from test_grpc_service import local, make_batches
 from test_grpc_xdrop_seedext import K, assert_seedext_equal, assert_xdrop_equal, local_xdrop, make_seed_pairs, make_xdrop_pairs
 from warpdp.grpc import Client, ServiceError, client as client_module, server as server_module, warpdp_pb2
@@ -54,6 +54,22 @@ def files_read(monkeypatch):
     return names
 
 
+@pytest.fixture
+def results_written(monkeypatch):
+    """(file name, whether written) for every request whose results the servers were asked to
+    write into its shared file, in order."""
+    calls: list[tuple[str, bool]] = []
+    real = server_module._shared_files.write_results
+
+    def spy(directory, name, offset, arrays):
+        written = real(directory, name, offset, arrays)
+        calls.append((name, written))
+        return written
+
+    monkeypatch.setattr(server_module._shared_files, "write_results", spy)
+    return calls
+
+
 def shared_request(directory, algorithm, payload, key, name="warpdp-test-1", sizes=None, extra=b""):
     """A request whose arrays are written into directory/name by hand."""
     arrays = list(algorithm.wire_arrays(payload).values())
@@ -65,7 +81,8 @@ def shared_request(directory, algorithm, payload, key, name="warpdp-test-1", siz
     return algorithm.request(payload, key, warpdp_pb2.SharedFile(name=name, sizes=sizes))
 
 
-def test_all_three_algorithms_through_shared_files(small_shared_jobs, shared_server, files_read, tmp_path):
+def test_all_three_algorithms_through_shared_files(small_shared_jobs, shared_server, files_read, results_written,
+                                                  tmp_path):
     batches = make_batches(11, 60)
     pairs = make_xdrop_pairs(12, 120)
     seeds = make_seed_pairs(13, 120)
@@ -78,6 +95,9 @@ def test_all_three_algorithms_through_shared_files(small_shared_jobs, shared_ser
         # Several chunks each, and the files are reused: far fewer files than chunks.
         assert len(files_read) >= 8
         assert 1 <= len(set(files_read)) <= client_module._SHARED_IN_FLIGHT
+        # Every chunk's results came back through its file, not in the reply message.
+        assert [name for name, _ in results_written] == files_read
+        assert all(written for _, written in results_written)
         assert sorted(os.listdir(tmp_path)) == sorted(set(files_read))
         for name in os.listdir(tmp_path):  # readable by the client's user only
             assert os.stat(tmp_path / name).st_mode & 0o077 == 0
@@ -120,15 +140,19 @@ def test_shared_files_off_and_unreadable_fall_back_to_messages(small_shared_jobs
 
 
 def assert_files_free_and_client_works(client: Client, batches) -> None:
-    """After a failed job: every file is back in the client's pool, and it still scores."""
+    """After a failed job: no file is held (answered chunks' files are back in the client's
+    pool, unanswered ones deleted), the directory holds only the pool's, and it still scores."""
     pool = client._shared_pool  # noqa: SLF001
-    assert pool is not None and len(pool._free) == len(pool._paths) > 0  # noqa: SLF001 (none held)
+    assert pool is not None and len(pool._free) == len(pool._paths)  # noqa: SLF001 (none held)
+    assert sorted(os.listdir(pool.directory)) == sorted(f.name for f in pool._free)  # noqa: SLF001
     np.testing.assert_array_equal(client.pairhmm(batches), local(batches))
 
 
 def test_a_chunk_failing_mid_job_fails_the_job_and_frees_the_files(small_shared_jobs, tmp_path, monkeypatch):
     # Chunk 3 of a job through shared files fails in the server: the call raises that error,
-    # the chunks started after it are cancelled, and every file goes back to the client's pool.
+    # the chunks started after it are cancelled, and no file is left held. Those of chunks
+    # never answered are deleted, not reused: the server may still be scoring them, and would
+    # write their results into a file the next job had written its arrays into.
     real = server_module._shared_files.read_arrays
     reads: list[str] = []
 
@@ -166,9 +190,72 @@ def test_a_piece_that_cannot_be_cut_late_in_a_job_raises_and_frees_the_files(sma
                 client.pairhmm(job)
             assert srv.batcher.completed > 0  # the chunks before it were sent and scored
             assert_files_free_and_client_works(client, regular)
+            # Found in the very first piece, after the stream was set up: the call ends too.
+            first_too_large = _packing_concat([too_large, regular])
+            for _ in range(3):
+                with pytest.raises(ValueError, match="exceeds the server's limits"):
+                    client.pairhmm(first_too_large)
+            assert_files_free_and_client_works(client, regular)
+            assert metric_reaches(srv, "warpdp_in_flight_requests", {}, 0)  # no call left open
     finally:
         srv.stop()
     assert os.listdir(tmp_path) == []
+
+
+def test_results_come_in_the_message_when_the_server_cannot_write_the_file(small_shared_jobs, shared_server,
+                                                                         results_written, monkeypatch):
+    batches = make_batches(21, 40)
+    seeds = make_seed_pairs(22, 80)
+    monkeypatch.setattr(server_module._shared_files, "write_results", lambda *args: False)  # e.g. another user's
+    with Client(shared_server.address, timeout=WAIT) as client:
+        np.testing.assert_array_equal(client.pairhmm(batches), local(batches))
+        assert_seedext_equal(client.seed_extend(seeds, w=30), warpdp.seed_extend(seeds, w=30, backend="cpu"))
+
+
+def test_a_request_asking_for_its_results_in_its_file_gets_them_there(shared_server, tmp_path):
+    batches = make_batches(23, 5)
+    pairs = make_xdrop_pairs(24, 20)
+    key = XdropKey.make(k=K, x=20)
+    channel, stub = stub_for(shared_server)
+    with channel:
+        for name, algorithm, payload, call, arg in (("warpdp-u", PAIRHMM, batches, stub.PairHmm, False),
+                                                    ("warpdp-x", XDROP, pairs, stub.Xdrop, key)):
+            n = algorithm.n_pairs(payload)
+            request = shared_request(tmp_path, algorithm, payload, arg, name=name,
+                                     extra=b"\0" * (algorithm.reply_bytes_per_pair * n + 8))
+            offset = (sum(request.shared_file.sizes) + 7) // 8 * 8
+            request.shared_file.reply_offset = offset
+            reply = call(request, timeout=WAIT)
+            assert reply.n_pairs == n and not algorithm.results_in_message(reply)
+            data = np.frombuffer((tmp_path / name).read_bytes(), dtype=np.uint8)
+            out = algorithm.new_output(n)
+            algorithm.store_file_results(reply, data[offset:], out, 0, n)
+            if algorithm is PAIRHMM:
+                np.testing.assert_array_equal(out, local(batches))
+            else:
+                assert_xdrop_equal(algorithm.results(out), local_xdrop(pairs, k=K, x=20))
+
+
+def test_write_results_only_into_a_regular_file_of_the_servers_user_with_room(tmp_path):
+    path = tmp_path / "warpdp-r"
+    path.write_bytes(b"\xee" * 64)
+    arrays = [np.array([1.5, -2.25], dtype="<f8"), np.array([7], dtype="<i8")]
+    assert _shared_files.write_results(str(tmp_path), "warpdp-r", 16, arrays)
+    data = path.read_bytes()
+    assert data[:16] == b"\xee" * 16 and data[40:] == b"\xee" * 24  # only the results' bytes changed
+    assert data[16:40] == arrays[0].tobytes() + arrays[1].tobytes()
+    # Too short for them, not a regular file, not there: nothing written.
+    assert not _shared_files.write_results(str(tmp_path), "warpdp-r", 48, arrays)
+    assert path.read_bytes() == data
+    (tmp_path / "warpdp-dir").mkdir()
+    assert not _shared_files.write_results(str(tmp_path), "warpdp-dir", 0, arrays)
+    os.symlink(path, tmp_path / "warpdp-link")
+    assert not _shared_files.write_results(str(tmp_path), "warpdp-link", 16, arrays)
+    assert not _shared_files.write_results(str(tmp_path), "warpdp-missing", 16, arrays)
+    if os.geteuid() == 0:  # a server run as root writes no other user's file
+        os.chown(path, 12345, -1)
+        assert not _shared_files.write_results(str(tmp_path), "warpdp-r", 16, [np.zeros(3, dtype="<i8")])
+        assert path.read_bytes() == data
 
 
 BAD_SHARED = [
@@ -178,6 +265,10 @@ BAD_SHARED = [
     ("sizes past the end", dict(sizes="grow"), grpc.StatusCode.INVALID_ARGUMENT, "add up to"),
     ("missing file", dict(name="warpdp-missing"), grpc.StatusCode.FAILED_PRECONDITION, "cannot open"),
     ("over the message limit", dict(sizes="huge"), grpc.StatusCode.RESOURCE_EXHAUSTED, "message limit"),
+    ("reply offset inside the arrays", dict(reply_offset=8), grpc.StatusCode.INVALID_ARGUMENT,
+     "invalid shared_file.reply_offset 8"),
+    ("reply offset not a multiple of 8", dict(reply_offset="odd"), grpc.StatusCode.INVALID_ARGUMENT,
+     "invalid shared_file.reply_offset"),
 ]
 
 
@@ -192,7 +283,11 @@ def test_bad_shared_file_requests(shared_server, tmp_path, case, change, code, m
         sizes[0] = 1 << 40
     elif "sizes" in change:
         sizes = change["sizes"]
-    request.shared_file.CopyFrom(warpdp_pb2.SharedFile(name=change.get("name", request.shared_file.name), sizes=sizes))
+    reply_offset = change.get("reply_offset", 0)
+    if reply_offset == "odd":
+        reply_offset = sum(sizes) + 3
+    request.shared_file.CopyFrom(warpdp_pb2.SharedFile(name=change.get("name", request.shared_file.name), sizes=sizes,
+                                                       reply_offset=reply_offset))
     channel, stub = stub_for(shared_server)
     with channel, pytest.raises(grpc.RpcError) as error:
         stub.PairHmm(request, timeout=WAIT)
@@ -438,24 +533,30 @@ def test_pool_reuses_grows_and_deletes(tmp_path):
     mib = 1 << 20
     pool = SharedFilePool(str(tmp_path), keep_bytes=3 * mib)
     small = [np.arange(10, dtype=np.uint8), np.arange(3, dtype="<i8")]
-    first, sizes = pool.acquire(small)
-    assert sizes == [10, 24]
+    first, sizes, reply_offset = pool.acquire(small)
+    assert sizes == [10, 24] and reply_offset == 0  # no room for results asked for
     # The arrays back to back at the start of a file of whole MiBs (its capacity).
     assert (tmp_path / first.name).read_bytes()[:34] == small[0].tobytes() + small[1].tobytes()
     assert first.capacity == mib == os.path.getsize(tmp_path / first.name)
     pool.release(first)
     grown = np.arange(mib + 5, dtype=np.uint8)
-    second, _ = pool.acquire([grown])  # the free file grows
+    second, _, _ = pool.acquire([grown])  # the free file grows
     assert second.name == first.name and second.capacity == 2 * mib
     assert np.array_equal(np.fromfile(tmp_path / second.name, dtype=np.uint8)[:len(grown)], grown)
-    other, _ = pool.acquire(small)  # the first is handed out: a new one
+    other, _, _ = pool.acquire(small)  # the first is handed out: a new one
     assert other.name != first.name
     pool.release(second)
     pool.release(other)  # 2 + 1 MiB kept, within 3
-    big, _ = pool.acquire([np.zeros(4 * mib, dtype=np.uint8)])
+    big, _, _ = pool.acquire([np.zeros(4 * mib, dtype=np.uint8)])
     assert big.name in os.listdir(tmp_path)
     pool.release(big)  # over keep_bytes: deleted at once
     assert big.name not in os.listdir(tmp_path)
+    # Room for results: from the first multiple of 8 after the arrays, within the capacity.
+    with_reply, sizes, reply_offset = pool.acquire(small, reply_bytes=mib)
+    assert sizes == [10, 24] and reply_offset == 40
+    assert with_reply.capacity >= reply_offset + mib
+    assert with_reply.capacity == os.path.getsize(tmp_path / with_reply.name)
+    pool.release(with_reply)
     pool.close()
     assert os.listdir(tmp_path) == []
 

@@ -32,3 +32,24 @@ def test_large_copy_uses_the_default_thresholds() -> None:
     dst = np.zeros_like(src)
     host_copy.copy_arrays([(dst[:len(src) // 2], src[:len(src) // 2]), (dst[len(src) // 2:], src[len(src) // 2:])])
     np.testing.assert_array_equal(dst, src)
+
+
+def test_a_lower_threshold_spreads_a_smaller_copy_over_threads(monkeypatch) -> None:
+    threads: set[str] = set()
+    real_run = host_copy._run
+
+    def run(share):
+        import threading
+        threads.add(threading.current_thread().name)
+        real_run(share)
+
+    monkeypatch.setattr(host_copy, "_run", run)
+    monkeypatch.setattr(host_copy, "_THREADS", 4)
+    src = np.random.default_rng(2).integers(0, 255, 4 << 20, dtype=np.uint8)  # under the default threshold
+    dst = np.zeros_like(src)
+    host_copy.copy_arrays([(dst, src)])
+    assert len(threads) == 1
+    dst[:] = 0
+    host_copy.copy_arrays([(dst, src)], parallel_from_bytes=1 << 20)
+    np.testing.assert_array_equal(dst, src)
+    assert len(threads) > 1

@@ -126,7 +126,13 @@ class Algorithm(ABC):
 
     @abstractmethod
     def reply(self, rows: np.ndarray | None, n_pairs: int, chunk: int, stats: warpdp_pb2.CallStats) -> Any:
-        """The reply message for result rows (None: no pairs)."""
+        """The reply message for result rows (None: no pairs, or results written into the
+        request's shared file: the result fields stay empty)."""
+
+    @abstractmethod
+    def result_arrays(self, rows: np.ndarray) -> list[np.ndarray]:
+        """The reply's result fields for result rows, in field-number order, as the
+        little-endian arrays their bytes hold (in the message, or in a shared file)."""
 
     @abstractmethod
     def warmup_jobs(self) -> list[tuple[Any, Hashable]]:
@@ -145,6 +151,26 @@ class Algorithm(ABC):
     @abstractmethod
     def store(self, reply: Any, out: np.ndarray, start: int, stop: int) -> None:
         """Put a reply's results for pairs start:stop into out; ValueError when they do not fit."""
+
+    @abstractmethod
+    def results_in_message(self, reply: Any) -> bool:
+        """Whether a reply with pairs carries its results (else the server wrote them into
+        the request's shared file, see SharedFile.reply_offset)."""
+
+    def store_file_results(self, reply: Any, data: np.ndarray, out: np.ndarray, start: int, stop: int) -> None:
+        """Put the results for pairs start:stop that the server wrote into a shared file
+        (``data``: the file's bytes from the reply offset on) into out; ValueError when the
+        reply does not match."""
+        n = stop - start
+        if reply.n_pairs != n:
+            raise ValueError(f"the server returned {reply.n_pairs} pairs where {n} were sent")
+        if len(data) < self.reply_bytes_per_pair * n:
+            raise ValueError(f"the shared file holds {len(data)} bytes of results for {n} pairs")
+        self._store_arrays(data, out, start, stop)
+
+    @abstractmethod
+    def _store_arrays(self, data: np.ndarray, out: np.ndarray, start: int, stop: int) -> None:
+        """Put result_arrays' bytes for pairs start:stop, back to back in data, into out."""
 
     @abstractmethod
     def results(self, out: np.ndarray) -> Any:
@@ -217,8 +243,11 @@ class PairHmmAlgorithm(Algorithm):
 
     def reply(self, rows: np.ndarray | None, n_pairs: int, chunk: int,
               stats: warpdp_pb2.CallStats) -> warpdp_pb2.PairHmmReply:
-        values = b"" if rows is None else _packing.float64_bytes(rows)
+        values = b"" if rows is None else self.result_arrays(rows)[0].tobytes()
         return warpdp_pb2.PairHmmReply(log10_likelihoods=values, n_pairs=n_pairs, chunk=chunk, stats=stats)
+
+    def result_arrays(self, rows: np.ndarray) -> list[np.ndarray]:
+        return [np.ascontiguousarray(rows, dtype="<f8")]
 
     def warmup_jobs(self) -> list[tuple[Any, Hashable]]:
         tiny = pack_batches([([PairHmmRead("ACGTACGT", "IIIIIIII")], ["ACGTTACGT"])])
@@ -235,6 +264,12 @@ class PairHmmAlgorithm(Algorithm):
         if len(values) != stop - start or reply.n_pairs != stop - start:
             raise ValueError(f"the server returned {len(values)} likelihoods for {stop - start} pairs")
         out[start:stop] = values
+
+    def results_in_message(self, reply: warpdp_pb2.PairHmmReply) -> bool:
+        return len(reply.log10_likelihoods) > 0
+
+    def _store_arrays(self, data: np.ndarray, out: np.ndarray, start: int, stop: int) -> None:
+        out[start:stop] = data[:8 * (stop - start)].view("<f8")
 
     def results(self, out: np.ndarray) -> np.ndarray:
         return out
@@ -327,9 +362,12 @@ class PairsAlgorithm(Algorithm):
         return self.rows(payload, key, backend, threads)
 
     def reply(self, rows: np.ndarray | None, n_pairs: int, chunk: int, stats: warpdp_pb2.CallStats) -> Any:
-        columns = {name: b"" if rows is None else _packing.int64_bytes(rows[:, c])
-                   for c, name in enumerate(self.columns)}
+        arrays = [None] * len(self.columns) if rows is None else self.result_arrays(rows)
+        columns = {name: b"" if array is None else array.tobytes() for name, array in zip(self.columns, arrays)}
         return self.reply_type(**columns, n_pairs=n_pairs, chunk=chunk, stats=stats)
+
+    def result_arrays(self, rows: np.ndarray) -> list[np.ndarray]:
+        return [np.ascontiguousarray(rows[:, c], dtype="<i8") for c in range(len(self.columns))]
 
     # -- client --
 
@@ -344,6 +382,13 @@ class PairsAlgorithm(Algorithm):
             if len(values) != stop - start:
                 raise ValueError(f"the server returned {len(values)} values of {name} for {stop - start} pairs")
             out[c, start:stop] = values
+
+    def results_in_message(self, reply: Any) -> bool:
+        return len(getattr(reply, self.columns[0])) > 0
+
+    def _store_arrays(self, data: np.ndarray, out: np.ndarray, start: int, stop: int) -> None:
+        n = stop - start
+        out[:, start:stop] = data[:8 * n * len(self.columns)].view("<i8").reshape(len(self.columns), n)
 
     def iter_plan(self, payload: Any, key: Hashable, max_cells: _packing.CellLimit, max_bytes: int,
                   first_bytes: int | None = None) -> Iterator[Any]:

@@ -22,14 +22,6 @@ PAIRHMM_OFFSET_FIELDS = ("read_offsets", "hap_offsets", "batch_reads", "batch_ha
 REQUEST_FRAMING_BYTES = 256
 
 
-def int64_bytes(array: np.ndarray) -> bytes:
-    return np.ascontiguousarray(array, dtype="<i8").tobytes()
-
-
-def float64_bytes(array: np.ndarray) -> bytes:
-    return np.ascontiguousarray(array, dtype="<f8").tobytes()
-
-
 def int64_array(raw: bytes, name: str) -> np.ndarray:
     """The int64 values of a `bytes` field (a read-only view); ValueError naming the field
     when its length is not a multiple of 8."""

@@ -298,7 +298,7 @@ class Client:
             self._unary(payload, key, out, timeout)
             return
         chunks = algorithm.plan(payload, key, _chunk_cells(info), min(max_bytes, _CHUNK_BYTES), _FIRST_CHUNK_BYTES)
-        self._streams(chunks, key, out, timeout)
+        self._streams(algorithm, chunks, key, out, timeout)
 
     def _pool(self, timeout: float | None) -> _shared_files.SharedFilePool | None:
         """This client's shared files, when the server takes them from here; else None."""
@@ -318,7 +318,7 @@ class Client:
         written when one stream takes them all)."""
         chunks = _shared_file_chunks(payload, key, self.server_info(timeout=timeout))
         try:
-            self._streams(chunks, key, out, timeout, pool)
+            self._streams(algorithm_for(payload), chunks, key, out, timeout, pool)
         except ServiceError as exc:
             if exc.code == grpc.StatusCode.FAILED_PRECONDITION and "shared file unusable" in exc.details:
                 raise _SharedFilesUnusable(exc.details) from None
@@ -334,14 +334,13 @@ class Client:
             raise _service_error(exc) from None
         _store(algorithm, reply, out, 0, algorithm.n_pairs(payload), algorithm.rpc)
 
-    def _streams(self, chunks: Iterable[Any], key: Any, out: np.ndarray, timeout: float | None,
-                 shared: _shared_files.SharedFilePool | None = None) -> None:
+    def _streams(self, algorithm: Algorithm, chunks: Iterable[Any], key: Any, out: np.ndarray,
+                 timeout: float | None, shared: _shared_files.SharedFilePool | None = None) -> None:
         if len(self.addresses) > 1:
             chunks = list(chunks)  # shared out below, so all cut now
         if len(self.addresses) == 1 or len(chunks) <= 1:
-            self._stream(chunks, 0, key, out, timeout, [], shared)
+            self._stream(algorithm, chunks, 0, key, out, timeout, [], shared)
             return
-        algorithm = algorithm_for(chunks[0])
         offsets = np.concatenate([[0], np.cumsum([algorithm.n_pairs(c) for c in chunks])]).astype(np.int64)
         n_streams = min(len(self.addresses), len(chunks))
         # Several servers: one stream per server (round_robin spreads the calls), each over a
@@ -352,7 +351,8 @@ class Client:
         bounds = sorted(set(min(b, len(chunks)) for b in bounds))
         calls: list[Any] = []
         with ThreadPoolExecutor(max_workers=len(bounds) - 1, thread_name_prefix="warpdp-client") as pool:
-            futures = [pool.submit(self._stream, chunks[a:b], int(offsets[a]), key, out, timeout, calls, shared)
+            futures = [pool.submit(self._stream, algorithm, chunks[a:b], int(offsets[a]), key, out, timeout, calls,
+                                   shared)
                        for a, b in zip(bounds[:-1], bounds[1:])]
             try:
                 for future in futures:
@@ -362,17 +362,17 @@ class Client:
                     call.cancel()  # the job failed: stop the other streams too
                 raise
 
-    def _stream(self, chunks: Iterable[Any], first_pair: int, key: Any, out: np.ndarray,
+    def _stream(self, algorithm: Algorithm, chunks: Iterable[Any], first_pair: int, key: Any, out: np.ndarray,
                 timeout: float | None, calls: list[Any],
                 pool: _shared_files.SharedFilePool | None = None) -> None:
         """One stream call for the chunks, whose results go to out from pair first_pair on.
-        With a pool, their arrays go through shared files: the first written here before the
-        call starts, the others by a thread of their own, which also cuts them when the
-        chunks are planned lazily (an iterator)."""
-        feed = _ChunkFeed(chunks, first_pair)
-        algorithm = feed.algorithm
+        With a pool, their arrays go through shared files: the call is set up first, the first
+        chunk is cut and written here meanwhile, the others by a thread of their own (which
+        also cuts them when the chunks are planned lazily, an iterator)."""
         method = algorithm.rpc + "Stream"
-        in_files: dict[int, _shared_files.SharedFile] = {}  # chunk -> its file, until answered
+        feed: _ChunkFeed | None = None
+        # chunk -> its file and where the server writes its results, until answered
+        in_files: dict[int, tuple[_shared_files.SharedFile, int]] = {}
         write_errors: list[OSError] = []
         plan_errors: list[Exception] = []
         room = threading.Semaphore(_SHARED_IN_FLIGHT)  # writing every chunk at once would need a file each
@@ -392,13 +392,17 @@ class Client:
             if taken is None:
                 return False
             index, chunk = taken
+            # The results come back in the file too: gRPC's message path is slow for megabytes.
+            reply_bytes = algorithm.reply_bytes_per_pair * algorithm.n_pairs(chunk)
             try:
-                shared, sizes = pool.acquire(list(algorithm.wire_arrays(chunk).values()))  # type: ignore[union-attr]
+                shared, sizes, reply_offset = pool.acquire(  # type: ignore[union-attr]
+                    list(algorithm.wire_arrays(chunk).values()), reply_bytes)
             except OSError as exc:  # e.g. the directory is full: end the stream here
                 write_errors.append(exc)
                 return False
-            in_files[index] = shared
-            written.put(algorithm.request(chunk, key, warpdp_pb2.SharedFile(name=shared.name, sizes=sizes)))
+            in_files[index] = (shared, reply_offset)
+            written.put(algorithm.request(chunk, key, warpdp_pb2.SharedFile(name=shared.name, sizes=sizes,
+                                                                            reply_offset=reply_offset)))
             return True
 
         def write_rest() -> None:
@@ -416,28 +420,36 @@ class Client:
             while (request := written.get()) is not None:
                 yield request
 
+        def start_call() -> Any:
+            call = getattr(self._stub, method)(requests(), metadata=self._metadata, timeout=timeout,
+                                               wait_for_ready=self._wait_for_ready)
+            calls.append(call)
+            return call
+
         writer = None
         received = 0
+        call = None
         try:
             if pool is not None:
-                # The first chunk is written by this thread, before the call is set up: setting
-                # it up takes longer than writing a first chunk (and holds the interpreter lock,
-                # which a writer thread would wait for).
+                # The call first: gRPC sets the stream up, and the server its handler, while
+                # this thread cuts and writes the first chunk (requests() waits for it).
+                call = start_call()
+            feed = _ChunkFeed(chunks, first_pair)
+            if pool is not None:
                 if write() and feed.count != 1:
                     writer = threading.Thread(target=write_rest, name="warpdp-shared-writer", daemon=True)
                     writer.start()
                 else:
                     written.put(None)
-            call = getattr(self._stub, method)(requests(), metadata=self._metadata, timeout=timeout,
-                                               wait_for_ready=self._wait_for_ready)
-            calls.append(call)
+            else:
+                call = start_call()
             for reply in call:
                 if received >= len(feed.ranges) or reply.chunk != received:
                     raise ServiceError(grpc.StatusCode.INTERNAL,
                                        f"{method} answered chunk {reply.chunk} where {received} was expected")
-                _store(algorithm, reply, out, *feed.ranges[received], f"chunk {received}")
+                _store(algorithm, reply, out, *feed.ranges[received], f"chunk {received}", in_files.get(received))
                 if received in in_files:  # answered, so the server has read it
-                    pool.release(in_files.pop(received))  # type: ignore[union-attr]
+                    pool.release(in_files.pop(received)[0])  # type: ignore[union-attr]
                     room.release()
                 received += 1
                 if received == feed.count:
@@ -448,13 +460,18 @@ class Client:
                     break
         except grpc.RpcError as exc:
             raise _service_error(exc) from None
+        except BaseException:
+            if call is not None and feed is None:  # the first chunk could not be cut: nothing to send
+                call.cancel()
+            raise
         finally:
             ended.set()
+            written.put(None)  # ends the requests of a call whose chunks stopped early
             room.release(_SHARED_IN_FLIGHT + 1)  # a writer still waiting for room returns
             if writer is not None:
                 writer.join()  # it adds no file after this
-            for index in list(in_files):
-                pool.release(in_files.pop(index))  # type: ignore[union-attr]
+            for index in list(in_files):  # unanswered: the server may still write into them
+                pool.discard(in_files.pop(index)[0])  # type: ignore[union-attr]
         if plan_errors:
             raise plan_errors[0]
         if write_errors:
@@ -521,9 +538,20 @@ def _gpu_chunk_cells(request_limit: int, job_cells: int) -> int:
     return min(request_limit, max(_SHARED_CHUNK_CELLS, job_cells // _SHARED_CHUNKS_PER_JOB))
 
 
-def _store(algorithm: Algorithm, reply: Any, out: np.ndarray, start: int, stop: int, what: str) -> None:
+def _store(algorithm: Algorithm, reply: Any, out: np.ndarray, start: int, stop: int, what: str,
+           shared: tuple[_shared_files.SharedFile, int] | None = None) -> None:
+    """A reply's results into out[start:stop]: from the message, or from the request's shared
+    file (shared: the file and its reply offset) when the server wrote them there."""
     try:
-        algorithm.store(reply, out, start, stop)
+        if shared is not None and shared[1] and stop > start and not algorithm.results_in_message(reply):
+            file, offset = shared
+            data = file.view(offset, algorithm.reply_bytes_per_pair * (stop - start))
+            try:
+                algorithm.store_file_results(reply, data, out, start, stop)
+            finally:
+                del data  # the file may be remapped once released
+        else:
+            algorithm.store(reply, out, start, stop)
     except ValueError as exc:  # a reply that does not match its request: the server is at fault
         raise ServiceError(grpc.StatusCode.INTERNAL, f"{what}: {exc}") from None
 

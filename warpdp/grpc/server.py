@@ -300,10 +300,11 @@ class WorkItem:
 
     __slots__ = ("kernel", "key", "payload", "cells", "n_out", "deadline", "enqueued", "state", "result",
                  "error", "event", "queue_s", "compute_s", "coalesced", "submission_cells", "drop_reason", "waiter",
-                 "streamed")
+                 "streamed", "deliver", "delivered")
 
     def __init__(self, kernel: Kernel, key: Any, payload: Any, cells: int, n_out: int, deadline: float | None,
-                 waiter: Any = None, streamed: bool = False) -> None:
+                 waiter: Any = None, streamed: bool = False,
+                 deliver: Callable[[np.ndarray], bool] | None = None) -> None:
         self.kernel, self.key, self.payload = kernel, key, payload
         self.cells, self.n_out, self.deadline = cells, n_out, deadline
         self.enqueued = time.monotonic()
@@ -320,6 +321,10 @@ class WorkItem:
         # of its own, so it is not coalesced (that would copy it) and may start while another
         # submission runs.
         self.streamed = streamed
+        # Run by the worker with the results before the caller is woken; True when it passed
+        # them on itself (the server: written into the request's shared file).
+        self.deliver = deliver
+        self.delivered = False
 
 
 class BatcherClosed(RuntimeError):
@@ -398,8 +403,8 @@ class Batcher:
 
     def submit(self, kernel: Kernel, key: Any, payload: Any, *, cells: int, n_out: int,
                deadline: float | None = None, arrived: bool = False, waiter: Any = None,
-               streamed: bool = False) -> WorkItem:
-        item = WorkItem(kernel, key, payload, cells, n_out, deadline, waiter, streamed)
+               streamed: bool = False, deliver: Callable[[np.ndarray], bool] | None = None) -> WorkItem:
+        item = WorkItem(kernel, key, payload, cells, n_out, deadline, waiter, streamed, deliver)
         with self._lock:
             if arrived:
                 self._arriving -= 1
@@ -620,6 +625,8 @@ class Batcher:
             else:
                 item.state, item.error = _FAILED, error
             item.payload = None  # the request's arrays are no longer needed
+            if item.deliver is not None and item.result is not None:
+                item.delivered = self._deliver(item)
         with self._lock:
             self.completed += len(items)
             self._changed_locked()
@@ -627,6 +634,14 @@ class Batcher:
             item.event.set()
         if self._notify is not None:
             self._notify(items)
+
+    @staticmethod
+    def _deliver(item: WorkItem) -> bool:
+        try:
+            return bool(item.deliver(item.result))  # type: ignore[misc]
+        except Exception:  # the caller gets its results the usual way
+            logger.exception("%s: passing results on failed", item.kernel.name)
+            return False
 
 
 # ---------------------------------------------------------------------------------------
@@ -786,7 +801,8 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
             else:
                 # A shared file's request runs as a stream's chunk does, never merged with others:
                 # it is large, and its arrays may be a mapping the host must not read.
-                item = self._enqueue(kernel, job, context, arrived=True, streamed=request.HasField("shared_file"))
+                item = self._enqueue(kernel, job, context, arrived=True, streamed=request.HasField("shared_file"),
+                                     deliver=self._results_writer(kernel, request))
                 # Runs when the RPC ends for any reason: a cancelled or expired call leaves the queue.
                 context.add_done_callback(lambda _call: self._batcher.cancel(item, "cancelled"))
             return await self._reply(kernel, item, job, 0)
@@ -910,7 +926,7 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
         self._check_limits(kernel, job, chunk)
         if not job.n_pairs:
             return job, None
-        item = self._submit(kernel, job, deadline, waiter, streamed=True)
+        item = self._submit(kernel, job, deadline, waiter, streamed=True, deliver=self._results_writer(kernel, request))
         queued.items.add(item)
         if queued.over:  # the stream ended while this chunk was decoded
             self._batcher.cancel(item, "cancelled")
@@ -944,6 +960,7 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
         args = (directory, request.shared_file.name, list(request.shared_file.sizes), fields,
                 self._config.max_message_bytes)
         try:
+            _shared_files.check_reply_offset(request.shared_file.reply_offset, request.shared_file.sizes)
             arrays = None
             if kernel.backend == "gpu" and algorithm.mapped_file_host_fields is not None:
                 arrays = self._mapped_arrays(args, algorithm.mapped_file_host_fields)
@@ -993,18 +1010,31 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
                               f"server's message limit of {self._config.max_message_bytes} bytes; split the request")
 
     def _enqueue(self, kernel: AlgorithmKernel, job: Job, context: grpc.aio.ServicerContext,
-                 arrived: bool = False, streamed: bool = False) -> WorkItem:
+                 arrived: bool = False, streamed: bool = False,
+                 deliver: Callable[[np.ndarray], bool] | None = None) -> WorkItem:
         return self._submit(kernel, job, self._deadline(context), asyncio.get_running_loop().create_future(), arrived,
-                            streamed)
+                            streamed, deliver)
 
     def _submit(self, kernel: AlgorithmKernel, job: Job, deadline: float | None, waiter: Any,
-                arrived: bool = False, streamed: bool = False) -> WorkItem:
+                arrived: bool = False, streamed: bool = False,
+                deliver: Callable[[np.ndarray], bool] | None = None) -> WorkItem:
         """Queue a decoded request in the batcher (any thread); waiter is an asyncio future."""
         try:
             return self._batcher.submit(kernel, job.key, job.payload, cells=job.cells, n_out=job.n_pairs,
-                                        deadline=deadline, arrived=arrived, waiter=waiter, streamed=streamed)
+                                        deadline=deadline, arrived=arrived, waiter=waiter, streamed=streamed,
+                                        deliver=deliver)
         except BatcherClosed as exc:
             raise _RpcFailure(grpc.StatusCode.UNAVAILABLE, str(exc)) from None
+
+    def _results_writer(self, kernel: AlgorithmKernel, request: Any) -> Callable[[np.ndarray], bool] | None:
+        """For a request that asks for its results in its shared file (SharedFile.reply_offset):
+        what writes them there, on the batcher's worker (off the event loop, and the reply
+        goes out with no results to copy). None for any other request."""
+        if not request.HasField("shared_file") or not request.shared_file.reply_offset:
+            return None
+        directory, name = self._info.shared_files.directory, request.shared_file.name
+        offset, algorithm = int(request.shared_file.reply_offset), kernel.algorithm
+        return lambda rows: _shared_files.write_results(directory, name, offset, algorithm.result_arrays(rows))
 
     async def _reply(self, kernel: AlgorithmKernel, item: WorkItem | None, job: Job, chunk: int) -> Any:
         if item is None:  # nothing to score
@@ -1024,7 +1054,8 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
         stats = warpdp_pb2.CallStats(backend=kernel.backend, cells=job.cells, queue_us=int(item.queue_s * 1e6),
                                      compute_us=int(item.compute_s * 1e6), coalesced_requests=item.coalesced,
                                      submission_cells=item.submission_cells)
-        return kernel.algorithm.reply(item.result, job.n_pairs, chunk, stats)
+        # Results written into the request's shared file are left out of the reply.
+        return kernel.algorithm.reply(None if item.delivered else item.result, job.n_pairs, chunk, stats)
 
     def _done(self, method: str, code: grpc.StatusCode, cells: int, start: float) -> None:
         latency = time.monotonic() - start

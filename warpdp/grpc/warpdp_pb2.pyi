@@ -181,12 +181,14 @@ class SeedExtendReply(_message.Message):
     def __init__(self, score: _Optional[bytes] = ..., qle: _Optional[bytes] = ..., tle: _Optional[bytes] = ..., gtle: _Optional[bytes] = ..., gscore: _Optional[bytes] = ..., max_off: _Optional[bytes] = ..., n_pairs: _Optional[int] = ..., chunk: _Optional[int] = ..., stats: _Optional[_Union[CallStats, _Mapping]] = ...) -> None: ...
 
 class SharedFile(_message.Message):
-    __slots__ = ("name", "sizes")
+    __slots__ = ("name", "sizes", "reply_offset")
     NAME_FIELD_NUMBER: _ClassVar[int]
     SIZES_FIELD_NUMBER: _ClassVar[int]
+    REPLY_OFFSET_FIELD_NUMBER: _ClassVar[int]
     name: str
     sizes: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, name: _Optional[str] = ..., sizes: _Optional[_Iterable[int]] = ...) -> None: ...
+    reply_offset: int
+    def __init__(self, name: _Optional[str] = ..., sizes: _Optional[_Iterable[int]] = ..., reply_offset: _Optional[int] = ...) -> None: ...
 
 class CallStats(_message.Message):
     __slots__ = ("backend", "cells", "queue_us", "compute_us", "coalesced_requests", "submission_cells")

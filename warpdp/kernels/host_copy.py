@@ -60,12 +60,13 @@ def _shares(copies: Sequence[Copy], n_shares: int, total: int) -> list[list[Copy
     return [share for share in shares if share]
 
 
-def copy_arrays(copies: Sequence[Copy]) -> None:
-    """``dst[:] = src`` for every (dst, src) pair of equal-shape contiguous arrays, large
-    totals spread over threads."""
+def copy_arrays(copies: Sequence[Copy], parallel_from_bytes: int | None = None) -> None:
+    """``dst[:] = src`` for every (dst, src) pair of equal-shape contiguous arrays, totals of
+    ``parallel_from_bytes`` (default PARALLEL_FROM_BYTES) or more spread over threads."""
     total = sum(src.nbytes for _, src in copies)
     n_shares = min(_THREADS, total // SHARE_BYTES)
-    if total < PARALLEL_FROM_BYTES or n_shares < 2:
+    threshold = PARALLEL_FROM_BYTES if parallel_from_bytes is None else parallel_from_bytes
+    if total < threshold or n_shares < 2:
         _run(list(copies))
         return
     first, *rest = _shares(copies, n_shares, total)
