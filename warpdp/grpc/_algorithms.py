@@ -362,8 +362,8 @@ class PairsAlgorithm(Algorithm):
         return self.rows(payload, key, backend, threads)
 
     def reply(self, rows: np.ndarray | None, n_pairs: int, chunk: int, stats: warpdp_pb2.CallStats) -> Any:
-        arrays = [None] * len(self.columns) if rows is None else self.result_arrays(rows)
-        columns = {name: b"" if array is None else array.tobytes() for name, array in zip(self.columns, arrays)}
+        columns = (dict.fromkeys(self.columns, b"") if rows is None
+                   else {name: array.tobytes() for name, array in zip(self.columns, self.result_arrays(rows))})
         return self.reply_type(**columns, n_pairs=n_pairs, chunk=chunk, stats=stats)
 
     def result_arrays(self, rows: np.ndarray) -> list[np.ndarray]:

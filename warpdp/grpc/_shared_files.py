@@ -451,8 +451,11 @@ class SharedFilePool:
         directory cannot take them."""
         buffers = [np.ascontiguousarray(a).reshape(-1).view(np.uint8) for a in arrays]
         sizes = [len(b) for b in buffers]
-        reply_offset = (sum(sizes) + 7) // 8 * 8 if reply_bytes else 0
-        total = reply_offset + reply_bytes if reply_bytes else sum(sizes)
+        total = sum(sizes)
+        reply_offset = 0
+        if reply_bytes:  # the results after the arrays, 8-byte aligned
+            reply_offset = (total + 7) // 8 * 8
+            total = reply_offset + reply_bytes
         with self._lock:
             fitting = [f for f in self._free if f.capacity >= total]
             chosen = min(fitting, key=lambda f: f.capacity) if fitting else None

@@ -278,7 +278,7 @@ class Client:
             pool = self._pool(timeout)
             if pool is not None:
                 try:
-                    self._run_shared(pool, payload, key, out, timeout)
+                    self._run_shared(pool, algorithm, payload, key, out, timeout)
                     return
                 except _SharedFilesUnusable as exc:
                     logger.warning("warpdp client: sending arrays in messages from now on: %s", exc)
@@ -312,13 +312,13 @@ class Client:
                 self._shared_pool = _shared_files.SharedFilePool(directory)
             return self._shared_pool
 
-    def _run_shared(self, pool: _shared_files.SharedFilePool, payload: Any, key: Any, out: np.ndarray,
-                    timeout: float | None) -> None:
+    def _run_shared(self, pool: _shared_files.SharedFilePool, algorithm: Algorithm, payload: Any, key: Any,
+                    out: np.ndarray, timeout: float | None) -> None:
         """Stream the job in chunks whose arrays travel in shared files (cut as they are
         written when one stream takes them all)."""
         chunks = _shared_file_chunks(payload, key, self.server_info(timeout=timeout))
         try:
-            self._streams(algorithm_for(payload), chunks, key, out, timeout, pool)
+            self._streams(algorithm, chunks, key, out, timeout, pool)
         except ServiceError as exc:
             if exc.code == grpc.StatusCode.FAILED_PRECONDITION and "shared file unusable" in exc.details:
                 raise _SharedFilesUnusable(exc.details) from None
@@ -434,7 +434,7 @@ class Client:
                 # The call first: gRPC sets the stream up, and the server its handler, while
                 # this thread cuts and writes the first chunk (requests() waits for it).
                 call = start_call()
-            feed = _ChunkFeed(chunks, first_pair)
+            feed = _ChunkFeed(algorithm, chunks, first_pair)
             if pool is not None:
                 if write() and feed.count != 1:
                     writer = threading.Thread(target=write_rest, name="warpdp-shared-writer", daemon=True)
@@ -488,12 +488,12 @@ class _ChunkFeed:
 
     _END = object()
 
-    def __init__(self, chunks: Iterable[Any], first_pair: int) -> None:
+    def __init__(self, algorithm: Algorithm, chunks: Iterable[Any], first_pair: int) -> None:
+        self.algorithm = algorithm
         self._chunks = iter(chunks)
         self._next = next(self._chunks, self._END)
         if self._next is self._END:
             raise ValueError("a stream needs at least one chunk")
-        self.algorithm = algorithm_for(self._next)
         self.ranges: list[tuple[int, int]] = []
         self.count: int | None = None
         self._first_pair = first_pair
