@@ -3,14 +3,24 @@
 # (CI has nvcc but no GPU). WARPDP_NVCC_CHECK turns on each file's explicit template
 # instantiations, so every configuration the launchers use is really compiled.
 # Usage: scripts/check_cuda_sources.sh [-v]   (-v prints ptxas register/spill reports)
+# nvcc: $NVCC, else the one on PATH, else the one the PyPI packages nvidia-cuda-nvcc, nvidia-cuda-runtime
+# and nvidia-cuda-cccl install (CUDA 13: site-packages/nvidia/cu13/bin, headers in its include/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-NVCC=${NVCC:-nvcc}
+extra=()
+if [[ -z "${NVCC:-}" ]]; then
+    if command -v nvcc >/dev/null 2>&1; then
+        NVCC=nvcc
+    else
+        pip_cuda=$(${PYTHON:-python3} -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' 2>/dev/null)/nvidia/cu13
+        NVCC=$pip_cuda/bin/nvcc
+        extra+=(-I "$pip_cuda/include")
+    fi
+fi
 if ! command -v "$NVCC" >/dev/null 2>&1; then
-    echo "check_cuda_sources: nvcc not found (set NVCC=/path/to/nvcc)" >&2
+    echo "check_cuda_sources: nvcc not found (set NVCC=/path/to/nvcc, or pip install nvidia-cuda-nvcc nvidia-cuda-runtime nvidia-cuda-cccl)" >&2
     exit 2
 fi
-extra=()
 if [[ "${1:-}" == "-v" ]]; then
     extra+=(-Xptxas -v)
 fi
