@@ -11,7 +11,6 @@ import os
 import sys
 
 from ..plugin.backend import BACKENDS, BackendUnavailableError
-from ._shared_files import DEFAULT_DIRECTORY as DEFAULT_SHARED_DIR
 from .client import Client
 from .server import (
     DEFAULT_GRACE_S,
@@ -108,14 +107,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     limits.add_argument("--max-message-mb", type=float, default=DEFAULT_MAX_MESSAGE_MB,
                         help=f"largest request message in MiB, also bounds replies (default {DEFAULT_MAX_MESSAGE_MB:g})")
     limits.add_argument("--handler-threads", type=_positive_int, default=DEFAULT_HANDLER_THREADS,
-                        help=f"threads that read shared files and decode large requests; calls themselves "
+                        help=f"threads that read shared memory and decode large requests; calls themselves "
                              f"run on one event loop (default {DEFAULT_HANDLER_THREADS})")
     same_host = parser.add_argument_group("same-host transfer")
-    same_host.add_argument("--shared-dir", metavar="DIR", default=DEFAULT_SHARED_DIR,
-                           help=f"clients on this host may leave large requests' arrays in files here instead of "
-                                f"sending them in messages (default {DEFAULT_SHARED_DIR}; a memory file system)")
     same_host.add_argument("--no-shared-files", action="store_true",
-                           help="accept request arrays only inside messages")
+                           help="accept request arrays only inside messages (by default, clients on this host may "
+                                "hand them over in memfds registered over a Unix socket)")
     security = parser.add_argument_group("security")
     security.add_argument("--tls-cert", metavar="PEM", default=None, help="serve TLS with this certificate chain")
     security.add_argument("--tls-key", metavar="PEM", default=None, help="private key of --tls-cert")
@@ -140,7 +137,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         max_request_cells=args.max_request_cells, max_message_mb=args.max_message_mb,
         tls_cert=args.tls_cert, tls_key=args.tls_key, tokens=tokens, metrics_port=args.metrics_port,
         log_every=args.log_every, handler_threads=args.handler_threads, grace_s=args.grace_s,
-        shared_dir=None if args.no_shared_files else args.shared_dir,
+        shared_files=not args.no_shared_files,
     )
     config.check()
     return config

@@ -11,17 +11,18 @@ give one channel with gRPC's ``round_robin`` load balancing over them: calls are
 across the servers. Jobs too large for one message are split into chunks and streamed
 (one stream per server, in parallel, when there are several).
 
-A client on the server's own host (a loopback address or a Unix socket) sends large jobs'
-arrays through files in the server's shared directory (``/dev/shm``) instead of inside
-messages, when the server allows it (``SharedFile`` in warpdp.proto); ``shared_files=False``
-turns that off. When the server cannot read the files (another user, another /dev/shm), the
-client says so in a warning and sends messages from then on.
+A client on the server's own host (a loopback address or a Unix socket) hands large jobs'
+arrays to the server in shared memory instead of inside messages, when the server allows it
+(``SharedFile`` in warpdp.proto): memfds of its own, registered over the server's Unix
+socket. ``shared_files=False`` turns that off. When the socket is not there (the server runs
+in another network namespace, or on another host behind a loopback address) the client sends
+messages; when the server refuses its memory, it says so in a warning and sends messages from
+then on.
 """
 from __future__ import annotations
 
 import ipaddress
 import logging
-import os
 import queue
 import socket
 import threading
@@ -37,7 +38,7 @@ import numpy as np
 from ..plugin.pairhmm import PairHmmBatches, check_output_array
 from ..plugin.seedext import SeedExtPairs, SeedExtParams, SeedExtResults, check_seed_extension
 from ..plugin.xdrop import XdropPairs, XdropResults
-from . import _shared_files, warpdp_pb2, warpdp_pb2_grpc
+from . import _shm_client, warpdp_pb2, warpdp_pb2_grpc
 from ._algorithms import PAIRHMM, SEEDEXT, XDROP, Algorithm, XdropKey, algorithm_for
 from ._packing import CellLimit
 
@@ -47,7 +48,7 @@ _SAFE_CELLS = 64_000_000
 _SAFE_BYTES = 3 * 1024 * 1024
 # A streamed chunk is at most this large, so sending chunk k+1 overlaps computing chunk k.
 _CHUNK_BYTES = 16 * 1024 * 1024
-# Jobs with at least this many bytes of arrays go through shared files (same host only), in
+# Jobs with at least this many bytes of arrays go through shared memory (same host only), in
 # chunks of at most _SHARED_CHUNK_BYTES, so writing chunk k+1 overlaps scoring chunk k. Every
 # chunk costs the server fixed host work (1-2 ms), so they are large.
 _SHARED_MIN_BYTES = 1024 * 1024
@@ -62,7 +63,7 @@ _SHARED_CHUNKS_PER_JOB = 12
 # sizes above): the server starts scoring after a short first transfer, not a full chunk's.
 _FIRST_CHUNK_BYTES = 2 * 1024 * 1024
 _SHARED_FIRST_CHUNK_BYTES = 4 * 1024 * 1024
-# Chunks written to shared files but not yet answered, per stream: bounds the files in use.
+# Chunks written to shared memory but not yet answered, per stream: bounds the memfds in use.
 # A GPU server runs three at once (its workers); three more are written, read and queued
 # meanwhile.
 _SHARED_IN_FLIGHT = 6
@@ -84,7 +85,7 @@ class InvalidRequestError(ServiceError, ValueError):
 
 
 class _SharedFilesUnusable(Exception):
-    """Shared files cannot carry this client's requests (the job is then sent in messages)."""
+    """Shared memory cannot carry this client's requests (the job is then sent in messages)."""
 
 
 def _service_error(error: grpc.RpcError) -> ServiceError:
@@ -145,8 +146,8 @@ class Client:
     ``token``: bearer token sent as ``authorization`` metadata. ``tls_ca``: PEM file (or
     bytes) of the CA that signed the servers' certificates; enables TLS (``tls=True``
     enables it with the system's CAs). ``timeout``: seconds per call (a whole streamed job
-    counts as one call); None = no deadline. ``shared_files``: send large jobs through the
-    server's shared directory when the server is on this host and allows it.
+    counts as one call); None = no deadline. ``shared_files``: hand large jobs to the server
+    in shared memory when the server is on this host and allows it.
     """
 
     def __init__(self, address_or_addresses: str | Sequence[str], *, token: str | None = None,
@@ -186,8 +187,8 @@ class Client:
         self._metadata: tuple[tuple[str, str], ...] = (("authorization", f"Bearer {token}"),) if token else ()
         self._info: warpdp_pb2.ServerInfoReply | None = None
         self._info_lock = threading.Lock()
-        self._shared_files = shared_files and all(_shared_files.is_local_address(a) for a in addresses)
-        self._shared_pool: _shared_files.SharedFilePool | None = None
+        self._shared_files = shared_files and all(_shm_client.is_local_address(a) for a in addresses)
+        self._shared_pool: _shm_client.SharedFilePool | None = None
         self._finishing: set[Any] = set()  # stream calls whose results are all in, until they end
 
     # -- public API --
@@ -300,21 +301,27 @@ class Client:
         chunks = algorithm.plan(payload, key, _chunk_cells(info), min(max_bytes, _CHUNK_BYTES), _FIRST_CHUNK_BYTES)
         self._streams(algorithm, chunks, key, out, timeout)
 
-    def _pool(self, timeout: float | None) -> _shared_files.SharedFilePool | None:
-        """This client's shared files, when the server takes them from here; else None."""
+    def _pool(self, timeout: float | None) -> _shm_client.SharedFilePool | None:
+        """This client's memfds registered with the server, when the server takes them from
+        here; else None."""
         info = self.server_info(timeout=timeout)
         with self._info_lock:
             if self._shared_pool is None:
-                directory = info.shared_files.directory
-                if not (info.shared_files.enabled and os.path.isdir(directory)):
+                if not (info.shared_files.enabled and info.shared_files.socket):
                     self._shared_files = False
                     return None
-                self._shared_pool = _shared_files.SharedFilePool(directory)
+                try:
+                    connection = _shm_client.Connection(info.shared_files.socket)
+                except OSError as exc:  # not this host's (or this network namespace's) server
+                    logger.info("warpdp client: no shared memory with the server (%s); sending messages", exc)
+                    self._shared_files = False
+                    return None
+                self._shared_pool = _shm_client.SharedFilePool(connection)
             return self._shared_pool
 
-    def _run_shared(self, pool: _shared_files.SharedFilePool, algorithm: Algorithm, payload: Any, key: Any,
+    def _run_shared(self, pool: _shm_client.SharedFilePool, algorithm: Algorithm, payload: Any, key: Any,
                     out: np.ndarray, timeout: float | None) -> None:
-        """Stream the job in chunks whose arrays travel in shared files (cut as they are
+        """Stream the job in chunks whose arrays travel in shared memory (cut as they are
         written when one stream takes them all)."""
         chunks = _shared_file_chunks(payload, key, self.server_info(timeout=timeout))
         try:
@@ -335,7 +342,7 @@ class Client:
         _store(algorithm, reply, out, 0, algorithm.n_pairs(payload), algorithm.rpc)
 
     def _streams(self, algorithm: Algorithm, chunks: Iterable[Any], key: Any, out: np.ndarray,
-                 timeout: float | None, shared: _shared_files.SharedFilePool | None = None) -> None:
+                 timeout: float | None, shared: _shm_client.SharedFilePool | None = None) -> None:
         if len(self.addresses) > 1:
             chunks = list(chunks)  # shared out below, so all cut now
         if len(self.addresses) == 1 or len(chunks) <= 1:
@@ -364,23 +371,23 @@ class Client:
 
     def _stream(self, algorithm: Algorithm, chunks: Iterable[Any], first_pair: int, key: Any, out: np.ndarray,
                 timeout: float | None, calls: list[Any],
-                pool: _shared_files.SharedFilePool | None = None) -> None:
+                pool: _shm_client.SharedFilePool | None = None) -> None:
         """One stream call for the chunks, whose results go to out from pair first_pair on.
-        With a pool, their arrays go through shared files: the call is set up first, the first
+        With a pool, their arrays go through shared memory: the call is set up first, the first
         chunk is cut and written here meanwhile, the others by a thread of their own (which
         also cuts them when the chunks are planned lazily, an iterator)."""
         method = algorithm.rpc + "Stream"
         feed: _ChunkFeed | None = None
-        # chunk -> its file and where the server writes its results, until answered
-        in_files: dict[int, tuple[_shared_files.SharedFile, int]] = {}
+        # chunk -> its memfd and where the server writes its results, until answered
+        in_files: dict[int, tuple[_shm_client.SharedFile, int]] = {}
         write_errors: list[OSError] = []
         plan_errors: list[Exception] = []
-        room = threading.Semaphore(_SHARED_IN_FLIGHT)  # writing every chunk at once would need a file each
+        room = threading.Semaphore(_SHARED_IN_FLIGHT)  # writing every chunk at once would need a memfd each
         ended = threading.Event()
         written: queue.SimpleQueue[Any] = queue.SimpleQueue()  # requests ready to send; None ends them
 
         def write() -> bool:
-            """Write the next chunk's file and queue its request; False when the stream must end."""
+            """Write the next chunk's memfd and queue its request; False when the stream must end."""
             room.acquire()
             if ended.is_set():
                 return False
@@ -392,16 +399,16 @@ class Client:
             if taken is None:
                 return False
             index, chunk = taken
-            # The results come back in the file too: gRPC's message path is slow for megabytes.
+            # The results come back in the memfd too: gRPC's message path is slow for megabytes.
             reply_bytes = algorithm.reply_bytes_per_pair * algorithm.n_pairs(chunk)
             try:
                 shared, sizes, reply_offset = pool.acquire(  # type: ignore[union-attr]
                     list(algorithm.wire_arrays(chunk).values()), reply_bytes)
-            except OSError as exc:  # e.g. the directory is full: end the stream here
+            except OSError as exc:  # e.g. out of memory, or the server refused it: end the stream here
                 write_errors.append(exc)
                 return False
             in_files[index] = (shared, reply_offset)
-            written.put(algorithm.request(chunk, key, warpdp_pb2.SharedFile(name=shared.name, sizes=sizes,
+            written.put(algorithm.request(chunk, key, warpdp_pb2.SharedFile(handle=shared.handle, sizes=sizes,
                                                                             reply_offset=reply_offset)))
             return True
 
@@ -475,7 +482,7 @@ class Client:
         if plan_errors:
             raise plan_errors[0]
         if write_errors:
-            raise _SharedFilesUnusable(f"cannot write a shared file in {pool.directory}: {write_errors[0]}")  # type: ignore[union-attr]
+            raise _SharedFilesUnusable(f"cannot hand a memfd to the server: {write_errors[0]}")
         if received != feed.count:
             raise ServiceError(grpc.StatusCode.INTERNAL,
                                f"{method} ended after {received} of {feed.count or len(feed.ranges)} chunks")
@@ -520,7 +527,7 @@ def _chunk_cells(info: warpdp_pb2.ServerInfoReply) -> int:
 
 
 def _shared_file_chunks(payload: Any, key: Any, info: warpdp_pb2.ServerInfoReply) -> Iterator[Any]:
-    """How a job is split to go through shared files: growing chunks of up to
+    """How a job is split to go through shared memory: growing chunks of up to
     _SHARED_CHUNK_BYTES, cut as they are asked for (the first is written while the others
     are still to be cut). A GPU server scores even a chunk at the request limit in
     milliseconds, so fewer chunks mean less fixed cost per job (see _SHARED_CHUNK_CELLS); a
@@ -534,14 +541,14 @@ def _shared_file_chunks(payload: Any, key: Any, info: warpdp_pb2.ServerInfoReply
 
 
 def _gpu_chunk_cells(request_limit: int, job_cells: int) -> int:
-    """Cells per shared-file chunk of a job of job_cells for a GPU server (_SHARED_CHUNK_CELLS)."""
+    """Cells per shared-memory chunk of a job of job_cells for a GPU server (_SHARED_CHUNK_CELLS)."""
     return min(request_limit, max(_SHARED_CHUNK_CELLS, job_cells // _SHARED_CHUNKS_PER_JOB))
 
 
 def _store(algorithm: Algorithm, reply: Any, out: np.ndarray, start: int, stop: int, what: str,
-           shared: tuple[_shared_files.SharedFile, int] | None = None) -> None:
-    """A reply's results into out[start:stop]: from the message, or from the request's shared
-    file (shared: the file and its reply offset) when the server wrote them there."""
+           shared: tuple[_shm_client.SharedFile, int] | None = None) -> None:
+    """A reply's results into out[start:stop]: from the message, or from the request's memfd
+    (shared: the memfd and its reply offset) when the server wrote them there."""
     try:
         if shared is not None and shared[1] and stop > start and not algorithm.results_in_message(reply):
             file, offset = shared
@@ -549,7 +556,7 @@ def _store(algorithm: Algorithm, reply: Any, out: np.ndarray, start: int, stop: 
             try:
                 algorithm.store_file_results(reply, data, out, start, stop)
             finally:
-                del data  # the file may be remapped once released
+                del data  # the memfd may be closed once released
         else:
             algorithm.store(reply, out, start, stop)
     except ValueError as exc:  # a reply that does not match its request: the server is at fault

@@ -34,7 +34,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from ..kernels.chunk_slot import pinned_empty, register_read_only
 from ..plugin.backend import choose_backend, cpu_name, resolve_threads
-from . import _shared_files, warpdp_pb2, warpdp_pb2_grpc
+from . import _shm_server, warpdp_pb2, warpdp_pb2_grpc
 from ._algorithms import ALGORITHMS, SEEDEXT, XDROP, Algorithm, InvalidRequest, Job, PAIRHMM
 
 logger = logging.getLogger("warpdp.grpc")
@@ -90,8 +90,8 @@ class ServerConfig:
     handler_threads: int = DEFAULT_HANDLER_THREADS  # threads reading shared files, decoding large requests
     grace_s: float = DEFAULT_GRACE_S               # how long shutdown waits for in-flight calls
     warmup: bool = True                            # one tiny submission before serving
-    # Where same-host clients may leave requests' arrays (SharedFile); None = not accepted.
-    shared_dir: str | Path | None = _shared_files.DEFAULT_DIRECTORY
+    # Whether same-host clients may hand requests' arrays over in shared memory (SharedFile).
+    shared_files: bool = True
 
     @property
     def max_message_bytes(self) -> int:
@@ -721,7 +721,8 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
 
     def __init__(self, *, batcher: Batcher, kernels: Sequence[AlgorithmKernel], config: ServerConfig,
                  metrics: Metrics, info: warpdp_pb2.ServerInfoReply, workers: int = 1,
-                 blocking_pool: ThreadPoolExecutor | None = None) -> None:
+                 blocking_pool: ThreadPoolExecutor | None = None,
+                 shared_memory: _shm_server.Registry | None = None) -> None:
         self._batcher = batcher
         self._kernels = {kernel.name: kernel for kernel in kernels}
         self._config = config
@@ -731,9 +732,13 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
         # Chunks of one stream queued and not yet answered: enough for every worker to have one
         # running and one queued, with more being read and answered meanwhile.
         self._stream_window = 2 * workers + 2
-        # A GPU server's page-locked mappings of shared files, kept from request to request.
-        self._mapped_files: _shared_files.MappedFiles | None = (
-            _shared_files.MappedFiles(register_read_only) if any(k.backend == "gpu" for k in kernels) else None)
+        # Memfds that same-host clients registered (None: shared memory is off).
+        self._shared_memory = shared_memory
+        # A GPU server's page-locked mappings of them, kept from request to request.
+        self._mapped_files: _shm_server.MappedFiles | None = None
+        if shared_memory is not None and any(k.backend == "gpu" for k in kernels):
+            self._mapped_files = _shm_server.MappedFiles(register_read_only, alive=shared_memory.is_registered)
+            shared_memory.on_forget = self._mapped_files.forget
         self._map_failures = 0  # in a row
         # Reading shared files and decoding large requests block: they run here, off the loop.
         self._blocking_pool = blocking_pool
@@ -942,54 +947,55 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
             raise _RpcFailure(grpc.StatusCode.INVALID_ARGUMENT, f"{chunk}{exc}") from None
 
     def _read_shared_file(self, kernel: AlgorithmKernel, request: Any, peer: str, chunk: str) -> SimpleNamespace:
-        """The packed arrays of a request that left them in a shared file; for a GPU kernel in
-        page-locked memory, which the GPU copies from without a copy on the host first."""
+        """The packed arrays of a request that handed them over in shared memory (a memfd the
+        caller registered, see _shm_server); for a GPU kernel in page-locked memory, which the
+        GPU copies from without a copy on the host first."""
         algorithm = kernel.algorithm
         if getattr(request, algorithm.packed_field).ByteSize():
             raise _RpcFailure(grpc.StatusCode.INVALID_ARGUMENT,
                               f"{chunk}invalid {algorithm.request_type.__name__}: set either "
                               f"{algorithm.packed_field} or shared_file, not both")
-        directory = self._info.shared_files.directory
-        if not self._info.shared_files.enabled:
+        registry = self._shared_memory
+        if registry is None:
             raise _RpcFailure(grpc.StatusCode.FAILED_PRECONDITION,
-                              f"{chunk}shared file unusable: this server does not accept shared files")
-        if not _shared_files.is_local_peer(peer):
+                              f"{chunk}shared file unusable: this server does not accept shared memory")
+        if not _shm_server.is_local_peer(peer):
             raise _RpcFailure(grpc.StatusCode.FAILED_PRECONDITION,
-                              f"{chunk}shared file unusable: only clients on the server's host may send shared files")
+                              f"{chunk}shared file unusable: only clients on the server's host may send shared memory")
         fields = [field.name for field in algorithm.packed_message.DESCRIPTOR.fields]
-        args = (directory, request.shared_file.name, list(request.shared_file.sizes), fields,
-                self._config.max_message_bytes)
+        shared = request.shared_file
+        args = (list(shared.sizes), fields, self._config.max_message_bytes)
         try:
-            _shared_files.check_reply_offset(request.shared_file.reply_offset, request.shared_file.sizes)
-            arrays = None
-            if kernel.backend == "gpu" and algorithm.mapped_file_host_fields is not None:
-                arrays = self._mapped_arrays(args, algorithm.mapped_file_host_fields)
-            if arrays is None:
-                empty = _page_locked_or_plain if kernel.backend == "gpu" else None
-                arrays = _shared_files.read_arrays(*args, empty)
-        except _shared_files.SharedFileRejected as exc:
+            _shm_server.check_reply_offset(shared.reply_offset, shared.sizes)
+            with registry.open(shared.handle) as region:
+                arrays = None
+                if kernel.backend == "gpu" and algorithm.mapped_file_host_fields is not None:
+                    arrays = self._mapped_arrays(region, args, algorithm.mapped_file_host_fields)
+                if arrays is None:
+                    empty = _page_locked_or_plain if kernel.backend == "gpu" else None
+                    arrays = _shm_server.read_arrays(region, *args, empty)
+        except _shm_server.SharedFileRejected as exc:
             raise _RpcFailure(exc.code, f"{chunk}{exc}") from None
         return SimpleNamespace(**arrays)
 
-    def _mapped_arrays(self, args: tuple[Any, ...], host_fields: tuple[str, ...]) -> dict[str, np.ndarray] | None:
-        """A shared file's arrays in its page-locked mapping (_shared_files.MappedFiles); None
-        when this server does not map files, or CUDA refused to page-lock this one (the caller
-        then reads it). After _MAP_FAILURES_BEFORE_READING refusals in a row, it maps no more."""
+    def _mapped_arrays(self, region: _shm_server.Region, args: tuple[Any, ...],
+                       host_fields: tuple[str, ...]) -> dict[str, np.ndarray] | None:
+        """A request's arrays in its memfd's page-locked mapping (_shm_server.MappedFiles);
+        None when this server does not map memfds, or CUDA refused to page-lock this one (the
+        caller then reads it). After _MAP_FAILURES_BEFORE_READING refusals in a row, it maps no more."""
         mapped_files = self._mapped_files
         if mapped_files is None:
             return None
-        name = args[1]  # args: read_arrays' directory, name, sizes, fields, max_bytes
         try:
-            arrays = mapped_files.arrays(*args, host_fields)
-        except _shared_files.SharedFileRejected:
+            arrays = mapped_files.arrays(region, *args, host_fields)
+        except _shm_server.SharedFileRejected:
             raise
         except Exception as exc:  # CuPy's CUDA errors have no common base with OSError
             self._map_failures += 1
             giving_up = self._map_failures >= _MAP_FAILURES_BEFORE_READING  # e.g. a platform without it
             if self._map_failures == 1 or self._map_failures == _MAP_FAILURES_BEFORE_READING:
-                logger.warning("cannot page-lock a mapping of shared file %s (%s: %s); %s", name,
-                               type(exc).__name__, exc,
-                               "reading shared files from now on" if giving_up else "reading it instead")
+                logger.warning("cannot page-lock a mapping of shared memory (%s: %s); %s", type(exc).__name__, exc,
+                               "reading shared memory from now on" if giving_up else "reading it instead")
             if giving_up:
                 self._mapped_files = None
                 mapped_files.close()
@@ -1027,14 +1033,23 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
             raise _RpcFailure(grpc.StatusCode.UNAVAILABLE, str(exc)) from None
 
     def _results_writer(self, kernel: AlgorithmKernel, request: Any) -> Callable[[np.ndarray], bool] | None:
-        """For a request that asks for its results in its shared file (SharedFile.reply_offset):
+        """For a request that asks for its results in its shared memory (SharedFile.reply_offset):
         what writes them there, on the batcher's worker (off the event loop, and the reply
-        goes out with no results to copy). None for any other request."""
-        if not request.HasField("shared_file") or not request.shared_file.reply_offset:
+        goes out with no results to copy). None for any other request. The results go only
+        into the memfd the request's handle names, as long as its client has it registered
+        (else in the message)."""
+        registry = self._shared_memory
+        if registry is None or not request.HasField("shared_file") or not request.shared_file.reply_offset:
             return None
-        directory, name = self._info.shared_files.directory, request.shared_file.name
-        offset, algorithm = int(request.shared_file.reply_offset), kernel.algorithm
-        return lambda rows: _shared_files.write_results(directory, name, offset, algorithm.result_arrays(rows))
+        handle, offset, algorithm = request.shared_file.handle, int(request.shared_file.reply_offset), kernel.algorithm
+
+        def write(rows: np.ndarray) -> bool:
+            try:
+                with registry.open(handle) as region:
+                    return _shm_server.write_results(region, offset, algorithm.result_arrays(rows))
+            except _shm_server.SharedFileRejected:  # unregistered meanwhile: its client has gone
+                return False
+        return write
 
     async def _reply(self, kernel: AlgorithmKernel, item: WorkItem | None, job: Job, chunk: int) -> Any:
         if item is None:  # nothing to score
@@ -1168,6 +1183,7 @@ class Server:
         self._health: Any = None  # grpc_health's asyncio HealthServicer
         self._servicer: WarpdpServicer | None = None
         self._metrics_http: Any = None
+        self.shared_memory: _shm_server.Registry | None = None  # where same-host clients register memfds
         self._stop_lock = threading.Lock()
         self._stopped = threading.Event()
 
@@ -1227,6 +1243,8 @@ class Server:
         self._blocking_pool = ThreadPoolExecutor(max_workers=cfg.handler_threads, thread_name_prefix="warpdp-blocking")
         from .. import __version__
 
+        if cfg.shared_files:
+            self.shared_memory = _shm_server.Registry(cfg.max_message_bytes)
         info = warpdp_pb2.ServerInfoReply(
             version=__version__, backend=self.backend, requested_backend=cfg.backend,
             algorithms=[warpdp_pb2.AlgorithmInfo(name=k.name, rpc=k.algorithm.rpc, backend=k.backend,
@@ -1240,7 +1258,8 @@ class Server:
             shared_files=self._shared_files_info(),
         )
         servicer = WarpdpServicer(batcher=self._batcher, kernels=kernels, config=cfg, metrics=self.metrics, info=info,
-                                  workers=workers, blocking_pool=self._blocking_pool)
+                                  workers=workers, blocking_pool=self._blocking_pool,
+                                  shared_memory=self.shared_memory)
         self._servicer = servicer
         interceptors = [BearerTokenInterceptor(cfg.tokens, self.metrics)] if cfg.tokens else []
         options = [
@@ -1281,6 +1300,8 @@ class Server:
         except BaseException:
             self._batcher.close(0)
             self._close_loop()
+            if self.shared_memory is not None:
+                self.shared_memory.close()
             raise
 
         if cfg.metrics_port is not None:
@@ -1299,8 +1320,8 @@ class Server:
                             kernel.detail(workers))
         batching = (f"max wait {cfg.max_wait_ms:g} ms, max {max_batch_cells} cells per submission"
                     if cfg.batching else "off")
-        shared = (f"same-host clients may send shared files in {info.shared_files.directory}"
-                  if info.shared_files.enabled else "no shared files")
+        shared = (f"same-host clients may register shared memory on Unix socket @{info.shared_files.socket}"
+                  if info.shared_files.enabled else "no shared memory")
         logger.info("warpdp serve: batching %s; limits %d cells and %d bytes per request; %s%s", batching,
                     cfg.max_request_cells, cfg.max_message_bytes, shared,
                     f"; metrics on http://{_format_address(cfg.host, self.metrics_port)}/metrics"
@@ -1308,14 +1329,9 @@ class Server:
         return self
 
     def _shared_files_info(self) -> warpdp_pb2.SharedFiles:
-        directory = self.config.shared_dir
-        if directory is None:
+        if self.shared_memory is None:
             return warpdp_pb2.SharedFiles(enabled=False)
-        directory = os.path.abspath(directory)
-        if not os.path.isdir(directory):
-            logger.info("warpdp serve: shared files off (%s is not a directory)", directory)
-            return warpdp_pb2.SharedFiles(enabled=False, directory=directory)
-        return warpdp_pb2.SharedFiles(enabled=True, directory=directory)
+        return warpdp_pb2.SharedFiles(enabled=True, socket=self.shared_memory.name)
 
     def stop(self, grace: float | None = None) -> None:
         """Stop accepting calls, let in-flight calls finish (up to `grace` seconds, default
@@ -1334,6 +1350,8 @@ class Server:
             self._batcher.close(timeout=max(grace, 1.0))
             if self._servicer is not None:
                 self._servicer.close()
+            if self.shared_memory is not None:
+                self.shared_memory.close()
             if self._metrics_http is not None:
                 self._metrics_http.shutdown()
                 self._metrics_http.server_close()

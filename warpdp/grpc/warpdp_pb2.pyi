@@ -181,14 +181,14 @@ class SeedExtendReply(_message.Message):
     def __init__(self, score: _Optional[bytes] = ..., qle: _Optional[bytes] = ..., tle: _Optional[bytes] = ..., gtle: _Optional[bytes] = ..., gscore: _Optional[bytes] = ..., max_off: _Optional[bytes] = ..., n_pairs: _Optional[int] = ..., chunk: _Optional[int] = ..., stats: _Optional[_Union[CallStats, _Mapping]] = ...) -> None: ...
 
 class SharedFile(_message.Message):
-    __slots__ = ("name", "sizes", "reply_offset")
-    NAME_FIELD_NUMBER: _ClassVar[int]
+    __slots__ = ("sizes", "reply_offset", "handle")
     SIZES_FIELD_NUMBER: _ClassVar[int]
     REPLY_OFFSET_FIELD_NUMBER: _ClassVar[int]
-    name: str
+    HANDLE_FIELD_NUMBER: _ClassVar[int]
     sizes: _containers.RepeatedScalarFieldContainer[int]
     reply_offset: int
-    def __init__(self, name: _Optional[str] = ..., sizes: _Optional[_Iterable[int]] = ..., reply_offset: _Optional[int] = ...) -> None: ...
+    handle: str
+    def __init__(self, sizes: _Optional[_Iterable[int]] = ..., reply_offset: _Optional[int] = ..., handle: _Optional[str] = ...) -> None: ...
 
 class CallStats(_message.Message):
     __slots__ = ("backend", "cells", "queue_us", "compute_us", "coalesced_requests", "submission_cells")
@@ -233,12 +233,12 @@ class ServerInfoReply(_message.Message):
     def __init__(self, version: _Optional[str] = ..., backend: _Optional[str] = ..., requested_backend: _Optional[str] = ..., algorithms: _Optional[_Iterable[_Union[AlgorithmInfo, _Mapping]]] = ..., devices: _Optional[_Iterable[_Union[Device, _Mapping]]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., batching: _Optional[_Union[Batching, _Mapping]] = ..., token_required: _Optional[bool] = ..., shared_files: _Optional[_Union[SharedFiles, _Mapping]] = ...) -> None: ...
 
 class SharedFiles(_message.Message):
-    __slots__ = ("enabled", "directory")
+    __slots__ = ("enabled", "socket")
     ENABLED_FIELD_NUMBER: _ClassVar[int]
-    DIRECTORY_FIELD_NUMBER: _ClassVar[int]
+    SOCKET_FIELD_NUMBER: _ClassVar[int]
     enabled: bool
-    directory: str
-    def __init__(self, enabled: _Optional[bool] = ..., directory: _Optional[str] = ...) -> None: ...
+    socket: str
+    def __init__(self, enabled: _Optional[bool] = ..., socket: _Optional[str] = ...) -> None: ...
 
 class AlgorithmInfo(_message.Message):
     __slots__ = ("name", "rpc", "backend", "detail")
