@@ -3,7 +3,6 @@ batching concurrent callers, with every caller getting exactly its own results."
 from __future__ import annotations
 
 import os
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -14,10 +13,11 @@ import pytest
 
 import warpdp
 from grpc_support import WAIT, start_server
+from shm_user_process import job_bytes, sealed_memfd
 from test_grpc_service import make_batches
 from test_grpc_xdrop_seedext import K, assert_seedext_equal, assert_xdrop_equal, make_seed_pairs, make_xdrop_pairs
 from warpdp.grpc import Client
-from warpdp.grpc import _shared_files
+from warpdp.grpc import _shm_client, _shm_server
 from warpdp.grpc import client as client_module
 from warpdp.grpc import server as server_module
 from warpdp.grpc._algorithms import PAIRHMM
@@ -32,12 +32,12 @@ pytestmark = [
 ]
 
 
-def test_concurrent_callers_and_overlapping_large_jobs_on_the_gpu(tmp_path, monkeypatch):
+def test_concurrent_callers_and_overlapping_large_jobs_on_the_gpu(monkeypatch):
     # A small submission cap makes "large" small enough for a test: jobs of over a quarter of
     # it (10 M cells) overlap a running submission, smaller ones are batched.
-    monkeypatch.setattr(client_module, "_SHARED_MIN_BYTES", 64 * 1024)     # large jobs via shared files
+    monkeypatch.setattr(client_module, "_SHARED_MIN_BYTES", 64 * 1024)     # large jobs via shared memory
     monkeypatch.setattr(client_module, "_SHARED_CHUNK_BYTES", 512 * 1024)
-    srv = start_server(backend="gpu", max_batch_cells=40_000_000, max_wait_ms=5, shared_dir=tmp_path)
+    srv = start_server(backend="gpu", max_batch_cells=40_000_000, max_wait_ms=5)
     try:
         assert srv.backend == "gpu" and srv.workers == server_module.DEFAULT_WORKERS["gpu"] == 3
         small = [make_batches(500 + k, int(1 + k % 4), reads=(5, 40), haps=(1, 4)) for k in range(24)]
@@ -82,18 +82,13 @@ def test_xdrop_and_seed_extension_through_a_gpu_server():
         srv.stop()
 
 
-def _memory_file_directory() -> tempfile.TemporaryDirectory:
-    """A directory on a memory file system where there is one (as /dev/shm, the default)."""
-    return tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
-
-
-def test_shared_files_are_mapped_page_locked_once_and_released(monkeypatch):
-    # The server reads no shared file: it page-locks a mapping of each client file once per size
-    # and the launcher uploads from it, request after request; the mappings are released once
-    # the client has deleted its files.
+def test_shared_memory_is_mapped_page_locked_once_and_released(monkeypatch):
+    # The server reads no Pair-HMM input on the host: it page-locks a mapping of each client
+    # memfd once and the launcher uploads from it, request after request; the mappings are
+    # released once the client has closed its memfds (unregistered, or its connection closed).
     monkeypatch.setattr(client_module, "_SHARED_CHUNK_BYTES", 4 << 20)
     monkeypatch.setattr(client_module, "_SHARED_FIRST_CHUNK_BYTES", 2 << 20)
-    monkeypatch.setattr(_shared_files, "_SWEEP_S", 0.05)
+    monkeypatch.setattr(_shm_server, "_SWEEP_S", 0.05)
     counts, lock = {"registered": 0, "unregistered": 0, "sized": 0, "requests": 0}, threading.Lock()
 
     def count(what: str) -> None:
@@ -109,62 +104,66 @@ def test_shared_files_are_mapped_page_locked_once_and_released(monkeypatch):
             count("unregistered")
         return counted_unregister
 
-    def counting_grow(shared, nbytes: int) -> None:  # the client sizes a file: new or grown
-        grow(shared, nbytes)
+    def counting_create(self, nbytes: int):  # the client makes a memfd
         count("sized")
+        return create(self, nbytes)
 
     def counting_arrays(self, *args, **kwargs):
         count("requests")
         return arrays(self, *args, **kwargs)
 
     def no_reading(*args, **kwargs):
-        raise AssertionError("a GPU server read a Pair-HMM shared file")
+        raise AssertionError("a GPU server read Pair-HMM input from shared memory")
 
-    grow, arrays = _shared_files._grow, _shared_files.MappedFiles.arrays
+    create, arrays = _shm_client.SharedFilePool._create, _shm_server.MappedFiles.arrays
     monkeypatch.setattr(server_module, "register_read_only", counting_register)
-    monkeypatch.setattr(_shared_files, "_grow", counting_grow)
-    monkeypatch.setattr(_shared_files.MappedFiles, "arrays", counting_arrays)
-    monkeypatch.setattr(_shared_files, "read_arrays", no_reading)
+    monkeypatch.setattr(_shm_client.SharedFilePool, "_create", counting_create)
+    monkeypatch.setattr(_shm_server.MappedFiles, "arrays", counting_arrays)
+    monkeypatch.setattr(_shm_server, "read_arrays", no_reading)
     job = make_batches(21, 700, reads=(10, 40), haps=(2, 5), read_len=(100, 150), hap_len=(200, 400))
     assert PAIRHMM.request_bytes(job) > 8 << 20  # several chunks
     expected = warpdp.pairhmm(job, backend="gpu")
-    with _memory_file_directory() as directory:
-        srv = start_server(backend="gpu", shared_dir=directory)
-        try:
-            with Client(srv.address, timeout=WAIT) as client:
-                for _ in range(3):
-                    np.testing.assert_array_equal(client.pairhmm(job), expected)
-            assert counts["registered"] == counts["sized"] < counts["requests"], counts
-            deadline = time.monotonic() + WAIT
-            while counts["unregistered"] != counts["registered"] and time.monotonic() < deadline:
-                time.sleep(0.01)
-            assert counts["unregistered"] == counts["registered"], counts
-        finally:
-            srv.stop()
+    srv = start_server(backend="gpu")
+    try:
+        with Client(srv.address, timeout=WAIT) as client:
+            for _ in range(3):
+                np.testing.assert_array_equal(client.pairhmm(job), expected)
+        assert counts["registered"] == counts["sized"] < counts["requests"], counts
+        deadline = time.monotonic() + WAIT
+        while counts["unregistered"] != counts["registered"] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert counts["unregistered"] == counts["registered"], counts
+        assert srv._servicer._mapped_files.mapped_bytes() == 0 and srv.shared_memory.registered() == (0, 0)
+    finally:
+        srv.stop()
 
 
-def test_a_mapped_file_truncated_before_its_upload_changes_nothing():
-    # The GPU copies from the page-locked pages, which stay while registered: a client that
-    # truncates its file after sending it cannot crash the server (the host never reads the
-    # mapping, where that would be a SIGBUS), and here does not even change its results.
+def test_memory_rewritten_after_its_offsets_were_copied_cannot_misdirect_the_gpu():
+    # The offsets are the server's own copies, taken before they are checked: a client that
+    # rewrites its memfd after sending it (here: every byte, offsets included) changes only
+    # the bases and qualities the GPU copies from its pages, never where the launcher reads.
     job = make_batches(22, 200, reads=(10, 40), haps=(2, 5), read_len=(100, 150), hap_len=(200, 400))
     expected = warpdp.pairhmm(job, backend="gpu")
     wire = PAIRHMM.wire_arrays(job)
     fields = [field.name for field in PAIRHMM.packed_message.DESCRIPTOR.fields]
     assert list(wire) == fields
-    mapped_files = _shared_files.MappedFiles(register_read_only)
-    with _memory_file_directory() as directory:
-        name = "warpdp-truncated"
-        path = os.path.join(directory, name)
-        with open(path, "wb") as file:
-            for array in wire.values():
-                file.write(np.ascontiguousarray(array).tobytes())
-        arrays = mapped_files.arrays(directory, name, [array.nbytes for array in wire.values()], fields, 1 << 30,
+    data = job_bytes(wire.values())
+    fd = sealed_memfd(data)
+    mapped_files = _shm_server.MappedFiles(register_read_only)
+    try:
+        region = _shm_server.Region("c" * 32, fd, len(data), True)
+        arrays = mapped_files.arrays(region, [array.nbytes for array in wire.values()], fields, 1 << 30,
                                      PAIRHMM.mapped_file_host_fields)
-        os.truncate(path, 0)
         batches, _, _ = decode_pairhmm(SimpleNamespace(**arrays))
         np.testing.assert_array_equal(warpdp.pairhmm(batches, backend="gpu"), expected)
-    mapped_files.close()
+        os.pwrite(fd, b"\xff" * len(data), 0)  # offsets of -1, qualities of 255, bases of no base
+        got = warpdp.pairhmm(batches, backend="gpu")  # reads the rewritten bytes: a result for each pair
+        assert got.shape == expected.shape
+        np.testing.assert_array_equal(batches.read_offsets, np.frombuffer(wire["read_offsets"], "<i8"))
+        del arrays, batches
+    finally:
+        mapped_files.close()
+        os.close(fd)
 
 
 def test_a_server_whose_mappings_are_refused_reads_the_files(monkeypatch):
@@ -181,15 +180,14 @@ def test_a_server_whose_mappings_are_refused_reads_the_files(monkeypatch):
     job = make_batches(23, 700, reads=(10, 40), haps=(2, 5), read_len=(100, 150), hap_len=(200, 400))
     assert PAIRHMM.request_bytes(job) > 8 << 20  # three chunks or more
     expected = warpdp.pairhmm(job, backend="gpu")
-    with _memory_file_directory() as directory:
-        srv = start_server(backend="gpu", shared_dir=directory)
-        try:
-            with Client(srv.address, timeout=WAIT) as client:
-                np.testing.assert_array_equal(client.pairhmm(job), expected)
-                refused = len(refusals)  # chunks decoded at once may each be refused
-                assert refused >= server_module._MAP_FAILURES_BEFORE_READING
-                assert srv._servicer._mapped_files is None
-                np.testing.assert_array_equal(client.pairhmm(job), expected)
-                assert len(refusals) == refused
-        finally:
-            srv.stop()
+    srv = start_server(backend="gpu")
+    try:
+        with Client(srv.address, timeout=WAIT) as client:
+            np.testing.assert_array_equal(client.pairhmm(job), expected)
+            refused = len(refusals)  # chunks decoded at once may each be refused
+            assert refused >= server_module._MAP_FAILURES_BEFORE_READING
+            assert srv._servicer._mapped_files is None
+            np.testing.assert_array_equal(client.pairhmm(job), expected)
+            assert len(refusals) == refused
+    finally:
+        srv.stop()

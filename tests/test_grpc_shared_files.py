@@ -880,3 +880,32 @@ def test_another_user_can_neither_read_nor_write_a_clients_memory(two_users):
     assert found["shrink"] == os.strerror(1)  # EPERM: sealed
     assert all(answer.startswith("error ") for answer in found["garbage answers"]), found["garbage answers"]
     assert found["proc"] == os.strerror(13)  # EACCES: A's descriptors are not B's to open
+
+
+def test_a_gpu_servers_page_locked_mappings_simulated_on_the_cpu(small_shared_jobs, monkeypatch):
+    # What a GPU server does with Pair-HMM input (tests/test_grpc_gpu.py runs it on a GPU):
+    # the bulk arrays stay in a page-locked mapping of the client's memfd, mapped once per
+    # memfd, and the mappings go when the client closes. Here the kernel runs on the CPU and
+    # page-locking is recorded only.
+    monkeypatch.setattr(_shm_server, "_SWEEP_S", 0.05)
+    monkeypatch.setattr(server_module._shm_server, "read_arrays", lambda *args, **kwargs: pytest.fail("read"))
+    register = FakeRegistrations()
+    srv = start_server()
+    try:
+        kernel = srv._servicer._kernels["pairhmm"]  # noqa: SLF001
+        monkeypatch.setattr(kernel, "backend", "gpu")
+        monkeypatch.setattr(kernel, "run", lambda payload, key: kernel.algorithm.run(payload, key, backend="cpu",
+                                                                                     threads=1))
+        mapped = MappedFiles(register, alive=srv.shared_memory.is_registered)
+        srv._servicer._mapped_files = mapped  # noqa: SLF001
+        srv.shared_memory.on_forget = mapped.forget
+        batches = make_batches(27, 60)
+        with Client(srv.address, timeout=WAIT) as client:
+            for _ in range(3):
+                np.testing.assert_array_equal(client.pairhmm(batches), local(batches))
+            assert 1 <= register.count == srv.shared_memory.registered()[0] <= client_module._SHARED_IN_FLIGHT
+        register.wait_live(0)
+        assert mapped.mapped_bytes() == 0
+        wait_for(lambda: nothing_registered(srv), "all dropped after close()")
+    finally:
+        srv.stop()
