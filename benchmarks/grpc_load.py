@@ -324,7 +324,7 @@ def large_job_overhead(server: ServerProcess, backend: str, cells_target: float,
     message_mb = (int(_packing.pairhmm_request_bytes_per_batch(job).sum()) + 8 * job.n_pairs) / 2**20
     if info.shared_files.enabled and PAIRHMM.request_bytes(job) >= client_module._SHARED_MIN_BYTES:
         shared_chunks = list(client_module._shared_file_chunks(job, False, info))
-        client_path = f"shared files, {len(shared_chunks)} chunks"
+        client_path = f"shared memory, {len(shared_chunks)} chunks"
     elif PAIRHMM.fits(job, False, info.limits.max_request_cells, info.limits.max_message_bytes):
         client_path = "one unary call"
     else:

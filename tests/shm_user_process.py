@@ -29,10 +29,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import warpdp  # noqa: E402
 from test_grpc_service import local, make_batches  # noqa: E402
 from warpdp.grpc import Client, client as client_module, warpdp_pb2, warpdp_pb2_grpc  # noqa: E402
-from warpdp.grpc import _shm_client, _shm_protocol  # noqa: E402
+from warpdp.grpc import _shm_client  # noqa: E402
 from warpdp.grpc._algorithms import PAIRHMM  # noqa: E402
 
 WAIT = 30

@@ -243,13 +243,14 @@ class Registry:
             for key, _events in self._selector.select():
                 if key.fileobj is self._wake_r:
                     return
-                if key.fileobj is self._listener:
-                    self._accept()
-                else:
-                    try:
+                try:
+                    if key.fileobj is self._listener:
+                        self._accept()
+                    else:
                         self._receive(key.data)
-                    except Exception:  # a bug: lose this connection, keep serving the others
-                        logger.exception("shared memory: a request over the Unix socket failed")
+                except Exception:  # a bug: lose this connection, keep serving the others
+                    logger.exception("shared memory: a request over the Unix socket failed")
+                    if key.data is not None:
                         self._drop(key.data)
 
     def _accept(self) -> None:
@@ -261,9 +262,13 @@ class Registry:
             except OSError as exc:  # e.g. out of descriptors: the client's connect fails or waits
                 logger.warning("shared memory: cannot accept a connection: %s", exc)
                 return
-            sock.setblocking(False)
-            pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                                                 struct.calcsize("3i")))
+            try:
+                sock.setblocking(False)
+                pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                                     struct.calcsize("3i")))
+            except OSError:  # gone already
+                sock.close()
+                continue
             connection = _Connection(sock, uid, pid)
             with self._lock:
                 full = len(self._connections) >= self._max_connections

@@ -15,7 +15,6 @@ import collections
 import hmac
 import logging
 import math
-import os
 import signal
 import threading
 import time
