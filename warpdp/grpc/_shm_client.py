@@ -44,6 +44,11 @@ WRITE_PARALLEL_FROM_BYTES = 4 * 1024 * 1024
 SOCKET_TIMEOUT_S = 30.0
 
 
+def available() -> bool:
+    """Whether this system has memfds (Linux)."""
+    return hasattr(os, "memfd_create") and hasattr(socket, "send_fds")
+
+
 def is_local_address(address: str) -> bool:
     """Whether a client's server address (``host:port``, ``unix:...``) names this host."""
     if address.startswith(("unix:", "unix-abstract:")):
@@ -162,7 +167,11 @@ class SharedFilePool:
             self._delete(too_small)
         if chosen is None:
             chosen = self._create(total)
-        _write_all(chosen, buffers)
+        try:
+            _write_all(chosen, buffers)
+        except BaseException:
+            self._delete(chosen)
+            raise
         return chosen, sizes, reply_offset
 
     def release(self, shared: SharedFile) -> None:

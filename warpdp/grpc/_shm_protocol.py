@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import fcntl
 
-# Seals a registered memfd must carry: a fixed size.
-REQUIRED_SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
+# Seals a registered memfd must carry: a fixed size. (Linux's values where fcntl lacks them:
+# a client on another system imports this too, and then sends messages.)
+REQUIRED_SEALS = getattr(fcntl, "F_SEAL_SHRINK", 0x2) | getattr(fcntl, "F_SEAL_GROW", 0x4)
 # Longest message either side sends (a handle, or an error message).
 MAX_MESSAGE_BYTES = 1024
 HANDLE_HEX_CHARS = 32  # secrets.token_hex(16)

@@ -187,7 +187,8 @@ class Client:
         self._metadata: tuple[tuple[str, str], ...] = (("authorization", f"Bearer {token}"),) if token else ()
         self._info: warpdp_pb2.ServerInfoReply | None = None
         self._info_lock = threading.Lock()
-        self._shared_files = shared_files and all(_shm_client.is_local_address(a) for a in addresses)
+        self._shared_files = (shared_files and _shm_client.available()
+                              and all(_shm_client.is_local_address(a) for a in addresses))
         self._shared_pool: _shm_client.SharedFilePool | None = None
         self._finishing: set[Any] = set()  # stream calls whose results are all in, until they end
 
