@@ -33,7 +33,7 @@ from grpc_reflection.v1alpha import reflection
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from ..kernels.chunk_slot import pinned_empty, register_read_only
-from ..plugin.backend import choose_backend, cpu_name, resolve_threads
+from ..plugin.backend import MAX_THREADS, choose_backend, cpu_name, resolve_threads
 from . import _shared_files, warpdp_pb2, warpdp_pb2_grpc
 from ._algorithms import ALGORITHMS, SEEDEXT, XDROP, Algorithm, InvalidRequest, Job, PAIRHMM
 
@@ -104,8 +104,8 @@ class ServerConfig:
         for name in ("workers", "handler_threads", "max_batch_cells", "max_request_cells"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
-        if self.threads is not None and self.threads < 1:
-            raise ValueError(f"threads must be at least 1, not {self.threads}")
+        if self.threads is not None and not 1 <= self.threads <= MAX_THREADS:
+            raise ValueError(f"threads must be within 1..{MAX_THREADS}, not {self.threads}")
         if not (self.max_wait_ms >= 0 and math.isfinite(self.max_wait_ms)):
             raise ValueError(f"max_wait_ms must be a finite number >= 0, not {self.max_wait_ms}")
         if not 0 < self.max_message_mb <= 2047:
