@@ -44,8 +44,11 @@ cdef int threads_arg(object threads) except -1:
     return threads
 
 
-cdef object bad_argument_error(tuple fields, str item, warpdp_bad_argument bad):
-    """The ValueError for a driver's WARPDP_BAD_ARGUMENT: names the field and the item at fault."""
-    name = fields[bad.field] if 0 <= bad.field < len(fields) else f"argument {bad.field}"
+cdef object bad_argument_error(tuple fields, object items, warpdp_bad_argument bad):
+    """The ValueError for a driver's WARPDP_BAD_ARGUMENT: names the field and the item at fault
+    (``items``: what the index counts, one word for every field or a tuple by field)."""
+    known = 0 <= bad.field < len(fields)
+    name = fields[bad.field] if known else f"argument {bad.field}"
+    item = items if isinstance(items, str) else (items[bad.field] if known else "item")
     where = f" ({item} {bad.index})" if bad.index >= 0 else ""
     return ValueError(f"{name} is out of range{where}: refused by the CPU driver before any work")
