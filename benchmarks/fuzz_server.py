@@ -28,9 +28,10 @@ from pathlib import Path
 import grpc
 import numpy as np
 
-import fuzz_requests
-
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # this checkout's warpdp builds the requests, as the server runs it
+
+import fuzz_requests  # noqa: E402  (beside this script)
 
 
 class ServeProcess:
