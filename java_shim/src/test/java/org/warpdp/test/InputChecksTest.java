@@ -185,7 +185,7 @@ public class InputChecksTest {
         byte[] bases = new byte[] {'A', 'C'};
         expect(IllegalArgumentException.class, "hOffsets", () -> new XdropPairs(bases, new long[] {0, Long.MAX_VALUE},
                 bases, new long[] {0, 2}, new long[] {0}, new long[] {0}));
-        expect(IllegalArgumentException.class, "vOffsets", () -> new XdropPairs(bases, new long[] {0, 2},
+        expect(IllegalArgumentException.class, "vOffsets", () -> new XdropPairs(bases, new long[] {0, 1, 2},
                 bases, new long[] {0, Long.MIN_VALUE, 2}, new long[] {0, 0}, new long[] {0, 0}));
         expect(IllegalArgumentException.class, "queryOffsets",
                 () -> new SeedExtPairs(bases, new long[] {0, -1, 2}, bases, new long[] {0, 1, 2}, new int[] {1, 1}));
