@@ -10,6 +10,7 @@ issue's reproducers as plain regression tests.
 """
 from __future__ import annotations
 
+import argparse
 import collections
 import dataclasses
 import io
@@ -25,6 +26,8 @@ from hypothesis import strategies as st
 import warpdp
 from grpc_support import WAIT, start_server
 from warpdp.cli import main as cli_main
+from warpdp.grpc import ServerConfig
+from warpdp.grpc.cli import count
 from warpdp.grpc._algorithms import XDROP, XdropKey
 from warpdp.plugin.pairhmm import PairHmmBatches
 from warpdp.plugin.seedext import SeedExtPairs
@@ -217,6 +220,19 @@ def test_cli_threads_beyond_any_machine_exit_2_naming_threads(monkeypatch, capsy
     monkeypatch.setattr("sys.stdin", io.StringIO("ACGTACGTAC\tACGTACGTACGG\t20\n"))
     assert cli_main(["seedext", "-", "--backend", "cpu", "--threads", str(10**12)]) == 2
     assert "threads must be at most" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("setting", ["threads", "workers", "port", "metrics_port"])
+@pytest.mark.parametrize("value", [10**12, -1])
+def test_server_settings_out_of_range_name_the_setting(setting, value) -> None:
+    with pytest.raises(ValueError, match=f"^{setting} must be"):
+        ServerConfig(**{setting: value}).check()
+
+
+@pytest.mark.parametrize("text", ["inf", "nan", "1e400", "-3", "0.5"])
+def test_serve_counts_refuse_non_finite_and_fractional_values(text) -> None:
+    with pytest.raises(argparse.ArgumentTypeError):
+        count(text)
 
 
 # ---------------------------------------------------------------------------------------

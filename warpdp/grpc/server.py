@@ -102,11 +102,14 @@ class ServerConfig:
         """Raise ValueError naming the setting when one is out of range."""
         if not 0 <= self.port <= 65535:
             raise ValueError(f"port must be within 0..65535, not {self.port}")
+        if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
+            raise ValueError(f"metrics_port must be within 0..65535, not {self.metrics_port}")
         for name in ("workers", "handler_threads", "max_batch_cells", "max_request_cells"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
-        if self.threads is not None and not 1 <= self.threads <= MAX_THREADS:
-            raise ValueError(f"threads must be within 1..{MAX_THREADS}, not {self.threads}")
+        for name in ("threads", "workers"):  # each a thread (pool) started up front
+            if getattr(self, name) is not None and not 1 <= getattr(self, name) <= MAX_THREADS:
+                raise ValueError(f"{name} must be within 1..{MAX_THREADS}, not {getattr(self, name)}")
         if not (self.max_wait_ms >= 0 and math.isfinite(self.max_wait_ms)):
             raise ValueError(f"max_wait_ms must be a finite number >= 0, not {self.max_wait_ms}")
         if not 0 < self.max_message_mb <= 2047:
