@@ -77,8 +77,8 @@ def valid_request(method: str, rng: np.random.Generator) -> bytes:
         payload = pack_xdrop_pairs(pairs)
         key = XdropKey.make(k=k, x=int(rng.integers(0, 20)), report=_choice(rng, ("longest", "best")))
     else:
-        items = [(_bases(rng, int(rng.integers(0, 30))), _bases(rng, int(rng.integers(0, 40))), int(rng.integers(0, 60)))
-                 for _ in range(int(rng.integers(1, 4)))]
+        items = [(_bases(rng, int(rng.integers(0, 30))), _bases(rng, int(rng.integers(0, 40))),
+                  int(rng.integers(0, 60))) for _ in range(int(rng.integers(1, 4)))]
         payload, key = pack_seed_pairs(items), SeedExtParams()
     return algorithm.request(payload, key).SerializeToString()
 

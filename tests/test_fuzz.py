@@ -149,8 +149,8 @@ def test_pairhmm_api_takes_any_integers(data) -> None:
     read_lengths = data.draw(st.lists(st.integers(1, 6), max_size=3))
     hap_lengths = data.draw(st.lists(st.integers(1, 8), max_size=3))
     n_batches = data.draw(st.integers(1, 2))
-    read_bases, hap_bases = (bytes(b"ACGT"[b % 4] for b in data.draw(st.binary(min_size=sum(lengths), max_size=sum(lengths))))
-                             for lengths in (read_lengths, hap_lengths))
+    read_bases, hap_bases = (bytes(b"ACGT"[b % 4] for b in data.draw(st.binary(min_size=n, max_size=n)))
+                             for n in (sum(read_lengths), sum(hap_lengths)))
     quals = [data.draw(st.binary(min_size=len(read_bases), max_size=len(read_bases))) for _ in range(4)]
     if rarely(data.draw):
         quals[data.draw(st.integers(0, 3))] = data.draw(st.binary(max_size=20))
@@ -275,6 +275,21 @@ def test_corrupt_bytes_are_invalid_argument(fuzz_server, method, streamed) -> No
     code, details = caller.call(fuzz_requests.Case(method, streamed, chunks, "mutated"), WAIT)
     assert code == grpc.StatusCode.INVALID_ARGUMENT
     assert "corrupt" in details and (not streamed or details.startswith("chunk 1: "))
+
+
+def test_corrupt_bytes_without_a_token_are_unauthenticated_first() -> None:
+    server = start_server(tokens=("secret",), shared_dir=None)
+    try:
+        with grpc.insecure_channel(server.address) as channel:
+            call = channel.unary_unary(f"/{fuzz_requests.SERVICE}/Xdrop", request_serializer=lambda raw: raw,
+                                       response_deserializer=lambda raw: raw)
+            for metadata, expected in ((None, grpc.StatusCode.UNAUTHENTICATED),
+                                       ((("authorization", "Bearer secret"),), grpc.StatusCode.INVALID_ARGUMENT)):
+                with pytest.raises(grpc.RpcError) as error:
+                    call(b"\x0a\xff\xff", timeout=WAIT, metadata=metadata)
+                assert error.value.code() == expected
+    finally:
+        server.stop()
 
 
 @pytest.mark.parametrize("method", fuzz_requests.METHODS)

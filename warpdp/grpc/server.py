@@ -1146,6 +1146,8 @@ class CorruptRequestInterceptor(grpc.aio.ServerInterceptor):
 
     def __init__(self, metrics: Metrics | None = None) -> None:
         self._metrics = metrics
+        # method -> (the handler it wraps, the wrapped one): built once per method, not per call.
+        self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
 
     async def intercept_service(self, continuation: Callable, handler_call_details: grpc.HandlerCallDetails) -> Any:
         handler = await continuation(handler_call_details)
@@ -1153,7 +1155,12 @@ class CorruptRequestInterceptor(grpc.aio.ServerInterceptor):
         if (handler is None or not method.startswith(f"/{SERVICE_NAME}/") or handler.request_deserializer is None
                 or handler.request_streaming != handler.response_streaming):  # warpdp has no such RPC
             return handler
-        name = method.rsplit("/", 1)[-1]
+        cached = self._wrapped.get(method)
+        if cached is None or cached[0] is not handler:
+            cached = self._wrapped[method] = (handler, self._wrap(handler, method.rsplit("/", 1)[-1]))
+        return cached[1]
+
+    def _wrap(self, handler: grpc.RpcMethodHandler, name: str) -> grpc.RpcMethodHandler:
         if handler.request_streaming:
             inner_stream = handler.stream_stream
 
@@ -1184,7 +1191,8 @@ class CorruptRequestInterceptor(grpc.aio.ServerInterceptor):
                 return await inner_unary(request, context)
 
             behavior = unary
-        make = grpc.stream_stream_rpc_method_handler if handler.request_streaming else grpc.unary_unary_rpc_method_handler
+        make = (grpc.stream_stream_rpc_method_handler if handler.request_streaming
+                else grpc.unary_unary_rpc_method_handler)
         return make(behavior, request_deserializer=_tolerant(handler.request_deserializer),
                     response_serializer=handler.response_serializer)
 

@@ -11,7 +11,6 @@ import numpy as np
 
 # Kernels index one sequence with 32-bit integers.
 MAX_SEQUENCE_LENGTH = 2**31 - 1
-INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .backend import choose_backend, resolve_cpu_isa, resolve_threads
-from .packed import (INT64_MAX, MAX_SEQUENCE_LENGTH, byte_array, check_array, check_int, check_offsets, concat, int64_array,
-                     offsets_of)
+from .packed import (INT64_MAX, MAX_SEQUENCE_LENGTH, byte_array, check_array, check_int, check_offsets, concat,
+                     int64_array, offsets_of)
 from .pairhmm import SequenceInput, sequence_bytes
 
 REPORTS = ("longest", "best")
@@ -175,7 +175,7 @@ def _check_k(k: object) -> int:
 def check_scores(match: object, mismatch: object, gap: object, x: object) -> tuple[int, int, int, int]:
     """Validated (match, mismatch, gap, x): match > 0 > mismatch, gap; 0 <= x <= 2^62."""
     match, mismatch, gap, x = (check_int(v, n) for v, n in ((match, "match"), (mismatch, "mismatch"),
-                                                              (gap, "gap"), (x, "x")))
+                                                             (gap, "gap"), (x, "x")))
     if match <= 0:
         raise ValueError(f"match must be positive, not {match}")
     if mismatch >= 0:
