@@ -19,3 +19,12 @@ def test_grpc_load_runs_every_path_and_writes_its_section(tmp_path):
     for path in ("in-process `warpdp.pairhmm`", "`Client.pairhmm`", "`PairHmmStream`, arrays in messages"):
         assert path in section
     assert "| on | 1 |" in section and "| off | 1 |" in section
+
+
+def test_fuzz_server_runs_a_short_fuzz_and_passes(tmp_path):
+    out = tmp_path / "fuzz.md"
+    run = subprocess.run([sys.executable, str(REPO / "benchmarks" / "fuzz_server.py"), "--requests", "300",
+                          "--seed", "5", "--out", str(out)], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    report = out.read_text()
+    assert "- requests: 300 in" in report and "result: PASS" in report

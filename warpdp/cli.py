@@ -56,6 +56,7 @@ def _add_pairhmm_parser(subparsers) -> None:
 
 
 def _load_pairhmm_input(args: argparse.Namespace):
+    from .plugin.packed import check_int
     from .plugin.pairhmm_text import FORMAT_MIN_BASE_QUAL, read_pairhmm_text
 
     bam_args = (args.reads, args.region, args.haplotypes)
@@ -70,6 +71,7 @@ def _load_pairhmm_input(args: argparse.Namespace):
             args.reads, args.region, args.haplotypes, reference=args.reference,
             min_mapping_quality=DEFAULT_MIN_MAPPING_QUALITY if args.min_mapq is None else args.min_mapq)
         if args.min_base_qual:
+            check_int(args.min_base_qual, "--min-base-qual", 0, 127)  # before np.uint8, which would overflow
             np.maximum(batches.read_quals, np.uint8(args.min_base_qual), out=batches.read_quals)
         return batches
     if not args.input:

@@ -48,3 +48,35 @@ void warpdp_workspace_free(warpdp_workspace *ws)
     ws->memory = NULL;
     ws->capacity = 0;
 }
+
+int warpdp_offsets_ok(const int64_t *offsets, int64_t n, int64_t total, int64_t min_step, int64_t max_step,
+                      int64_t *bad_index)
+{
+    if (offsets == NULL || n < 0 || offsets[0] != 0) {
+        *bad_index = 0;
+        return 0;
+    }
+    /* offsets[i] lies in 0..total here, so offsets[i + 1] - offsets[i] is computed only
+       once offsets[i + 1] is known to lie in offsets[i]..total too. */
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t from = offsets[i], to = offsets[i + 1];
+        if (to < from || to > total || to - from < min_step || to - from > max_step) {
+            *bad_index = i;
+            return 0;
+        }
+    }
+    if (offsets[n] != total) {
+        *bad_index = n;
+        return 0;
+    }
+    return 1;
+}
+
+int warpdp_bad(warpdp_bad_argument *bad, int field, int64_t index)
+{
+    if (bad != NULL) {
+        bad->field = field;
+        bad->index = index;
+    }
+    return WARPDP_BAD_ARGUMENT;
+}

@@ -4,6 +4,7 @@
 #define WARPDP_CPU_COMMON_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 enum warpdp_isa {
     WARPDP_ISA_SCALAR = 0,
@@ -27,5 +28,27 @@ typedef struct {
    or NULL when out of memory. */
 void *warpdp_workspace_reserve(warpdp_workspace *ws, size_t bytes);
 void warpdp_workspace_free(warpdp_workspace *ws);
+
+/* Arguments out of range: every driver checks what it is handed before reading through it
+   (O(pairs) work up front, so a caller's bug is an error code, never a wild read). A driver
+   then returns WARPDP_BAD_ARGUMENT and fills a warpdp_bad_argument: which argument (a code
+   of that driver's own list of fields) and the item (pair, read, batch) at fault, or -1. */
+#define WARPDP_BAD_ARGUMENT (-4)
+typedef struct {
+    int field;
+    int64_t index;
+} warpdp_bad_argument;
+
+/* Most threads a driver starts (0 = all cores); OpenMP aborts when it cannot start them. */
+#define WARPDP_MAX_THREADS 1024
+
+/* 1 when offsets[0..n] start at 0, end at total and every step offsets[i+1] - offsets[i] lies
+   within min_step..max_step (min_step >= 0); else 0 with *bad_index = the first item at fault
+   (n when only the last offset is wrong). Never computes a difference that could overflow. */
+int warpdp_offsets_ok(const int64_t *offsets, int64_t n, int64_t total, int64_t min_step, int64_t max_step,
+                      int64_t *bad_index);
+
+/* Records a bad argument; returns WARPDP_BAD_ARGUMENT. */
+int warpdp_bad(warpdp_bad_argument *bad, int field, int64_t index);
 
 #endif

@@ -1,10 +1,15 @@
 # Shared by every CPU extension (each .pyx includes this file): the names of the SIMD
 # variants, which of them this CPU runs, and small buffer helpers.
-from libc.stdint cimport uint8_t
+from libc.stdint cimport int64_t, uint8_t
 
 cdef extern from "cpu_common.h":
     int warpdp_cpu_supports(int isa)
     int warpdp_cpu_best_isa()
+    ctypedef struct warpdp_bad_argument:
+        int field
+        int64_t index
+    int WARPDP_BAD_ARGUMENT
+    int WARPDP_MAX_THREADS
 
 ISA_NAMES = ("scalar", "avx2", "avx512")
 
@@ -27,3 +32,23 @@ cdef int isa_code(str isa) except -1:
 cdef const uint8_t* bytes_ptr(const uint8_t[::1] view):
     # Zero-length arrays have no element to take the address of.
     return &view[0] if view.shape[0] > 0 else NULL
+
+
+cdef int threads_arg(object threads) except -1:
+    """A thread count for a C driver (0: all cores), checked as a Python int so that no
+    value can overflow C's int on the way."""
+    if isinstance(threads, bool) or not isinstance(threads, int):
+        raise TypeError(f"threads must be an int, not {type(threads).__name__}")
+    if not 0 <= threads <= WARPDP_MAX_THREADS:
+        raise ValueError(f"threads must be within 0..{WARPDP_MAX_THREADS} (0: all cores), not {threads}")
+    return threads
+
+
+cdef object bad_argument_error(tuple fields, object items, warpdp_bad_argument bad):
+    """The ValueError for a driver's WARPDP_BAD_ARGUMENT: names the field and the item at fault
+    (``items``: what the index counts, one word for every field or a tuple by field)."""
+    known = 0 <= bad.field < len(fields)
+    name = fields[bad.field] if known else f"argument {bad.field}"
+    item = items if isinstance(items, str) else (items[bad.field] if known else "item")
+    where = f" ({item} {bad.index})" if bad.index >= 0 else ""
+    return ValueError(f"{name} is out of range{where}: refused by the CPU driver before any work")

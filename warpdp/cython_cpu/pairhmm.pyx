@@ -2,7 +2,8 @@
 """CPU backend of the Pair-HMM forward algorithm (C kernels with AVX-512 / AVX2 / scalar variants).
 
 Inputs are the packed arrays of :class:`warpdp.plugin.pairhmm.PairHmmBatches`, already validated
-by the plugin layer; this module only hands their buffers to C with the GIL released.
+by the plugin layer; this module hands their buffers to C with the GIL released, and the C
+driver checks the offsets again before it reads through them.
 """
 import numpy as np
 cimport numpy as cnp
@@ -25,13 +26,25 @@ cdef extern from "pairhmm_kernel.h":
         const int64_t *batch_reads
         const int64_t *batch_haps
         int64_t n_batches
-    int pairhmm_forward_batches(const pairhmm_batches *batches, double *out, int use_double,
-                                int threads, int isa) nogil
+        int64_t n_read_bases, n_hap_bases, n_reads, n_haps
+    int pairhmm_forward_batches(const pairhmm_batches *batches, double *out, int64_t n_out, int use_double,
+                                int threads, int isa, warpdp_bad_argument *bad) nogil
 
-def forward(batches, double[::1] out not None, *, bint use_double=False, int threads=0,
+# pairhmm_forward_batches' field codes (PAIRHMM_BAD_* in pairhmm_kernel.h), in order (the last:
+# out's length against the batches' pairs).
+PAIRHMM_FIELDS = ("threads", "read_offsets", "hap_offsets", "batch_reads", "batch_haps",
+                  "the output array's length")
+_PAIRHMM_ITEMS = ("", "read", "haplotype", "batch", "batch", "")
+
+
+def forward(batches, double[::1] out not None, *, bint use_double=False, threads=0,
             str isa=None) -> None:
-    """Fill ``out`` with the log10 likelihood of every pair of ``batches`` (GKL numerics)."""
+    """Fill ``out`` with the log10 likelihood of every pair of ``batches`` (GKL numerics).
+
+    ``batches`` were validated by the plugin layer; the C driver checks the offsets and out's
+    length again before it reads through them (ValueError naming the field)."""
     cdef int code = isa_code(isa)
+    cdef int n_threads = threads_arg(threads)
     cdef const uint8_t[::1] read_bases = batches.read_bases
     cdef const uint8_t[::1] read_quals = batches.read_quals
     cdef const uint8_t[::1] read_ins = batches.read_ins
@@ -42,6 +55,16 @@ def forward(batches, double[::1] out not None, *, bint use_double=False, int thr
     cdef const int64_t[::1] hap_offsets = batches.hap_offsets
     cdef const int64_t[::1] batch_reads = batches.batch_reads
     cdef const int64_t[::1] batch_haps = batches.batch_haps
+    for name, view in (("read_quals", read_quals), ("read_ins", read_ins), ("read_del", read_del),
+                       ("read_gcp", read_gcp)):
+        if view.shape[0] != read_bases.shape[0]:
+            raise ValueError(f"{name} has {view.shape[0]} values but read_bases has {read_bases.shape[0]}")
+    for name, view in (("read_offsets", read_offsets), ("hap_offsets", hap_offsets), ("batch_reads", batch_reads),
+                       ("batch_haps", batch_haps)):
+        if view.shape[0] < 1:
+            raise ValueError(f"{name} must have at least one entry (0)")
+    if batch_haps.shape[0] != batch_reads.shape[0]:
+        raise ValueError(f"batch_haps has {batch_haps.shape[0]} entries but batch_reads has {batch_reads.shape[0]}")
     cdef pairhmm_batches c_batches
     c_batches.read_bases = bytes_ptr(read_bases)
     c_batches.read_quals = bytes_ptr(read_quals)
@@ -54,10 +77,17 @@ def forward(batches, double[::1] out not None, *, bint use_double=False, int thr
     c_batches.batch_reads = &batch_reads[0]
     c_batches.batch_haps = &batch_haps[0]
     c_batches.n_batches = batch_reads.shape[0] - 1
+    c_batches.n_read_bases = read_bases.shape[0]
+    c_batches.n_hap_bases = hap_bases.shape[0]
+    c_batches.n_reads = read_offsets.shape[0] - 1
+    c_batches.n_haps = hap_offsets.shape[0] - 1
     cdef int status
+    cdef warpdp_bad_argument bad
     with nogil:
-        status = pairhmm_forward_batches(&c_batches, &out[0] if out.shape[0] > 0 else NULL,
-                                         use_double, threads, code)
+        status = pairhmm_forward_batches(&c_batches, &out[0] if out.shape[0] > 0 else NULL, out.shape[0],
+                                         use_double, n_threads, code, &bad)
+    if status == WARPDP_BAD_ARGUMENT:
+        raise bad_argument_error(PAIRHMM_FIELDS, _PAIRHMM_ITEMS, bad)
     if status == -1:
         raise MemoryError("warpdp: out of memory while scoring Pair-HMM batches")
     if status == -2:

@@ -1,6 +1,7 @@
 /* Runs the Pair-HMM over packed batches: picks the SIMD variant, spreads pairs over
    OpenMP threads and applies GKL's float-then-double rule. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <xmmintrin.h>
 #include <omp.h>
@@ -38,8 +39,37 @@ static int score_pair(const pairhmm_pair *pair, warpdp_workspace *ws, int use_do
     return 0;
 }
 
-int pairhmm_forward_batches(const pairhmm_batches *b, double *out, int use_double,
-                            int threads, int isa)
+/* The checks of pairhmm_forward_batches' arguments: 0, or WARPDP_BAD_ARGUMENT with *bad filled. */
+static int check_arguments(const pairhmm_batches *b, const double *out, int64_t n_out, int threads,
+                           warpdp_bad_argument *bad)
+{
+    if (threads < 0 || threads > WARPDP_MAX_THREADS)
+        return warpdp_bad(bad, PAIRHMM_BAD_THREADS, -1);
+    int64_t at;
+    /* Reads and haplotypes hold 1..2^31-1 bases (the kernels index them with int). */
+    if (b->n_reads < 0 || !warpdp_offsets_ok(b->read_offsets, b->n_reads, b->n_read_bases, 1, INT32_MAX, &at))
+        return warpdp_bad(bad, PAIRHMM_BAD_READ_OFFSETS, b->n_reads < 0 ? -1 : at);
+    if (b->n_haps < 0 || !warpdp_offsets_ok(b->hap_offsets, b->n_haps, b->n_hap_bases, 1, INT32_MAX, &at))
+        return warpdp_bad(bad, PAIRHMM_BAD_HAP_OFFSETS, b->n_haps < 0 ? -1 : at);
+    if (b->n_batches < 0 || !warpdp_offsets_ok(b->batch_reads, b->n_batches, b->n_reads, 0, INT64_MAX, &at))
+        return warpdp_bad(bad, PAIRHMM_BAD_BATCH_READS, b->n_batches < 0 ? -1 : at);
+    if (!warpdp_offsets_ok(b->batch_haps, b->n_batches, b->n_haps, 0, INT64_MAX, &at))
+        return warpdp_bad(bad, PAIRHMM_BAD_BATCH_HAPS, at);
+    /* Each batch's reads x haplotypes, summed with overflow checks: the pairs out must hold. */
+    int64_t n_pairs = 0;
+    for (int64_t k = 0; k < b->n_batches; k++) {
+        int64_t pairs;
+        if (__builtin_mul_overflow(b->batch_reads[k + 1] - b->batch_reads[k], b->batch_haps[k + 1] - b->batch_haps[k],
+                                   &pairs) || __builtin_add_overflow(n_pairs, pairs, &n_pairs))
+            return warpdp_bad(bad, PAIRHMM_BAD_OUT, -1);
+    }
+    if (n_pairs != n_out || (n_pairs > 0 && out == NULL))
+        return warpdp_bad(bad, PAIRHMM_BAD_OUT, -1);
+    return 0;
+}
+
+int pairhmm_forward_batches(const pairhmm_batches *b, double *out, int64_t n_out, int use_double,
+                            int threads, int isa, warpdp_bad_argument *bad)
 {
     float_kernel kf;
     double_kernel kd;
@@ -61,6 +91,8 @@ int pairhmm_forward_batches(const pairhmm_batches *b, double *out, int use_doubl
     }
     if (!warpdp_cpu_supports(isa))
         return -2;
+    if (check_arguments(b, out, n_out, threads, bad) != 0)
+        return WARPDP_BAD_ARGUMENT;
     pairhmm_tables_init();
 
     /* One flat list of pairs in output order, so threads can take them dynamically. */

@@ -34,12 +34,24 @@ typedef struct {
     const int64_t *hap_offsets;
     const int64_t *batch_reads, *batch_haps;
     int64_t n_batches;
+    int64_t n_read_bases;      /* bytes in each of the five read arrays */
+    int64_t n_hap_bases;       /* bytes in hap_bases */
+    int64_t n_reads, n_haps;   /* read_offsets and hap_offsets hold one more entry each */
 } pairhmm_batches;
+
+/* Arguments pairhmm_forward_batches checks (warpdp_bad_argument.field), in the order of
+   PAIRHMM_FIELDS in pairhmm.pyx. */
+enum {
+    PAIRHMM_BAD_THREADS, PAIRHMM_BAD_READ_OFFSETS, PAIRHMM_BAD_HAP_OFFSETS, PAIRHMM_BAD_BATCH_READS,
+    PAIRHMM_BAD_BATCH_HAPS, PAIRHMM_BAD_OUT,
+};
 
 /* Fills out[] (batch after batch, read-major inside a batch) with log10 likelihoods,
    following GKL: float first, double when the float result is below 1e-28, or double
-   only when use_double. Returns 0, or -1 when memory ran out, -2 for an unknown isa. */
-int pairhmm_forward_batches(const pairhmm_batches *batches, double *out, int use_double,
-                            int threads, int isa);
+   only when use_double. out has n_out entries, which must be the batches' pairs. Returns 0,
+   or -1 when memory ran out, -2 for an unknown isa, WARPDP_BAD_ARGUMENT with *bad filled
+   when an argument is out of range (checked before anything is read through it). */
+int pairhmm_forward_batches(const pairhmm_batches *batches, double *out, int64_t n_out, int use_double,
+                            int threads, int isa, warpdp_bad_argument *bad);
 
 #endif

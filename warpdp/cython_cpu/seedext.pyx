@@ -3,13 +3,16 @@
 inter-task AVX2 / AVX-512 with one pair per lane, int16 where scores fit, int32 otherwise).
 
 Inputs are the packed arrays of :class:`warpdp.plugin.seedext.SeedExtPairs` and the already
-validated parameters; this module only hands their buffers to C with the GIL released.
+validated parameters; this module hands their buffers to C with the GIL released, and the C
+driver checks offsets, h0 and the parameters again before it reads through them.
 """
 import numpy as np
 cimport numpy as cnp
 from libc.stdint cimport int32_t, int64_t, uint8_t
 
 cnp.import_array()
+
+include "cpu_common.pxi"
 
 cdef extern from "seedext_kernel.h":
     ctypedef struct seedext_params:
@@ -23,13 +26,16 @@ cdef extern from "seedext_kernel.h":
         const int64_t *target_offsets
         const int32_t *h0
         int64_t n_pairs
+        int64_t query_total, target_total
     int seedext_extend_batch(const seedext_batch *batch, const seedext_params *p, seedext_result *out,
-                             int threads, int isa) nogil
+                             int threads, int isa, warpdp_bad_argument *bad) nogil
     int seedext_count_cells(const seedext_batch *batch, const seedext_params *p, seedext_result *out,
-                            int64_t *cells, int threads) nogil
+                            int64_t *cells, int threads, warpdp_bad_argument *bad) nogil
     int SEEDEXT_INT16_LIMIT
 
-include "cpu_common.pxi"
+# The drivers' field codes (SEEDEXT_BAD_* in seedext_kernel.h), in order.
+SEEDEXT_FIELDS = ("threads", "a", "b", "o_del", "e_del", "o_ins", "e_ins", "w", "end_bonus", "zdrop",
+                  "query_offsets", "target_offsets", "h0")
 
 # Scores (h0 + a * min(query length, target length)) up to this run in 16-bit lanes.
 INT16_LIMIT = SEEDEXT_INT16_LIMIT
@@ -49,16 +55,31 @@ cdef class _Packed:
         self.query_offsets = pairs.query_offsets
         self.target_offsets = pairs.target_offsets
         self.h0 = pairs.h0
+        n = self.h0.shape[0]
+        if self.query_offsets.shape[0] != n + 1 or self.target_offsets.shape[0] != n + 1:
+            raise ValueError(f"query_offsets and target_offsets ({self.query_offsets.shape[0]}, "
+                             f"{self.target_offsets.shape[0]} entries) do not match h0 ({n} pairs)")
         self.batch.query = bytes_ptr(self.query)
         self.batch.target = bytes_ptr(self.target)
         self.batch.query_offsets = &self.query_offsets[0]
         self.batch.target_offsets = &self.target_offsets[0]
         self.batch.h0 = &self.h0[0] if self.h0.shape[0] > 0 else NULL
-        self.batch.n_pairs = self.h0.shape[0]
-        self.params.a, self.params.b = params.a, params.b
-        self.params.o_del, self.params.e_del = params.o_del, params.e_del
-        self.params.o_ins, self.params.e_ins = params.o_ins, params.e_ins
-        self.params.w, self.params.end_bonus, self.params.zdrop = params.w, params.end_bonus, params.zdrop
+        self.batch.n_pairs = n
+        self.batch.query_total = self.query.shape[0]
+        self.batch.target_total = self.target.shape[0]
+        # Through _int32, so a value beyond int32 is a ValueError naming it (the driver checks the ranges).
+        self.params.a, self.params.b = _int32(params.a, "a"), _int32(params.b, "b")
+        self.params.o_del, self.params.e_del = _int32(params.o_del, "o_del"), _int32(params.e_del, "e_del")
+        self.params.o_ins, self.params.e_ins = _int32(params.o_ins, "o_ins"), _int32(params.e_ins, "e_ins")
+        self.params.w = _int32(params.w, "w")
+        self.params.end_bonus, self.params.zdrop = _int32(params.end_bonus, "end_bonus"), _int32(params.zdrop, "zdrop")
+
+
+cdef int32_t _int32(object value, str name) except? -1:
+    value = int(value)
+    if not -2**31 <= value < 2**31:
+        raise ValueError(f"{name} must fit int32, not {value}")
+    return value
 
 
 cdef seedext_result* _rows(int32_t[:, ::1] out, int64_t n_pairs) except? NULL:
@@ -67,18 +88,22 @@ cdef seedext_result* _rows(int32_t[:, ::1] out, int64_t n_pairs) except? NULL:
     return <seedext_result *> &out[0, 0] if n_pairs > 0 else NULL
 
 
-def extend(pairs, params, int32_t[:, ::1] out not None, *, int threads=0, str isa=None) -> None:
+def extend(pairs, params, int32_t[:, ::1] out not None, *, threads=0, str isa=None) -> None:
     """Fill ``out`` (n_pairs x 6: score, qle, tle, gtle, gscore, max_off) for every pair.
 
     ``pairs`` has the packed arrays of SeedExtPairs; ``params`` the attributes a, b, o_del,
     e_del, o_ins, e_ins, w, end_bonus, zdrop (already validated).
     """
     cdef int code = isa_code(isa)
+    cdef int n_threads = threads_arg(threads)
     cdef _Packed packed = _Packed(pairs, params)
     cdef seedext_result *rows = _rows(out, packed.batch.n_pairs)
     cdef int status
+    cdef warpdp_bad_argument bad
     with nogil:
-        status = seedext_extend_batch(&packed.batch, &packed.params, rows, threads, code)
+        status = seedext_extend_batch(&packed.batch, &packed.params, rows, n_threads, code, &bad)
+    if status == WARPDP_BAD_ARGUMENT:
+        raise bad_argument_error(SEEDEXT_FIELDS, "pair", bad)
     if status == -1:
         raise MemoryError("warpdp: out of memory during seed extension")
     if status == -2:
@@ -86,8 +111,9 @@ def extend(pairs, params, int32_t[:, ::1] out not None, *, int threads=0, str is
                          f"(available: {', '.join(available_isas())})")
 
 
-def count_cells(pairs, params, *, int threads=0) -> np.ndarray:
+def count_cells(pairs, params, *, threads=0) -> np.ndarray:
     """The DP cells ksw_extend2 computes for each pair (int64), i.e. the work GCUPS counts."""
+    cdef int n_threads = threads_arg(threads)
     cdef _Packed packed = _Packed(pairs, params)
     cdef cnp.ndarray out_array = np.empty((packed.batch.n_pairs, 6), dtype=np.int32)
     cdef cnp.ndarray cells_array = np.zeros(packed.batch.n_pairs, dtype=np.int64)
@@ -95,8 +121,11 @@ def count_cells(pairs, params, *, int threads=0) -> np.ndarray:
     cdef int64_t[::1] cells = cells_array
     cdef int64_t *cells_ptr = &cells[0] if packed.batch.n_pairs > 0 else NULL
     cdef int status
+    cdef warpdp_bad_argument bad
     with nogil:
-        status = seedext_count_cells(&packed.batch, &packed.params, rows, cells_ptr, threads)
+        status = seedext_count_cells(&packed.batch, &packed.params, rows, cells_ptr, n_threads, &bad)
+    if status == WARPDP_BAD_ARGUMENT:
+        raise bad_argument_error(SEEDEXT_FIELDS, "pair", bad)
     if status != 0:
         raise MemoryError("warpdp: out of memory during seed extension")
     return cells_array

@@ -69,14 +69,46 @@ static int run_scalar(const seedext_batch *b, const seedext_params *p, seedext_r
     return failed ? -1 : 0;
 }
 
-int seedext_count_cells(const seedext_batch *b, const seedext_params *p, seedext_result *out,
-                        int64_t *cells, int threads)
+/* The checks of the drivers' arguments: 0, or WARPDP_BAD_ARGUMENT with *bad filled. */
+static int check_arguments(const seedext_batch *b, const seedext_params *p, int threads, warpdp_bad_argument *bad)
 {
+    if (threads < 0 || threads > WARPDP_MAX_THREADS)
+        return warpdp_bad(bad, SEEDEXT_BAD_THREADS, -1);
+    const struct {
+        int32_t value, low, high;
+    } limits[] = {
+        {p->a, 0, 127}, {p->b, 0, 127}, {p->o_del, 0, 16383}, {p->e_del, 1, 16383}, {p->o_ins, 0, 16383},
+        {p->e_ins, 1, 16383}, {p->w, 0, INT32_MAX}, {p->end_bonus, 0, SEEDEXT_MAX_SCORE},
+        {p->zdrop, 0, SEEDEXT_MAX_SCORE},
+    };
+    for (int f = 0; f < (int)(sizeof limits / sizeof limits[0]); f++)
+        if (limits[f].value < limits[f].low || limits[f].value > limits[f].high)
+            return warpdp_bad(bad, SEEDEXT_BAD_A + f, -1);
+    const int64_t n = b->n_pairs;
+    int64_t at;
+    if (n < 0 || !warpdp_offsets_ok(b->query_offsets, n, b->query_total, 0, INT32_MAX, &at))
+        return warpdp_bad(bad, SEEDEXT_BAD_QUERY_OFFSETS, n < 0 ? -1 : at);
+    if (!warpdp_offsets_ok(b->target_offsets, n, b->target_total, 0, INT32_MAX, &at))
+        return warpdp_bad(bad, SEEDEXT_BAD_TARGET_OFFSETS, at);
+    for (int64_t k = 0; k < n; k++) {
+        const int64_t qlen = b->query_offsets[k + 1] - b->query_offsets[k];
+        const int64_t tlen = b->target_offsets[k + 1] - b->target_offsets[k];
+        if (b->h0[k] < 0 || (int64_t)b->h0[k] + (int64_t)p->a * (qlen < tlen ? qlen : tlen) > SEEDEXT_MAX_SCORE)
+            return warpdp_bad(bad, SEEDEXT_BAD_H0, k);
+    }
+    return 0;
+}
+
+int seedext_count_cells(const seedext_batch *b, const seedext_params *p, seedext_result *out,
+                        int64_t *cells, int threads, warpdp_bad_argument *bad)
+{
+    if (check_arguments(b, p, threads, bad) != 0)
+        return WARPDP_BAD_ARGUMENT;
     return run_scalar(b, p, out, cells, threads < 1 ? omp_get_max_threads() : threads);
 }
 
 int seedext_extend_batch(const seedext_batch *b, const seedext_params *p, seedext_result *out,
-                         int threads, int isa)
+                         int threads, int isa, warpdp_bad_argument *bad)
 {
     seedext_group_kernel narrow, wide;
     int narrow_lanes, wide_lanes;
@@ -102,6 +134,8 @@ int seedext_extend_batch(const seedext_batch *b, const seedext_params *p, seedex
     }
     if (!warpdp_cpu_supports(isa))
         return -2;
+    if (check_arguments(b, p, threads, bad) != 0)
+        return WARPDP_BAD_ARGUMENT;
     if (threads < 1)
         threads = omp_get_max_threads();
     const int64_t n = b->n_pairs;

@@ -66,16 +66,29 @@ typedef struct {
     const int64_t *query_offsets, *target_offsets;
     const int32_t *h0;
     int64_t n_pairs;
+    int64_t query_total, target_total; /* bytes in query and target */
 } seedext_batch;
 
+/* Arguments the drivers check (warpdp_bad_argument.field), in the order of SEEDEXT_FIELDS in
+   seedext.pyx; ranges as the plugin layer's (SeedExtParams.validate, check_score_range). */
+enum {
+    SEEDEXT_BAD_THREADS, SEEDEXT_BAD_A, SEEDEXT_BAD_B, SEEDEXT_BAD_O_DEL, SEEDEXT_BAD_E_DEL, SEEDEXT_BAD_O_INS,
+    SEEDEXT_BAD_E_INS, SEEDEXT_BAD_W, SEEDEXT_BAD_END_BONUS, SEEDEXT_BAD_ZDROP, SEEDEXT_BAD_QUERY_OFFSETS,
+    SEEDEXT_BAD_TARGET_OFFSETS, SEEDEXT_BAD_H0,
+};
+/* Scores (h0, h0 + a * min(qlen, tlen), end_bonus, zdrop) stay at or below this. */
+#define SEEDEXT_MAX_SCORE (1 << 30)
+
 /* Fills out[k] for every pair, in input order. Returns 0, -1 when memory ran out, -2 for an
-   isa this CPU cannot run. */
+   isa this CPU cannot run, WARPDP_BAD_ARGUMENT with *bad filled when an argument is out of
+   range (checked before anything is read through it). */
 int seedext_extend_batch(const seedext_batch *batch, const seedext_params *p, seedext_result *out,
-                         int threads, int isa);
+                         int threads, int isa, warpdp_bad_argument *bad);
 
 /* The DP cells ksw_extend2 computes for every pair (the work GCUPS figures count), added to
-   cells[k]; out as for seedext_extend_batch. Scalar, multithreaded. Returns 0 or -1. */
+   cells[k]; out as for seedext_extend_batch. Scalar, multithreaded. Returns 0, -1, or
+   WARPDP_BAD_ARGUMENT as seedext_extend_batch. */
 int seedext_count_cells(const seedext_batch *batch, const seedext_params *p, seedext_result *out,
-                        int64_t *cells, int threads);
+                        int64_t *cells, int threads, warpdp_bad_argument *bad);
 
 #endif

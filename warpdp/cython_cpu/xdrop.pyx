@@ -2,8 +2,9 @@
 """CPU backend of gapped X-drop seed extension (C kernels with AVX-512 / AVX2 / scalar variants).
 
 Inputs are the packed arrays of :class:`warpdp.plugin.xdrop.XdropPairs`, already validated by the
-plugin layer (seeds inside their sequences, bases ACGTN, scores checked); this module only hands
-their buffers to C with the GIL released.
+plugin layer (seeds inside their sequences, bases ACGTN, scores checked); this module hands
+their buffers to C with the GIL released, and the C driver checks offsets, seeds, k and scores
+again before it reads through them (an error, never a wild read, for a caller that skipped them).
 """
 from libc.stdint cimport int64_t, uint8_t
 
@@ -21,6 +22,7 @@ cdef extern from "xdrop_kernel.h":
         const int64_t *h_pos
         const int64_t *v_pos
         int64_t n_pairs
+        int64_t h_total, v_total
     ctypedef struct xdrop_outputs:
         int64_t *score
         int64_t *begin_h
@@ -29,7 +31,10 @@ cdef extern from "xdrop_kernel.h":
         int64_t *end_v
         int64_t *cells
     int xdrop_run(const xdrop_pairs *pairs, int64_t k, const xdrop_params *p, xdrop_outputs *out,
-                  int threads, int isa, int64_t *bad_pair) nogil
+                  int threads, int isa, int64_t *bad_pair, warpdp_bad_argument *bad) nogil
+
+# xdrop_run's field codes (XDROP_BAD_* in xdrop_kernel.h), in order.
+XDROP_FIELDS = ("threads", "k", "match", "mismatch", "gap", "x", "h_offsets", "v_offsets", "h_pos", "v_pos")
 
 cdef int64_t* _out_ptr(int64_t[::1] view):
     return &view[0] if view.shape[0] > 0 else NULL
@@ -38,13 +43,16 @@ cdef int64_t* _out_ptr(int64_t[::1] view):
 def extend(pairs, int64_t k, int64_t match, int64_t mismatch, int64_t gap, int64_t x, bint best_mode,
            int64_t[::1] score not None, int64_t[::1] begin_h not None, int64_t[::1] end_h not None,
            int64_t[::1] begin_v not None, int64_t[::1] end_v not None, int64_t[::1] cells not None,
-           *, int threads=0, str isa=None) -> int:
-    """Fill the six per-pair output arrays for every pair of ``pairs`` (already validated).
+           *, threads=0, str isa=None) -> int:
+    """Fill the six per-pair output arrays for every pair of ``pairs`` (validated by the plugin
+    layer; the C driver checks offsets, seeds, k, scores and threads again, ValueError naming
+    the field).
 
     Returns -1, or the first pair with a byte other than A, C, G, T, N (either case), whose
     outputs are then left as they were.
     """
     cdef int code = isa_code(isa)
+    cdef int n_threads = threads_arg(threads)
     cdef const uint8_t[::1] h_bases = pairs.h_bases
     cdef const uint8_t[::1] v_bases = pairs.v_bases
     cdef const int64_t[::1] h_offsets = pairs.h_offsets
@@ -52,6 +60,9 @@ def extend(pairs, int64_t k, int64_t match, int64_t mismatch, int64_t gap, int64
     cdef const int64_t[::1] h_pos = pairs.h_pos
     cdef const int64_t[::1] v_pos = pairs.v_pos
     cdef int64_t n = h_pos.shape[0]
+    if v_pos.shape[0] != n or h_offsets.shape[0] != n + 1 or v_offsets.shape[0] != n + 1:
+        raise ValueError(f"h_offsets, v_offsets ({h_offsets.shape[0]}, {v_offsets.shape[0]} entries) and v_pos "
+                         f"({v_pos.shape[0]}) do not match h_pos ({n} pairs)")
     for name, view in (("score", score), ("begin_h", begin_h), ("end_h", end_h), ("begin_v", begin_v),
                        ("end_v", end_v), ("cells", cells)):
         if view.shape[0] != n:
@@ -64,6 +75,8 @@ def extend(pairs, int64_t k, int64_t match, int64_t mismatch, int64_t gap, int64
     c_pairs.h_pos = &h_pos[0] if n > 0 else NULL
     c_pairs.v_pos = &v_pos[0] if n > 0 else NULL
     c_pairs.n_pairs = n
+    c_pairs.h_total = h_bases.shape[0]
+    c_pairs.v_total = v_bases.shape[0]
     cdef xdrop_params params
     params.match = match
     params.mismatch = mismatch
@@ -79,8 +92,11 @@ def extend(pairs, int64_t k, int64_t match, int64_t mismatch, int64_t gap, int64
     out.cells = _out_ptr(cells)
     cdef int status
     cdef int64_t bad_pair = -1
+    cdef warpdp_bad_argument bad
     with nogil:
-        status = xdrop_run(&c_pairs, k, &params, &out, threads, code, &bad_pair)
+        status = xdrop_run(&c_pairs, k, &params, &out, n_threads, code, &bad_pair, &bad)
+    if status == WARPDP_BAD_ARGUMENT:
+        raise bad_argument_error(XDROP_FIELDS, "pair", bad)
     if status == -1:
         raise MemoryError("warpdp: out of memory during X-drop extension")
     if status == -2:

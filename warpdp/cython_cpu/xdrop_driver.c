@@ -1,5 +1,6 @@
 /* Runs X-drop seed extension over packed pairs: picks the SIMD variant, spreads pairs over
    OpenMP threads, and prepares each direction's sequences so a kernel reads them forwards. */
+#include <stdint.h>
 #include <string.h>
 #include <omp.h>
 #include "cpu_common.h"
@@ -97,8 +98,41 @@ static int extend_seed(extend2_kernel kernel, const uint8_t *v, int64_t len_v, i
                   q_right + m_right + XDROP_PAD, n_right, p, left, right, ws_dp);
 }
 
+/* The checks of xdrop_run's arguments: 0, or WARPDP_BAD_ARGUMENT with *bad filled. */
+static int check_arguments(const xdrop_pairs *pairs, int64_t k, const xdrop_params *p, int threads,
+                           warpdp_bad_argument *bad)
+{
+    const int64_t max_length = INT32_MAX; /* the plugin's MAX_SEQUENCE_LENGTH */
+    if (threads < 0 || threads > WARPDP_MAX_THREADS)
+        return warpdp_bad(bad, XDROP_BAD_THREADS, -1);
+    if (k < 1 || k > max_length)
+        return warpdp_bad(bad, XDROP_BAD_K, -1);
+    if (p->match < 1 || p->match > INT32_MAX)
+        return warpdp_bad(bad, XDROP_BAD_MATCH, -1);
+    if (p->mismatch > -1 || p->mismatch < -(int64_t)INT32_MAX)
+        return warpdp_bad(bad, XDROP_BAD_MISMATCH, -1);
+    if (p->gap > -1 || p->gap < -(int64_t)INT32_MAX)
+        return warpdp_bad(bad, XDROP_BAD_GAP, -1);
+    if (p->x < 0 || p->x > ((int64_t)1 << 62))
+        return warpdp_bad(bad, XDROP_BAD_X, -1);
+    const int64_t n = pairs->n_pairs;
+    int64_t at;
+    if (n < 0 || !warpdp_offsets_ok(pairs->h_offsets, n, pairs->h_total, 0, max_length, &at))
+        return warpdp_bad(bad, XDROP_BAD_H_OFFSETS, n < 0 ? -1 : at);
+    if (!warpdp_offsets_ok(pairs->v_offsets, n, pairs->v_total, 0, max_length, &at))
+        return warpdp_bad(bad, XDROP_BAD_V_OFFSETS, at);
+    /* pos <= len - k, not pos + k <= len: pos may be anything (len and k are below 2^31). */
+    for (int64_t i = 0; i < n; i++) {
+        if (pairs->h_pos[i] < 0 || pairs->h_pos[i] > pairs->h_offsets[i + 1] - pairs->h_offsets[i] - k)
+            return warpdp_bad(bad, XDROP_BAD_H_POS, i);
+        if (pairs->v_pos[i] < 0 || pairs->v_pos[i] > pairs->v_offsets[i + 1] - pairs->v_offsets[i] - k)
+            return warpdp_bad(bad, XDROP_BAD_V_POS, i);
+    }
+    return 0;
+}
+
 int xdrop_run(const xdrop_pairs *pairs, int64_t k, const xdrop_params *p, xdrop_outputs *out,
-              int threads, int isa, int64_t *bad_pair)
+              int threads, int isa, int64_t *bad_pair, warpdp_bad_argument *bad)
 {
     extend2_kernel kernel;
     switch (isa) {
@@ -117,6 +151,8 @@ int xdrop_run(const xdrop_pairs *pairs, int64_t k, const xdrop_params *p, xdrop_
     if (!warpdp_cpu_supports(isa))
         return -2;
     *bad_pair = -1;
+    if (check_arguments(pairs, k, p, threads, bad) != 0)
+        return WARPDP_BAD_ARGUMENT;
     if (pairs->n_pairs == 0)
         return 0;
 

@@ -82,7 +82,14 @@ typedef struct {
     const uint8_t *h_bases, *v_bases;
     const int64_t *h_offsets, *v_offsets, *h_pos, *v_pos;
     int64_t n_pairs;
+    int64_t h_total, v_total; /* bytes in h_bases and v_bases */
 } xdrop_pairs;
+
+/* Arguments xdrop_run checks (warpdp_bad_argument.field), in the order of XDROP_FIELDS in xdrop.pyx. */
+enum {
+    XDROP_BAD_THREADS, XDROP_BAD_K, XDROP_BAD_MATCH, XDROP_BAD_MISMATCH, XDROP_BAD_GAP, XDROP_BAD_X,
+    XDROP_BAD_H_OFFSETS, XDROP_BAD_V_OFFSETS, XDROP_BAD_H_POS, XDROP_BAD_V_POS,
+};
 
 /* Per-pair outputs, any of them may be NULL except score and the four coordinates. */
 typedef struct {
@@ -90,11 +97,12 @@ typedef struct {
 } xdrop_outputs;
 
 /* Extends every pair in both directions (left on the prefixes, right on the suffixes);
-   score = left + right + k * match. Seeds must lie inside their sequences (checked by the
-   caller); bases are checked here, during the copy the kernels need anyway.
+   score = left + right + k * match. Offsets, seeds, k, scores and threads are checked first;
+   bases are checked during the copy the kernels need anyway.
    Returns 0; -1 when memory ran out; -2 for an isa this CPU cannot run; -3 when a byte is
-   not a base, with *bad_pair = the first such pair (its outputs are left untouched). */
+   not a base, with *bad_pair = the first such pair (its outputs are left untouched);
+   WARPDP_BAD_ARGUMENT with *bad filled when an argument is out of range (nothing computed). */
 int xdrop_run(const xdrop_pairs *pairs, int64_t k, const xdrop_params *p, xdrop_outputs *out,
-              int threads, int isa, int64_t *bad_pair);
+              int threads, int isa, int64_t *bad_pair, warpdp_bad_argument *bad);
 
 #endif

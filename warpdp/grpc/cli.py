@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import sys
 
@@ -39,7 +40,7 @@ def count(text: str) -> int:
         number = float(value) * scale
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a count: {text!r} (e.g. 1000000, 256M, 4G)") from None
-    if number < 1 or number != int(number):
+    if not math.isfinite(number) or number < 1 or number != int(number):
         raise argparse.ArgumentTypeError(f"must be a positive whole number: {text!r}")
     return int(number)
 

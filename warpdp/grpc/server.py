@@ -27,12 +27,13 @@ from typing import Any, NamedTuple, Protocol
 
 import grpc
 import numpy as np
+from google.protobuf.message import DecodeError
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from ..kernels.chunk_slot import pinned_empty, register_read_only
-from ..plugin.backend import choose_backend, cpu_name, resolve_threads
+from ..plugin.backend import MAX_THREADS, choose_backend, cpu_name, resolve_threads
 from . import _shm_server, warpdp_pb2, warpdp_pb2_grpc
 from ._algorithms import ALGORITHMS, SEEDEXT, XDROP, Algorithm, InvalidRequest, Job, PAIRHMM
 
@@ -100,11 +101,14 @@ class ServerConfig:
         """Raise ValueError naming the setting when one is out of range."""
         if not 0 <= self.port <= 65535:
             raise ValueError(f"port must be within 0..65535, not {self.port}")
+        if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
+            raise ValueError(f"metrics_port must be within 0..65535, not {self.metrics_port}")
         for name in ("workers", "handler_threads", "max_batch_cells", "max_request_cells"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
-        if self.threads is not None and self.threads < 1:
-            raise ValueError(f"threads must be at least 1, not {self.threads}")
+        for name in ("threads", "workers"):  # each a thread (pool) started up front
+            if getattr(self, name) is not None and not 1 <= getattr(self, name) <= MAX_THREADS:
+                raise ValueError(f"{name} must be within 1..{MAX_THREADS}, not {getattr(self, name)}")
         if not (self.max_wait_ms >= 0 and math.isfinite(self.max_wait_ms)):
             raise ValueError(f"max_wait_ms must be a finite number >= 0, not {self.max_wait_ms}")
         if not 0 < self.max_message_mb <= 2047:
@@ -1129,6 +1133,85 @@ def _denying_handler(handler: grpc.RpcMethodHandler, message: str) -> grpc.RpcMe
 
 
 # ---------------------------------------------------------------------------------------
+# Corrupt request bytes
+
+
+class _CorruptRequest(NamedTuple):
+    """What a request deserializer returns for bytes that are not a valid message."""
+
+    error: str
+
+
+def _tolerant(deserialize: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
+    # grpc answers UNKNOWN when a deserializer raises; this one never does, so the handler
+    # can answer INVALID_ARGUMENT instead.
+    def tolerant(raw: bytes) -> Any:
+        try:
+            return deserialize(raw)
+        except DecodeError as exc:
+            return _CorruptRequest(f"{type(exc).__name__}: {exc}")
+
+    return tolerant
+
+
+class CorruptRequestInterceptor(grpc.aio.ServerInterceptor):
+    """INVALID_ARGUMENT, not UNKNOWN, for a warpdp request whose bytes do not parse (unary calls
+    at once; a stream's chunks answered up to the corrupt one, which then fails the call)."""
+
+    def __init__(self, metrics: Metrics | None = None) -> None:
+        self._metrics = metrics
+        # method -> (the handler it wraps, the wrapped one): built once per method, not per call.
+        self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
+
+    async def intercept_service(self, continuation: Callable, handler_call_details: grpc.HandlerCallDetails) -> Any:
+        handler = await continuation(handler_call_details)
+        method = handler_call_details.method
+        if (handler is None or not method.startswith(f"/{SERVICE_NAME}/") or handler.request_deserializer is None
+                or handler.request_streaming != handler.response_streaming):  # warpdp has no such RPC
+            return handler
+        cached = self._wrapped.get(method)
+        if cached is None or cached[0] is not handler:
+            cached = self._wrapped[method] = (handler, self._wrap(handler, method.rsplit("/", 1)[-1]))
+        return cached[1]
+
+    def _wrap(self, handler: grpc.RpcMethodHandler, name: str) -> grpc.RpcMethodHandler:
+        if handler.request_streaming:
+            inner_stream = handler.stream_stream
+
+            async def checked(request_iterator: Any) -> Any:
+                index = -1
+                async for request in request_iterator:
+                    index += 1
+                    if isinstance(request, _CorruptRequest):
+                        # The stream handler's reader answers this failure as it answers a bad chunk.
+                        raise _RpcFailure(grpc.StatusCode.INVALID_ARGUMENT,
+                                          f"chunk {index}: corrupt {name} request message ({request.error})")
+                    yield request
+
+            async def stream(request_iterator: Any, context: grpc.aio.ServicerContext) -> Any:
+                async for reply in inner_stream(checked(request_iterator), context):
+                    yield reply
+
+            behavior = stream
+        else:
+            inner_unary = handler.unary_unary
+
+            async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                if isinstance(request, _CorruptRequest):
+                    if self._metrics is not None:
+                        self._metrics.finished(name, grpc.StatusCode.INVALID_ARGUMENT.name)
+                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                        f"corrupt {name} request message ({request.error})")
+                return await inner_unary(request, context)
+
+            behavior = unary
+        make = (grpc.stream_stream_rpc_method_handler if handler.request_streaming
+                else grpc.unary_unary_rpc_method_handler)
+        return make(behavior, request_deserializer=_tolerant(handler.request_deserializer),
+                    response_serializer=handler.response_serializer)
+
+
+# ---------------------------------------------------------------------------------------
 # Server
 
 
@@ -1261,6 +1344,7 @@ class Server:
                                   shared_memory=self.shared_memory)
         self._servicer = servicer
         interceptors = [BearerTokenInterceptor(cfg.tokens, self.metrics)] if cfg.tokens else []
+        interceptors.append(CorruptRequestInterceptor(self.metrics))  # inside the token check
         options = [
             ("grpc.max_receive_message_length", cfg.max_message_bytes),
             ("grpc.max_send_message_length", -1),  # replies are bounded by the checks above

@@ -10,6 +10,10 @@ logger = logging.getLogger("warpdp")
 
 BACKENDS = ("auto", "cpu", "gpu")
 
+# The most CPU threads one call may ask for; the C drivers refuse more (WARPDP_MAX_THREADS in
+# cpu_common.h): OpenMP aborts the process when it cannot start the threads it is asked for.
+MAX_THREADS = 1024
+
 
 class BackendUnavailableError(RuntimeError):
     """The requested backend cannot run here (no GPU kernel, no CuPy, no usable device)."""
@@ -67,6 +71,8 @@ def resolve_threads(threads: int | None) -> int:
         raise TypeError(f"threads must be an int or None, not {type(threads).__name__}")
     if threads < 1:
         raise ValueError(f"threads must be at least 1, not {threads}")
+    if threads > MAX_THREADS:
+        raise ValueError(f"threads must be at most {MAX_THREADS}, not {threads}")
     return threads
 
 

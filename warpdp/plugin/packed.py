@@ -11,6 +11,23 @@ import numpy as np
 
 # Kernels index one sequence with 32-bit integers.
 MAX_SEQUENCE_LENGTH = 2**31 - 1
+INT64_MAX = 2**63 - 1
+
+
+def check_int(value: object, name: str, low: int | None = None, high: int | None = None) -> int:
+    """An int (Python or numpy, not bool) within low..high (either bound may be None), as a
+    Python int; TypeError/ValueError naming the field. Compared as Python ints, so no value
+    from outside can wrap before it is checked."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    value = int(value)
+    if (low is not None and value < low) or (high is not None and value > high):
+        if high is None:
+            raise ValueError(f"{name} must be at least {low}, not {value}")
+        if low is None:
+            raise ValueError(f"{name} must be at most {high}, not {value}")
+        raise ValueError(f"{name} must be within {low}..{high}, not {value}")
+    return value
 
 
 def byte_array(value: object, name: str) -> np.ndarray:

@@ -13,7 +13,7 @@ from typing import IO, TextIO
 
 import numpy as np
 
-from .packed import offsets_of
+from .packed import check_int, offsets_of
 from .pairhmm import PairHmmBatches
 
 PathOrFile = str | os.PathLike | IO[str]
@@ -46,8 +46,7 @@ def read_pairhmm_text(source: PathOrFile, *, min_base_qual: int = FORMAT_MIN_BAS
     ``min_base_qual`` raises lower base qualities to it (6 by default, as the format's
     harnesses and the reference outputs do; 0 leaves them unchanged).
     """
-    if not 0 <= min_base_qual <= 127:
-        raise ValueError(f"min_base_qual must be within 0..127, not {min_base_qual}")
+    min_base_qual = check_int(min_base_qual, "min_base_qual", 0, 127)
     with _open_text(source) as (stream, name):
         lines = _Lines(stream, name)
         bases, quals, ins, dels, gcps, read_lens = [], [], [], [], [], []

@@ -17,8 +17,8 @@ from functools import partial
 import numpy as np
 
 from .backend import choose_backend, resolve_cpu_isa, resolve_threads
-from .packed import (byte_array, check_array, check_offset_ends, check_offset_steps, concat, int64_array,
-                     offsets_of)
+from .packed import (byte_array, check_array, check_int, check_offset_ends, check_offset_steps, concat,
+                     int64_array, offsets_of)
 from .pairhmm import sequence_bytes
 
 SequenceInput = str | bytes | bytearray | np.ndarray
@@ -59,11 +59,12 @@ class SeedExtParams:
         }
         for name, (low, high) in limits.items():
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-            if not low <= value <= high:
-                extra = " (0 disables z-drop)" if name == "zdrop" else ""
-                raise ValueError(f"{name} must be within {low}..{high}{extra}, not {value}")
+            if name == "zdrop":
+                check_int(value, name)  # the type first, then the range with its hint
+                if not low <= value <= high:
+                    raise ValueError(f"{name} must be within {low}..{high} (0 disables z-drop), not {value}")
+            else:
+                check_int(value, name, low, high)
 
 
 @dataclass(frozen=True)
@@ -224,11 +225,7 @@ def pack_seed_pairs(items: Iterable[tuple[SequenceInput, SequenceInput, int]]) -
             raise TypeError(f"pair {k}: expected (query, target, h0), not {item!r:.80}") from None
         queries.append(sequence_bytes(query, f"pair {k} query"))
         targets.append(sequence_bytes(target, f"pair {k} target"))
-        if isinstance(h0, bool) or not isinstance(h0, (int, np.integer)):
-            raise TypeError(f"pair {k}: h0 must be an int, not {type(h0).__name__}")
-        if not 0 <= h0 <= MAX_SCORE:
-            raise ValueError(f"pair {k}: h0 must be within 0..{MAX_SCORE}, not {h0}")
-        h0s.append(int(h0))
+        h0s.append(check_int(h0, f"pair {k}: h0", 0, MAX_SCORE))
     return SeedExtPairs.from_arrays(query=concat(queries), query_offsets=offsets_of([len(q) for q in queries]),
                                     target=concat(targets), target_offsets=offsets_of([len(t) for t in targets]),
                                     h0=np.array(h0s, dtype=np.int64))

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .backend import choose_backend, resolve_cpu_isa, resolve_threads
-from .packed import byte_array, check_array, check_offsets, concat, int64_array, offsets_of
+from .packed import (INT64_MAX, MAX_SEQUENCE_LENGTH, byte_array, check_array, check_int, check_offsets, concat,
+                     int64_array, offsets_of)
 from .pairhmm import SequenceInput, sequence_bytes
 
 REPORTS = ("longest", "best")
@@ -132,15 +133,17 @@ class XdropPairs:
                 i = int(np.flatnonzero(pos < 0)[0])
                 raise ValueError(f"seed of pair {i} lies outside its sequence: {name}[{i}] = {pos[i]} is negative")
         if k is not None:
-            _check_k(k)
+            k = _check_k(k)
             for name, lengths in (("h_pos", self.h_lengths()), ("v_pos", self.v_lengths())):
                 pos = getattr(self, name)
-                outside = np.flatnonzero(pos + k > lengths)
+                # pos > length - k, not pos + k > length: pos may be near 2^63 (k and the
+                # lengths are at most 2^31 - 1 here, so length - k cannot wrap).
+                outside = np.flatnonzero(pos > lengths - k)
                 if len(outside):
                     i = int(outside[0])
                     seq = name[0].upper()
                     raise ValueError(f"seed of pair {i} lies outside {seq}: {name}[{i}] = {pos[i]} with k = {k} "
-                                     f"needs {pos[i] + k} bases but {seq} has {lengths[i]}")
+                                     f"needs {int(pos[i]) + k} bases but {seq} has {lengths[i]}")
 
     def check_bases(self) -> None:
         """Raise ValueError naming the first byte that is not A, C, G, T or N (either case)."""
@@ -160,23 +163,19 @@ _BYTE_FIELDS = ("h_bases", "v_bases")
 _INT_FIELDS = ("h_offsets", "v_offsets", "h_pos", "v_pos")
 
 
-def _check_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    return int(value)
-
-
 def _check_k(k: object) -> int:
-    k = _check_int(k, "k")
+    k = check_int(k, "k")
     if k <= 0:
         raise ValueError(f"k (the seed length) must be at least 1, not {k}")
+    if k > MAX_SEQUENCE_LENGTH:  # no seed fits then; also keeps k * match and pos + k exact
+        raise ValueError(f"k (the seed length) must be at most {MAX_SEQUENCE_LENGTH}, not {k}")
     return k
 
 
 def check_scores(match: object, mismatch: object, gap: object, x: object) -> tuple[int, int, int, int]:
     """Validated (match, mismatch, gap, x): match > 0 > mismatch, gap; 0 <= x <= 2^62."""
-    match, mismatch, gap, x = (_check_int(v, n) for v, n in ((match, "match"), (mismatch, "mismatch"),
-                                                              (gap, "gap"), (x, "x")))
+    match, mismatch, gap, x = (check_int(v, n) for v, n in ((match, "match"), (mismatch, "mismatch"),
+                                                             (gap, "gap"), (x, "x")))
     if match <= 0:
         raise ValueError(f"match must be positive, not {match}")
     if mismatch >= 0:
@@ -216,8 +215,9 @@ def pack_xdrop_pairs(pairs: Iterable[XdropPair | tuple[SequenceInput, int, Seque
             raise TypeError(f"pair {i}: expected XdropPair or (seq_h, pos_h, seq_v, pos_v), not {type(pair).__name__}")
         h_parts.append(sequence_bytes(seq_h, f"pair {i} seq_h"))
         v_parts.append(sequence_bytes(seq_v, f"pair {i} seq_v"))
-        h_pos.append(_check_int(pos_h, f"pair {i} pos_h"))
-        v_pos.append(_check_int(pos_v, f"pair {i} pos_v"))
+        # Within int64 here (the packed arrays' type); validate() then places them in the sequences.
+        h_pos.append(check_int(pos_h, f"pair {i} pos_h", -INT64_MAX - 1, INT64_MAX))
+        v_pos.append(check_int(pos_v, f"pair {i} pos_v", -INT64_MAX - 1, INT64_MAX))
     packed = XdropPairs.from_arrays(
         h_bases=concat(h_parts), h_offsets=offsets_of([len(p) for p in h_parts]),
         v_bases=concat(v_parts), v_offsets=offsets_of([len(p) for p in v_parts]),

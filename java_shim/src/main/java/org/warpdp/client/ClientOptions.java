@@ -52,9 +52,17 @@ public record ClientOptions(List<String> addresses, String token, boolean tls, S
         if (token != null && (token.isEmpty() || token.chars().anyMatch(Character::isWhitespace))) {
             throw new IllegalArgumentException("the bearer token must be non-empty and contain no white space");
         }
-        if (deadlineMillis < 0 || connectTimeoutMillis <= 0 || maxCellsPerRequest < 0 || retries < 0) {
-            throw new IllegalArgumentException("deadline, max cells and retries must be >= 0 and the connect "
-                    + "timeout > 0");
+        if (deadlineMillis < 0) {
+            throw new IllegalArgumentException("deadlineMillis must be >= 0, not " + deadlineMillis);
+        }
+        if (connectTimeoutMillis <= 0) {
+            throw new IllegalArgumentException("connectTimeoutMillis must be > 0, not " + connectTimeoutMillis);
+        }
+        if (maxCellsPerRequest < 0) {
+            throw new IllegalArgumentException("maxCellsPerRequest must be >= 0, not " + maxCellsPerRequest);
+        }
+        if (retries < 0) {
+            throw new IllegalArgumentException("retries must be >= 0, not " + retries);
         }
     }
 
@@ -79,7 +87,7 @@ public record ClientOptions(List<String> addresses, String token, boolean tls, S
                 longSetting("warpdp.deadline.ms", DEFAULT_DEADLINE_MS),
                 longSetting("warpdp.connect.timeout.ms", DEFAULT_CONNECT_TIMEOUT_MS),
                 longSetting("warpdp.max.cells", 0),
-                (int) longSetting("warpdp.retries", DEFAULT_RETRIES));
+                intSetting("warpdp.retries", DEFAULT_RETRIES));
     }
 
     public ClientOptions withToken(String newToken) {
@@ -144,7 +152,8 @@ public record ClientOptions(List<String> addresses, String token, boolean tls, S
         boolean bracketed = address.startsWith("[");
         boolean ok = colon > 0 && colon < address.length() - 1
                 && (!bracketed || address.lastIndexOf(']') == colon - 1)
-                && address.substring(colon + 1).chars().allMatch(Character::isDigit);
+                && address.substring(colon + 1).chars().allMatch(Character::isDigit)
+                && address.length() - colon - 1 <= 5;  // so parseInt cannot overflow
         if (ok) {
             int port = Integer.parseInt(address.substring(colon + 1));
             ok = port > 0 && port < 65536;
@@ -161,6 +170,15 @@ public record ClientOptions(List<String> addresses, String token, boolean tls, S
             value = System.getenv(property.toUpperCase(Locale.ROOT).replace('.', '_'));
         }
         return value == null || value.isBlank() ? null : value.strip();
+    }
+
+    private static int intSetting(String property, int fallback) {
+        long value = longSetting(property, fallback);
+        if (value < Integer.MIN_VALUE || value > Integer.MAX_VALUE) {  // a cast would wrap it silently
+            throw new IllegalArgumentException(property + " must be within " + Integer.MIN_VALUE + ".."
+                    + Integer.MAX_VALUE + ", not " + value);
+        }
+        return (int) value;
     }
 
     private static long longSetting(String property, long fallback) {

@@ -81,8 +81,12 @@ public final class XdropPairs {
 
     /** Throws {@link IllegalArgumentException} naming the first pair whose seed of length k leaves H or V. */
     public void checkSeeds(int k) {
+        if (k < 1) {
+            throw new IllegalArgumentException("k (the seed length) must be at least 1, not " + k);
+        }
         for (int i = 0; i < nPairs(); i++) {
-            if (hPos[i] + k > hLength(i) || vPos[i] + k > vLength(i)) {
+            // pos > length - k, not pos + k > length: a position near Long.MAX_VALUE would wrap.
+            if (hPos[i] > hLength(i) - k || vPos[i] > vLength(i) - k) {
                 throw new IllegalArgumentException("the seed of pair " + i + " lies outside its sequences: hPos "
                         + hPos[i] + " and vPos " + vPos[i] + " with k = " + k + " in H of " + hLength(i)
                         + " and V of " + vLength(i) + " bases");

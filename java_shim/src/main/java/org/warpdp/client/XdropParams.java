@@ -31,6 +31,13 @@ public record XdropParams(int k, long x, int match, int mismatch, int gap, Repor
             throw new IllegalArgumentException("scores must have match > 0 > mismatch, gap (got match " + match
                     + ", mismatch " + mismatch + ", gap " + gap + ")");
         }
+        // The server takes scores within -(2^31 - 1)..2^31 - 1, as int32 negates.
+        if (mismatch == Integer.MIN_VALUE) {
+            throw new IllegalArgumentException("mismatch must be within -2147483647..-1, not " + mismatch);
+        }
+        if (gap == Integer.MIN_VALUE) {
+            throw new IllegalArgumentException("gap must be within -2147483647..-1, not " + gap);
+        }
         if (report == null) {
             throw new IllegalArgumentException("report must be LONGEST or BEST");
         }

@@ -12,6 +12,11 @@ import org.junit.BeforeClass;
 import org.junit.Test;
 import org.junit.function.ThrowingRunnable;
 import org.warpdp.client.ClientOptions;
+import org.warpdp.client.PairHmmBatches;
+import org.warpdp.client.SeedExtPairs;
+import org.warpdp.client.SeedExtParams;
+import org.warpdp.client.XdropPairs;
+import org.warpdp.client.XdropParams;
 import org.warpdp.gatk.WarpdpPairHmm;
 
 /** GKL's argument checks: NullPointerException for nulls, IllegalArgumentException for inconsistent data. */
@@ -142,5 +147,84 @@ public class InputChecksTest {
         expect(IllegalStateException.class, "load",
                 () -> fresh.computeLikelihoods(reads(TestSupport.simpleRead()), haps(TestSupport.simpleHap()),
                         new double[1]));
+    }
+
+    // -- the client's packed inputs: integers from outside are range-checked without overflow --
+
+    private static XdropPairs seedAt(long hPos, long vPos) {
+        byte[] bases = "ACGTACGTAC".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        return new XdropPairs(bases, new long[] {0, 10}, bases, new long[] {0, 10}, new long[] {hPos},
+                new long[] {vPos});
+    }
+
+    @Test
+    public void xdropSeedsNearLongMaxAreRefusedWithoutOverflow() {
+        expect(IllegalArgumentException.class, "hPos " + Long.MAX_VALUE,
+                () -> seedAt(Long.MAX_VALUE, 0).checkSeeds(1));
+        expect(IllegalArgumentException.class, "vPos " + Long.MAX_VALUE,
+                () -> seedAt(0, Long.MAX_VALUE).checkSeeds(Integer.MAX_VALUE));
+        expect(IllegalArgumentException.class, "with k = " + Integer.MAX_VALUE,
+                () -> seedAt(1, 0).checkSeeds(Integer.MAX_VALUE));
+        expect(IllegalArgumentException.class, "hPos", () -> seedAt(Long.MIN_VALUE, 0));
+        expect(IllegalArgumentException.class, "k (the seed length)", () -> seedAt(0, 0).checkSeeds(0));
+        seedAt(9, 9).checkSeeds(1);
+    }
+
+    @Test
+    public void xdropParametersAreRangeChecked() {
+        expect(IllegalArgumentException.class, "k (the seed length)", () -> XdropParams.of(Integer.MIN_VALUE, 5));
+        expect(IllegalArgumentException.class, "x (the X-drop)", () -> XdropParams.of(3, Long.MAX_VALUE));
+        expect(IllegalArgumentException.class, "x (the X-drop)", () -> XdropParams.of(3, -1));
+        expect(IllegalArgumentException.class, "mismatch",
+                () -> XdropParams.of(3, 5).withScores(1, Integer.MIN_VALUE, -1));
+        expect(IllegalArgumentException.class, "gap", () -> XdropParams.of(3, 5).withScores(1, -1, Integer.MIN_VALUE));
+    }
+
+    @Test
+    public void packedOffsetsOutOfRangeAreRefusedNamingTheField() {
+        byte[] bases = new byte[] {'A', 'C'};
+        expect(IllegalArgumentException.class, "hOffsets", () -> new XdropPairs(bases, new long[] {0, Long.MAX_VALUE},
+                bases, new long[] {0, 2}, new long[] {0}, new long[] {0}));
+        expect(IllegalArgumentException.class, "vOffsets", () -> new XdropPairs(bases, new long[] {0, 1, 2},
+                bases, new long[] {0, Long.MIN_VALUE, 2}, new long[] {0, 0}, new long[] {0, 0}));
+        expect(IllegalArgumentException.class, "queryOffsets",
+                () -> new SeedExtPairs(bases, new long[] {0, -1, 2}, bases, new long[] {0, 1, 2}, new int[] {1, 1}));
+        expect(IllegalArgumentException.class, "h0 of pair 0",
+                () -> new SeedExtPairs(bases, new long[] {0, 2}, bases, new long[] {0, 2}, new int[] {-1}));
+        expect(IllegalArgumentException.class, "h0 of pair 0",
+                () -> new SeedExtPairs(bases, new long[] {0, 2}, bases, new long[] {0, 2},
+                        new int[] {Integer.MAX_VALUE}));
+        byte[] q = new byte[] {30, 30};
+        expect(IllegalArgumentException.class, "batchReads", () -> new PairHmmBatches(bases, q, q, q, q,
+                new long[] {0, 2}, bases, new long[] {0, 2}, new long[] {0, Long.MAX_VALUE}, new long[] {0, 1}));
+        expect(IllegalArgumentException.class, "readOffsets", () -> new PairHmmBatches(bases, q, q, q, q,
+                new long[] {0, Long.MIN_VALUE, 2}, bases, new long[] {0, 2}, new long[] {0, 2}, new long[] {0, 1}));
+    }
+
+    @Test
+    public void seedExtensionParametersAreRangeChecked() {
+        expect(IllegalArgumentException.class, "a must be within", () -> new SeedExtParams(128, 4, 6, 1, 6, 1, 100, 5,
+                100));
+        expect(IllegalArgumentException.class, "e_ins must be within", () -> new SeedExtParams(1, 4, 6, 1, 6,
+                Integer.MIN_VALUE, 100, 5, 100));
+        expect(IllegalArgumentException.class, "w must be within", () -> new SeedExtParams(1, 4, 6, 1, 6, 1, -1, 5,
+                100));
+        expect(IllegalArgumentException.class, "zdrop must be within", () -> new SeedExtParams(1, 4, 6, 1, 6, 1, 100,
+                5, Integer.MAX_VALUE));
+    }
+
+    @Test
+    public void clientOptionsNameTheFieldOutOfRange() {
+        ClientOptions ok = ClientOptions.of("127.0.0.1:50051");
+        expect(IllegalArgumentException.class, "deadlineMillis", () -> new ClientOptions(ok.addresses(), null, false,
+                null, -1, 1000, 0, 0));
+        expect(IllegalArgumentException.class, "connectTimeoutMillis", () -> new ClientOptions(ok.addresses(), null,
+                false, null, 1000, 0, 0, 0));
+        expect(IllegalArgumentException.class, "maxCellsPerRequest", () -> new ClientOptions(ok.addresses(), null,
+                false, null, 1000, 1000, Long.MIN_VALUE, 0));
+        expect(IllegalArgumentException.class, "retries", () -> new ClientOptions(ok.addresses(), null, false, null,
+                1000, 1000, 0, Integer.MIN_VALUE));
+        expect(IllegalArgumentException.class, "must be host:port", () -> ClientOptions.of("127.0.0.1:99999999999"));
+        expect(IllegalArgumentException.class, "must be host:port", () -> ClientOptions.of("127.0.0.1:65536"));
     }
 }
