@@ -14,6 +14,7 @@ from ..plugin.backend import BACKENDS, BackendUnavailableError
 from ._shared_files import DEFAULT_DIRECTORY as DEFAULT_SHARED_DIR
 from .client import Client
 from .server import (
+    AlgorithmKernel,
     DEFAULT_GRACE_S,
     DEFAULT_HANDLER_THREADS,
     DEFAULT_HOST,
@@ -101,6 +102,10 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                                f"{DEFAULT_MAX_BATCH_CELLS['gpu'] // 10**9}G on the GPU)")
     batching.add_argument("--no-batching", action="store_true",
                           help="run every request as its own backend submission")
+    batching.add_argument("--cpu-slice-cells", type=count, default=None,
+                          help=f"CPU submissions run in slices of pairs of about this many DP cells, and a "
+                               f"submission whose callers all cancelled or passed their deadline stops between "
+                               f"two slices (default {AlgorithmKernel.SLICE_CELLS_PER_THREAD // 10**6}M per thread)")
     limits = parser.add_argument_group("limits")
     limits.add_argument("--max-request-cells", type=count, default=DEFAULT_MAX_REQUEST_CELLS,
                         help=f"largest request (or stream chunk) in DP cells; larger ones get RESOURCE_EXHAUSTED "
@@ -137,6 +142,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
     config = ServerConfig(
         host=args.host, port=args.port, backend=args.backend, workers=args.workers, threads=args.threads,
         batching=not args.no_batching, max_wait_ms=args.max_wait_ms, max_batch_cells=args.max_batch_cells,
+        cpu_slice_cells=args.cpu_slice_cells,
         max_request_cells=args.max_request_cells, max_message_mb=args.max_message_mb,
         tls_cert=args.tls_cert, tls_key=args.tls_key, tokens=tokens, metrics_port=args.metrics_port,
         log_every=args.log_every, handler_threads=args.handler_threads, grace_s=args.grace_s,

@@ -34,6 +34,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from ..kernels.chunk_slot import pinned_empty, register_read_only
 from ..plugin.backend import choose_backend, cpu_name, resolve_threads
+from ..plugin.cancel import CancelCheck, JobCancelled, run_in_slices
 from . import _shared_files, warpdp_pb2, warpdp_pb2_grpc
 from ._algorithms import ALGORITHMS, SEEDEXT, XDROP, Algorithm, InvalidRequest, Job, PAIRHMM
 
@@ -80,6 +81,9 @@ class ServerConfig:
     batching: bool = True                          # coalesce concurrent requests
     max_wait_ms: float = DEFAULT_MAX_WAIT_MS       # longest a request waits for others to join it
     max_batch_cells: int | None = None             # submission cap in cells (default: by backend)
+    # CPU submissions larger than this run in slices of pairs of about this many cells, and
+    # stop between slices once their callers are gone (default: 16M cells per thread).
+    cpu_slice_cells: int | None = None
     max_request_cells: int = DEFAULT_MAX_REQUEST_CELLS  # per request message
     max_message_mb: float = DEFAULT_MAX_MESSAGE_MB      # request (and reply) message size limit
     tls_cert: str | Path | None = None             # PEM certificate chain
@@ -101,7 +105,7 @@ class ServerConfig:
         """Raise ValueError naming the setting when one is out of range."""
         if not 0 <= self.port <= 65535:
             raise ValueError(f"port must be within 0..65535, not {self.port}")
-        for name in ("workers", "handler_threads", "max_batch_cells", "max_request_cells"):
+        for name in ("workers", "handler_threads", "max_batch_cells", "max_request_cells", "cpu_slice_cells"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
         if self.threads is not None and self.threads < 1:
@@ -175,6 +179,9 @@ class Metrics:
         self.dropped = Counter("warpdp_dropped_requests",
                                "Queued requests dropped before reaching the backend (client gone)",
                                ["reason"], registry=r)
+        self.stopped = Counter("warpdp_stopped_submissions",
+                               "Running backend submissions stopped between slices or chunks (all callers gone)",
+                               ["reason"], registry=r)
         self.queue_depth = Gauge("warpdp_queue_depth", "Requests waiting for a backend submission", registry=r)
         self.in_flight = Gauge("warpdp_in_flight_requests", "RPCs being handled", registry=r)
         # Labelled children, looked up once: labels() takes a lock and builds a key per call,
@@ -224,7 +231,7 @@ class Kernel(Protocol):
 
     def merge(self, payloads: list[Any]) -> Any: ...
 
-    def run(self, payload: Any, key: Any) -> np.ndarray: ...
+    def run(self, payload: Any, key: Any, cancelled: CancelCheck | None = None) -> np.ndarray: ...
 
 
 class AlgorithmKernel:
@@ -235,22 +242,44 @@ class AlgorithmKernel:
     # Starting CPU threads costs more than a small submission's work (up to ~0.5 ms on a busy
     # machine), so small submissions use fewer threads: at least this many cells per thread.
     MIN_CELLS_PER_THREAD = 1_000_000
+    # A larger CPU submission runs in slices of pairs of about this many cells per thread, and
+    # stops between two slices once all its callers are gone: a slice must take well under
+    # 100 ms (the CPU kernels' rates are in BENCHMARKS.md), while its few thread starts cost
+    # nothing next to its work.
+    SLICE_CELLS_PER_THREAD = 16_000_000
 
-    def __init__(self, algorithm: Algorithm, backend: str, threads: int) -> None:
+    def __init__(self, algorithm: Algorithm, backend: str, threads: int, slice_cells: int | None = None) -> None:
         self.algorithm = algorithm
         self.name = algorithm.name
         self.backend = backend
         self.threads = threads
+        self.slice_cells = slice_cells or self.SLICE_CELLS_PER_THREAD * threads
+        self.slices_run = 0  # CPU slices of sliced submissions (for tests and tools)
+        self._slices_lock = threading.Lock()
 
     def merge(self, payloads: list[Any]) -> Any:
         return self.algorithm.merge(payloads)
 
-    def run(self, payload: Any, key: Any) -> np.ndarray:
-        threads = self.threads
-        if self.backend == "cpu":
-            cells = self.algorithm.cells(payload, key)
-            threads = max(1, min(threads, cells // self.MIN_CELLS_PER_THREAD, self.algorithm.n_pairs(payload)))
-        return self.algorithm.run(payload, key, backend=self.backend, threads=threads)
+    def run(self, payload: Any, key: Any, cancelled: CancelCheck | None = None) -> np.ndarray:
+        """Result rows of a submission. ``cancelled`` (see warpdp.plugin.cancel) is checked
+        between CPU slices and GPU chunks: JobCancelled once it returns True."""
+        if self.backend != "cpu":
+            return self.algorithm.run(payload, key, backend=self.backend, threads=self.threads, cancelled=cancelled)
+        cells = self.algorithm.cells(payload, key)
+        if cells <= self.slice_cells:
+            return self._run_cpu(payload, key, cells)
+        # Slicing pairs changes no pair's result (each is scored on its own).
+        return run_in_slices(self.algorithm.slices(payload, key, self.slice_cells),
+                             lambda piece: self._run_cpu(piece, key, self.algorithm.cells(piece, key)),
+                             self.algorithm.n_pairs(payload), cancelled, self._count_slice)
+
+    def _run_cpu(self, payload: Any, key: Any, cells: int) -> np.ndarray:
+        threads = max(1, min(self.threads, cells // self.MIN_CELLS_PER_THREAD, self.algorithm.n_pairs(payload)))
+        return self.algorithm.run(payload, key, backend="cpu", threads=threads)
+
+    def _count_slice(self) -> None:
+        with self._slices_lock:
+            self.slices_run += 1
 
     def warmup(self) -> None:
         # Compiles/loads the backend (NVRTC for the GPU) before the first caller pays for it.
@@ -300,7 +329,7 @@ class WorkItem:
 
     __slots__ = ("kernel", "key", "payload", "cells", "n_out", "deadline", "enqueued", "state", "result",
                  "error", "event", "queue_s", "compute_s", "coalesced", "submission_cells", "drop_reason", "waiter",
-                 "streamed", "deliver", "delivered")
+                 "streamed", "deliver", "delivered", "cancelled", "budget")
 
     def __init__(self, kernel: Kernel, key: Any, payload: Any, cells: int, n_out: int, deadline: float | None,
                  waiter: Any = None, streamed: bool = False,
@@ -325,6 +354,10 @@ class WorkItem:
         # them on itself (the server: written into the request's shared file).
         self.deliver = deliver
         self.delivered = False
+        # Set when the caller goes while the item runs: a submission whose items are all
+        # cancelled (or past their deadlines) stops at its next slice or chunk.
+        self.cancelled = False
+        self.budget: Any = None  # the server's memory reservation for the request (see MemoryBudget)
 
 
 class BatcherClosed(RuntimeError):
@@ -379,6 +412,7 @@ class Batcher:
         self.submissions = 0
         self.completed = 0
         self.dropped = 0
+        self.stopped = 0  # running submissions stopped early (all their callers gone)
         # Read when scraped, instead of set at every change (twice per request).
         self._metrics.queue_depth.set_function(lambda: len(self._queue))
         self._threads = [threading.Thread(target=self._loop, name=f"warpdp-batcher-{i}", daemon=True)
@@ -427,13 +461,17 @@ class Batcher:
         return item
 
     def cancel(self, item: WorkItem, reason: str = "cancelled") -> bool:
-        """Drop a queued item (its caller is gone); True if it never reached the backend."""
+        """Drop a queued item (its caller is gone); True if it never reached the backend. A
+        running item is marked cancelled: its submission stops at the next slice or chunk
+        once all its items are cancelled or expired."""
         # Once out of the queue an item never returns to it, so the usual case (the call
         # ended after its request ran) needs no lock.
         if item.state != _QUEUED:
+            item.cancelled = item.state == _RUNNING
             return item.state == _DROPPED
         with self._lock:
             if item.state != _QUEUED:
+                item.cancelled = item.state == _RUNNING
                 return item.state == _DROPPED
             self._queue.remove(item)
             self._drop_locked(item, reason)
@@ -578,15 +616,24 @@ class Batcher:
             self._wake_worker_locked()  # what is left is another worker's to take
         return taken
 
+    @staticmethod
+    def _unwanted(items: list[WorkItem]) -> bool:
+        """Whether every caller of a submission is gone (cancelled, or past its deadline)."""
+        now = time.monotonic()
+        return all(it.cancelled or (it.deadline is not None and it.deadline <= now) for it in items)
+
     def _run(self, items: list[WorkItem]) -> None:
         kernel, key = items[0].kernel, items[0].key
         start = time.monotonic()
         try:
             payload = items[0].payload if len(items) == 1 else kernel.merge([it.payload for it in items])
-            out = kernel.run(payload, key)
+            out = kernel.run(payload, key, lambda: self._unwanted(items))
             expected = sum(it.n_out for it in items)
             if len(out) != expected:
                 raise RuntimeError(f"{kernel.name} backend returned {len(out)} results for {expected} items")
+        except JobCancelled:
+            self._stop(items)
+            return
         except Exception as exc:
             if len(items) > 1:
                 # Requests are validated one by one before they are queued, so this should not
@@ -600,6 +647,23 @@ class Batcher:
             self._finish(items, None, exc, start, time.monotonic())
             return
         self._finish(items, out, None, start, time.monotonic())
+
+    def _stop(self, items: list[WorkItem]) -> None:
+        """A submission stopped early because all its callers had gone: nobody gets results."""
+        now = time.monotonic()
+        expired = all(it.deadline is not None and it.deadline <= now for it in items)
+        reason = "deadline" if expired else "cancelled"
+        self._metrics.stopped.labels(reason).inc()
+        for item in items:
+            item.state, item.drop_reason = _DROPPED, reason
+            item.payload = None
+        with self._lock:
+            self.stopped += 1
+            self._changed_locked()
+        for item in items:
+            item.event.set()
+        if self._notify is not None:
+            self._notify(items)
 
     def _finish(self, items: list[WorkItem], out: np.ndarray | None, error: BaseException | None,
                 start: float, end: float) -> None:
@@ -1075,13 +1139,7 @@ class BearerTokenInterceptor(grpc.aio.ServerInterceptor):
         self._metrics = metrics
 
     def _accepts(self, value: str | None) -> bool:
-        if not value or value[:7].lower() != "bearer ":
-            return False
-        presented = value[7:].strip().encode()
-        ok = False
-        for token in self._tokens:  # compare with every token, in constant time
-            ok |= hmac.compare_digest(presented, token)
-        return ok
+        return _bearer_accepted(self._tokens, value)
 
     async def intercept_service(self, continuation: Callable, handler_call_details: grpc.HandlerCallDetails) -> Any:
         method = handler_call_details.method
@@ -1090,13 +1148,79 @@ class BearerTokenInterceptor(grpc.aio.ServerInterceptor):
             return handler
         metadata = handler_call_details.invocation_metadata or ()
         values = [v for k, v in metadata if k == "authorization"]
-        if values and self._accepts(values[0] if isinstance(values[0], str) else values[0].decode()):
+        # Several entries are refused, not first-wins: a proxy adding its own must not decide
+        # which one counts.
+        if len(values) == 1 and self._accepts(values[0] if isinstance(values[0], str) else values[0].decode()):
             return handler
-        message = ("a bearer token is required: send metadata 'authorization: Bearer <token>'" if not values
-                   else "the bearer token is not accepted")
+        if not values:
+            message = "a bearer token is required: send metadata 'authorization: Bearer <token>'"
+        elif len(values) > 1:
+            message = (f"the call carries {len(values)} 'authorization' metadata entries; "
+                       f"exactly one is allowed")
+        else:
+            message = "the bearer token is not accepted"
         if self._metrics is not None:
             self._metrics.requests.labels(method.rsplit("/", 1)[-1], "UNAUTHENTICATED").inc()
         return _denying_handler(handler, message)
+
+
+def _bearer_accepted(tokens: Sequence[bytes], value: str | None) -> bool:
+    """Whether an authorization value is "Bearer <one of tokens>" (case-insensitive scheme)."""
+    if not value or value[:7].lower() != "bearer ":
+        return False
+    presented = value[7:].strip().encode()
+    ok = False
+    for token in tokens:  # compare with every token, in constant time
+        ok |= hmac.compare_digest(presented, token)
+    return ok
+
+
+def metrics_app(registry: CollectorRegistry, tokens: Sequence[str] = ()) -> Callable[..., Any]:
+    """The WSGI app serving /metrics; with tokens, a request needs `Authorization: Bearer
+    <token>` (one of them) and gets 401 otherwise. Several Authorization headers reach WSGI
+    joined by commas, which matches no token, so they are refused too."""
+    from prometheus_client import make_wsgi_app
+
+    app = make_wsgi_app(registry)
+    if not tokens:
+        return app
+    accepted = [t.encode() for t in tokens]
+
+    def guarded(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        if _bearer_accepted(accepted, environ.get("HTTP_AUTHORIZATION")):
+            return app(environ, start_response)
+        start_response("401 Unauthorized", [("Content-Type", "text/plain; charset=utf-8"),
+                                            ("WWW-Authenticate", 'Bearer realm="warpdp metrics"')])
+        return [b"a bearer token is required: send 'Authorization: Bearer <token>'\n"]
+
+    return guarded
+
+
+class _MetricsHttpServer:
+    """/metrics over HTTP on a thread of its own (prometheus_client's start_http_server, plus
+    the bearer token check of :func:`metrics_app`)."""
+
+    def __init__(self, host: str, port: int, app: Callable[..., Any]) -> None:
+        import socket
+        import socketserver
+        from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+        class Handler(WSGIRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:  # scrapes would flood the log
+                pass
+
+        class ThreadingServer(socketserver.ThreadingMixIn, WSGIServer):
+            daemon_threads = True
+            address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
+        self.httpd = make_server(host, port, app, ThreadingServer, handler_class=Handler)
+        self.port: int = self.httpd.server_address[1]
+        self._thread = threading.Thread(target=self.httpd.serve_forever, name="warpdp-metrics", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
 
 
 def _denying_handler(handler: grpc.RpcMethodHandler, message: str) -> grpc.RpcMethodHandler:
@@ -1198,7 +1322,8 @@ class Server:
         # overlap large submissions.
         cpu_threads = cfg.threads or max(1, resolve_threads(None) // (cfg.workers or 1))
         kernels = [AlgorithmKernel(algorithm, backends[algorithm.name],
-                                   cpu_threads if backends[algorithm.name] == "cpu" else (cfg.threads or 1))
+                                   cpu_threads if backends[algorithm.name] == "cpu" else (cfg.threads or 1),
+                                   slice_cells=cfg.cpu_slice_cells)
                    for algorithm in ALGORITHMS]
         if cfg.warmup:
             for kernel in kernels:
@@ -1284,11 +1409,10 @@ class Server:
             raise
 
         if cfg.metrics_port is not None:
-            from prometheus_client import start_http_server
-
-            httpd, _thread = start_http_server(cfg.metrics_port, addr=cfg.host, registry=self.metrics.registry)
-            self._metrics_http = httpd
-            self.metrics_port = httpd.server_address[1]
+            # Behind the same bearer tokens as the RPCs, when they are set.
+            self._metrics_http = _MetricsHttpServer(cfg.host, cfg.metrics_port,
+                                                    metrics_app(self.metrics.registry, cfg.tokens))
+            self.metrics_port = self._metrics_http.port
 
         security = ("TLS" if cfg.tls_cert else "plaintext") + (", bearer token required" if cfg.tokens else "")
         logger.info("warpdp serve: listening on %s (%s); backend %s (requested %s): %s", self.address, security,
@@ -1304,6 +1428,7 @@ class Server:
         logger.info("warpdp serve: batching %s; limits %d cells and %d bytes per request; %s%s", batching,
                     cfg.max_request_cells, cfg.max_message_bytes, shared,
                     f"; metrics on http://{_format_address(cfg.host, self.metrics_port)}/metrics"
+                    + (" (bearer token required)" if cfg.tokens else "")
                     if self.metrics_port is not None else "")
         return self
 
@@ -1335,8 +1460,7 @@ class Server:
             if self._servicer is not None:
                 self._servicer.close()
             if self._metrics_http is not None:
-                self._metrics_http.shutdown()
-                self._metrics_http.server_close()
+                self._metrics_http.close()
             self._close_loop()
             self._stopped.set()
             logger.info("warpdp serve: stopped")

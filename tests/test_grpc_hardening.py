@@ -1,0 +1,207 @@
+"""Server hardening (issue #23, parts 3-5): CPU submissions in slices with cancellation between
+them, the memory budget's admission control, shutdown signals and health, /metrics and
+authorization metadata."""
+from __future__ import annotations
+
+import http.client
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import grpc
+import numpy as np
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+import warpdp
+from conftest import shared_file
+from grpc_support import WAIT, start_server, stub_for
+from test_grpc_service import local, make_batches, request_for
+from test_grpc_xdrop_seedext import K, make_seed_pairs, make_xdrop_pairs
+from warpdp.grpc import Client, ServiceError
+from warpdp.grpc._algorithms import PAIRHMM, SEEDEXT, XDROP, XdropKey
+from warpdp.grpc.server import AlgorithmKernel
+from warpdp.plugin.cancel import JobCancelled, run_in_slices, slice_ranges
+from warpdp.plugin.seedext import SeedExtParams
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+# ---------------------------------------------------------------------------------------
+# slices
+
+
+def test_slice_ranges_bound_cells_and_keep_large_units_alone():
+    cells = np.array([3, 3, 3, 10, 1, 1, 0, 4], dtype=np.int64)
+    ranges = slice_ranges(cells, 6)
+    assert ranges == [(0, 2), (2, 3), (3, 4), (4, 8)]
+    assert slice_ranges(np.zeros(0, dtype=np.int64), 6) == []
+    # Consecutive, covering everything, each within the bound unless one unit alone.
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:])) and ranges[0][0] == 0 and ranges[-1][1] == len(cells)
+    assert all(cells[i:j].sum() <= 6 or j == i + 1 for i, j in ranges)
+
+
+def test_run_in_slices_checks_before_every_slice():
+    calls = []
+    checks = iter([False, False, True])
+    with pytest.raises(JobCancelled):
+        run_in_slices([np.arange(2), np.arange(3), np.arange(4)], lambda piece: calls.append(len(piece)) or piece,
+                      9, cancelled=lambda: next(checks))
+    assert calls == [2, 3]  # the third slice never started
+    out = run_in_slices([np.arange(2), np.arange(3)], lambda piece: piece * 2, 5)
+    np.testing.assert_array_equal(out, [0, 2, 0, 2, 4])
+
+
+def _pairhmm_jobs():
+    batches = warpdp.read_pairhmm_text(shared_file("pairhmm", "10s.in"))
+    # One large batch too: it is cut into ranges of reads.
+    big = make_batches(7, 1, reads=(40, 40), haps=(3, 3), read_len=(100, 150), hap_len=(200, 300))
+    return [(batches, False), (batches, True), (big, False), (make_batches(3, 30), True)]
+
+
+def _xdrop_jobs():
+    logan = warpdp.read_logan_text(shared_file("xdrop", "logan-example.tsv"), k=K)
+    return [(logan, XdropKey.make(k=K, x=21)), (logan, XdropKey.make(k=K, x=100, report="best")),
+            (make_xdrop_pairs(5, 200), XdropKey.make(k=K, x=30, match=2, mismatch=-3, gap=-5))]
+
+
+def _seedext_jobs():
+    pairs = warpdp.read_seedext_tsv(shared_file("seedext", "bwamem-like-500.tsv"))
+    return [(pairs, SeedExtParams()), (make_seed_pairs(6, 300), SeedExtParams(w=30, zdrop=50))]
+
+
+@pytest.mark.parametrize("algorithm, jobs", [(PAIRHMM, _pairhmm_jobs), (XDROP, _xdrop_jobs),
+                                             (SEEDEXT, _seedext_jobs)], ids=["pairhmm", "xdrop", "seedext"])
+def test_sliced_cpu_submissions_are_bit_identical(algorithm, jobs):
+    for payload, key in jobs():
+        whole = algorithm.run(payload, key, backend="cpu", threads=2)
+        cells = algorithm.cells(payload, key)
+        for slice_cells in (cells // 7 + 1, 50_000):
+            kernel = AlgorithmKernel(algorithm, "cpu", 2, slice_cells=slice_cells)
+            sliced = kernel.run(payload, key)
+            assert kernel.slices_run > 1
+            assert sliced.dtype == whole.dtype and sliced.shape == whole.shape
+            # Every column, X-drop's cells count included, bit for bit.
+            assert sliced.tobytes() == whole.tobytes()
+
+
+# ---------------------------------------------------------------------------------------
+# cancellation of running work
+
+
+def _poll(predicate) -> bool:
+    """Whether predicate() holds within WAIT seconds (for what no batcher event announces)."""
+    deadline = time.monotonic() + WAIT
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+def _large_pairhmm_job() -> warpdp.PairHmmBatches:
+    """About 3e9 cells (seconds of CPU work on a small machine) in a small message."""
+    return make_batches(11, 10, reads=(100, 100), haps=(50, 50), read_len=(150, 150), hap_len=(400, 400))
+
+
+def test_expired_and_cancelled_running_jobs_free_the_worker():
+    slice_cells = 5_000_000
+    srv = start_server(cpu_slice_cells=slice_cells, max_wait_ms=0)
+    try:
+        batcher, kernel = srv.batcher, srv._servicer._kernels["pairhmm"]
+        big = _large_pairhmm_job()
+        total_slices = big.n_cells // slice_cells
+        small = make_batches(12, 3)
+        with Client(srv.address) as c:
+            # A deadline passes while the job runs: it stops at the next slice.
+            with pytest.raises(ServiceError) as err:
+                c.pairhmm(big, timeout=0.5)
+            assert err.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
+            # Submitted just after: runs once the worker is free, long before the big job's end.
+            np.testing.assert_array_equal(c.pairhmm(small, timeout=WAIT), local(small))
+            assert batcher.wait_for(lambda b: b.stopped == 1 and b.running == 0, WAIT)
+            assert kernel.slices_run < total_slices // 2
+            assert srv.metrics.sample("warpdp_stopped_submissions_total", {"reason": "deadline"}) == 1
+
+        channel, stub = stub_for(srv)
+        with channel:
+            # The caller cancels a unary call while it runs.
+            before = kernel.slices_run
+            future = stub.PairHmm.future(request_for(big), timeout=WAIT)
+            assert _poll(lambda: batcher.running == 1 and kernel.slices_run > before)
+            future.cancel()
+            assert batcher.wait_for(lambda b: b.stopped == 2 and b.running == 0, WAIT)
+            # ... and a stream.
+            before = kernel.slices_run
+            gate = threading.Event()
+
+            def chunks():
+                yield request_for(big)
+                gate.wait(WAIT)
+
+            stream = stub.PairHmmStream(chunks(), timeout=WAIT)
+            assert _poll(lambda: batcher.running == 1 and kernel.slices_run > before)
+            stream.cancel()
+            gate.set()
+            assert batcher.wait_for(lambda b: b.stopped == 3 and b.running == 0, WAIT)
+        assert kernel.slices_run < 3 * total_slices // 2
+        assert srv.metrics.sample("warpdp_stopped_submissions_total", {"reason": "cancelled"}) == 2
+        assert batcher.completed == 1  # only the small request ran to its end
+    finally:
+        srv.stop()
+
+
+# ---------------------------------------------------------------------------------------
+# /metrics and authorization metadata
+
+
+def test_metrics_need_the_token_when_one_is_set():
+    srv = start_server(metrics_port=0, tokens=("m3trics-token", "other-token"))
+    url = f"http://127.0.0.1:{srv.metrics_port}/metrics"
+    try:
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "m3trics-token"}):
+            with pytest.raises(urllib.error.HTTPError) as err:
+                urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=WAIT)
+            assert err.value.code == 401
+            assert "bearer token is required" in err.value.read().decode()
+        # Two Authorization headers, both accepted tokens: refused as well.
+        connection = http.client.HTTPConnection("127.0.0.1", srv.metrics_port, timeout=WAIT)
+        connection.putrequest("GET", "/metrics")
+        connection.putheader("Authorization", "Bearer m3trics-token")
+        connection.putheader("Authorization", "Bearer other-token")
+        connection.endheaders()
+        assert connection.getresponse().status == 401
+        connection.close()
+        for token in ("m3trics-token", "other-token"):
+            reply = urllib.request.urlopen(urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"}),
+                                           timeout=WAIT)
+            assert reply.status == 200 and "warpdp_requests_total" in reply.read().decode()
+    finally:
+        srv.stop()
+
+
+def test_several_authorization_entries_are_refused():
+    srv = start_server(tokens=("s3cret-token",))
+    batches = make_batches(13, 2)
+    try:
+        channel, stub = stub_for(srv)
+        with channel:
+            for metadata in ((("authorization", "Bearer s3cret-token"), ("authorization", "Bearer s3cret-token")),
+                             (("authorization", "Bearer s3cret-token"), ("authorization", "Bearer wrong"))):
+                with pytest.raises(grpc.RpcError) as err:
+                    stub.PairHmm(request_for(batches), metadata=metadata, timeout=WAIT)
+                assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+                assert "2 'authorization' metadata entries; exactly one is allowed" in err.value.details()
+            reply = stub.PairHmm(request_for(batches), metadata=(("authorization", "Bearer s3cret-token"),),
+                                 timeout=WAIT)
+            assert reply.n_pairs == batches.n_pairs
+    finally:
+        srv.stop()
