@@ -205,3 +205,66 @@ def test_several_authorization_entries_are_refused():
             assert reply.n_pairs == batches.n_pairs
     finally:
         srv.stop()
+
+
+# ---------------------------------------------------------------------------------------
+# shutdown
+
+
+def _start_serve_process(*options: str) -> tuple[subprocess.Popen, queue.Queue, list[str]]:
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    process = subprocess.Popen([sys.executable, "-m", "warpdp.grpc.cli", "--port", "0", "--backend", "cpu",
+                                *options], cwd=REPO, env=env, stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()
+    return process, lines, []
+
+
+def _wait_for_line(lines: queue.Queue, log: list[str], pattern: str) -> re.Match:
+    while True:
+        line = lines.get(timeout=WAIT)
+        log.append(line)
+        found = re.search(pattern, line)
+        if found:
+            return found
+
+
+def test_health_says_not_serving_during_the_grace_and_a_second_sigterm_exits_at_once():
+    process, lines, log = _start_serve_process("--grace-s", "600", "--metrics-port", "0")
+    try:
+        address = _wait_for_line(lines, log, r"listening on (127\.0\.0\.1:\d+)").group(1)
+        metrics_url = _wait_for_line(lines, log, r"metrics on (http://\S+/metrics)").group(1)
+        channel = grpc.insecure_channel(address)
+        health = health_pb2_grpc.HealthStub(channel)
+        assert health.Check(health_pb2.HealthCheckRequest(), timeout=WAIT).status == \
+            health_pb2.HealthCheckResponse.SERVING
+        from warpdp.grpc import warpdp_pb2_grpc
+
+        stub = warpdp_pb2_grpc.WarpdpStub(channel)
+        # About 8e9 cells: far more than the few seconds this test takes.
+        huge = make_batches(11, 26, reads=(100, 100), haps=(50, 50), read_len=(150, 150), hap_len=(400, 400))
+        call = stub.PairHmm.future(request_for(huge), timeout=600)
+        assert _poll(lambda: "warpdp_in_flight_requests 1.0" in urllib.request.urlopen(metrics_url).read().decode())
+
+        process.send_signal(signal.SIGTERM)
+        _wait_for_line(lines, log, r"stopping \(finishing in-flight calls")
+        # The grace period: connected clients see NOT_SERVING, for the server and the service,
+        # and new scoring calls are refused.
+        for service in ("", "warpdp.v1.Warpdp"):
+            reply = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=WAIT)
+            assert reply.status == health_pb2.HealthCheckResponse.NOT_SERVING
+        with pytest.raises(grpc.RpcError) as err:
+            stub.PairHmm(request_for(make_batches(14, 2)), timeout=WAIT)
+        assert err.value.code() == grpc.StatusCode.UNAVAILABLE and "shutting down" in err.value.details()
+        assert not call.done()
+
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=WAIT) == 128 + signal.SIGTERM
+        # The running call ended without its results.
+        assert call.exception(timeout=WAIT).code() in (grpc.StatusCode.CANCELLED, grpc.StatusCode.UNAVAILABLE)
+        channel.close()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    _wait_for_line(lines, log, r"second SIGTERM, cancelling in-flight calls and exiting now")

@@ -65,6 +65,10 @@ _DECODE_OFF_LOOP_BYTES = 1 << 20
 # failure may be a client's file shrinking meanwhile) reads shared files from then on.
 _MAP_FAILURES_BEFORE_READING = 3
 DEFAULT_GRACE_S = 30.0
+# Once the last call in flight has ended at shutdown, how long its reply may take to go out.
+_REPLY_FLUSH_S = 1.0
+# After a second SIGTERM/SIGINT, how long cancelling the calls may take before the process exits.
+_FORCE_STOP_S = 1.0
 # Health checks stay open without a token, so load balancers and probes need no secret.
 _AUTH_EXEMPT_PREFIXES = ("/grpc.health.v1.Health/",)
 
@@ -801,6 +805,8 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
         self._map_failures = 0  # in a row
         # Reading shared files and decoding large requests block: they run here, off the loop.
         self._blocking_pool = blocking_pool
+        self.active = 0         # scoring calls being handled (changed on the loop's thread only)
+        self.stopping = False   # shutting down: new scoring calls are refused
 
     def close(self) -> None:
         """Drop the shared files' mappings (once the last requests using them are done)."""
@@ -849,8 +855,10 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
 
     async def _unary(self, kernel: AlgorithmKernel, request: Any, context: grpc.aio.ServicerContext) -> Any:
         method = kernel.algorithm.rpc
+        await self._refuse_when_stopping(method, context)
         start = time.monotonic()
         code, cells = grpc.StatusCode.OK, 0
+        self.active += 1
         self._metrics.in_flight.inc()
         self._batcher.arrive()  # lets the batcher wait for this request instead of going without it
         arriving = True
@@ -883,6 +891,7 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
         finally:
             if arriving:
                 self._batcher.depart()
+            self.active -= 1
             self._metrics.in_flight.dec()
             self._done(method, code, cells, start)
 
@@ -890,6 +899,7 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
         """Chunks are read, decoded and queued by a reader task while replies go back in order;
         at most the stream window's chunks are queued and not yet answered."""
         method = kernel.algorithm.rpc + "Stream"
+        await self._refuse_when_stopping(method, context)
         start = time.monotonic()
         code, cells = grpc.StatusCode.OK, 0
         room = asyncio.Semaphore(self._stream_window)
@@ -920,6 +930,7 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
                 entries.put_nowait(_RpcFailure(grpc.StatusCode.CANCELLED,
                                                f"reading chunk {index + 1} failed: {type(exc).__name__}: {exc}"))
 
+        self.active += 1
         self._metrics.in_flight.inc()
         context.add_done_callback(cancel_queued)
         reader = asyncio.get_running_loop().create_task(read())
@@ -949,10 +960,21 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
         finally:
             reader.cancel()
             cancel_queued()
+            self.active -= 1
             self._metrics.in_flight.dec()
             self._done(method, code, cells, start)
 
     # -- helpers --
+
+    def refuse_new_calls(self) -> None:
+        """Shutdown has begun: calls that start from now on get UNAVAILABLE."""
+        self.stopping = True
+
+    async def _refuse_when_stopping(self, method: str, context: grpc.aio.ServicerContext) -> None:
+        if self.stopping:
+            self._metrics.finished(method, grpc.StatusCode.UNAVAILABLE.name)
+            await context.abort(grpc.StatusCode.UNAVAILABLE,
+                                "the server is shutting down and takes no new calls; retry on another server")
 
     @staticmethod
     def _decodes_off_loop(request: Any) -> bool:
@@ -1443,8 +1465,10 @@ class Server:
         return warpdp_pb2.SharedFiles(enabled=True, directory=directory)
 
     def stop(self, grace: float | None = None) -> None:
-        """Stop accepting calls, let in-flight calls finish (up to `grace` seconds, default
-        config.grace_s), then stop. Safe to call more than once and from any thread."""
+        """Shut down: health reports NOT_SERVING and new scoring calls get UNAVAILABLE at once,
+        calls in flight may finish for up to `grace` seconds (default config.grace_s), then the
+        server stops listening and cancels what still runs. Safe to call more than once and
+        from any thread."""
         if self._grpc is None:
             return
         grace = self.config.grace_s if grace is None else grace
@@ -1452,10 +1476,20 @@ class Server:
             if self._stopped.is_set():
                 return
             logger.info("warpdp serve: stopping (finishing in-flight calls, up to %g s)", grace)
-            assert self._health is not None and self._batcher is not None
+            assert self._health is not None and self._batcher is not None and self._servicer is not None
+            end = time.monotonic() + grace
+            # The server keeps answering during the grace period, so that connected clients
+            # learn it is going: health checks say NOT_SERVING (for "" and the service), new
+            # scoring calls get UNAVAILABLE, and the calls in flight finish.
             self._on_loop(self._health.enter_graceful_shutdown())
+            self._servicer.refuse_new_calls()
             self._batcher.drain()
-            self._on_loop(self._grpc.stop(grace))
+            while self._servicer.active and time.monotonic() < end:
+                time.sleep(0.01)
+            # Then it stops listening; calls still running (grace over) are cancelled. A moment
+            # for replies already on their way, and health watches, to go out.
+            remaining = max(0.0, end - time.monotonic())
+            self._on_loop(self._grpc.stop(min(remaining, _REPLY_FLUSH_S) if not self._servicer.active else 0))
             self._batcher.close(timeout=max(grace, 1.0))
             if self._servicer is not None:
                 self._servicer.close()
@@ -1465,10 +1499,20 @@ class Server:
             self._stopped.set()
             logger.info("warpdp serve: stopped")
 
-    def force_stop(self) -> None:
-        """Cancel in-flight calls now (a second SIGINT/SIGTERM)."""
+    def force_stop(self, timeout: float | None = None) -> None:
+        """Cancel in-flight calls now (a second SIGINT/SIGTERM); waits up to `timeout` seconds
+        (None: not at all) for the calls' ends to go out. Running submissions stop at their
+        next slice or chunk, their callers being gone."""
         if self._grpc is not None and self._loop is not None and not self._loop.is_closed():
-            asyncio.run_coroutine_threadsafe(self._grpc.stop(0), self._loop)
+            try:
+                future = asyncio.run_coroutine_threadsafe(self._grpc.stop(0), self._loop)
+            except RuntimeError:  # the loop closed meanwhile
+                return
+            if timeout is not None:
+                try:
+                    future.result(timeout)
+                except Exception:  # timed out, or already stopped: the process is leaving anyway
+                    pass
 
     def _on_loop(self, coroutine: Any) -> Any:
         """Run a coroutine on the server's event loop and wait for its result."""
@@ -1498,7 +1542,9 @@ class Server:
 def serve(config: ServerConfig | None = None, *, ready: Callable[[Server], None] | None = None,
           **settings: Any) -> int:
     """Run a server in the foreground until SIGTERM or SIGINT, then shut down gracefully
-    (a second signal cancels what is still running). Returns the exit status (0).
+    (see Server.stop) and return 0. A second SIGTERM or SIGINT during the shutdown cancels the
+    calls still running and ends the process at once with status 128 + the signal's number
+    (143 for SIGTERM, 130 for SIGINT), without returning.
 
     Must run in the main thread (signal handlers); `ready` is called once listening.
     """
@@ -1509,8 +1555,12 @@ def serve(config: ServerConfig | None = None, *, ready: Callable[[Server], None]
     def on_signal(signum: int, frame: object) -> None:
         received.append(signum)
         if stop_requested.is_set():
-            logger.warning("warpdp serve: second %s, cancelling in-flight calls", signal.Signals(signum).name)
-            server.force_stop()
+            logger.warning("warpdp serve: second %s, cancelling in-flight calls and exiting now",
+                           signal.Signals(signum).name)
+            server.force_stop(_FORCE_STOP_S)
+            logging.shutdown()
+            # Not sys.exit: interpreter exit would wait for threads still decoding or scoring.
+            os._exit(128 + signum)
         stop_requested.set()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
