@@ -268,3 +268,162 @@ def test_health_says_not_serving_during_the_grace_and_a_second_sigterm_exits_at_
             process.kill()
             process.wait()
     _wait_for_line(lines, log, r"second SIGTERM, cancelling in-flight calls and exiting now")
+
+
+# ---------------------------------------------------------------------------------------
+# memory budget
+
+
+def test_memory_budget_is_first_come_first_served_and_bounded():
+    import asyncio
+
+    from warpdp.grpc._admission import AdmissionRefused, MemoryBudget, Reservation
+
+    async def scenario():
+        budget = MemoryBudget(100)
+        first, second, third = Reservation(budget), Reservation(budget), Reservation(budget)
+        await first.resize(60, 0, "first")
+        with pytest.raises(AdmissionRefused, match="more than this server's whole memory budget of 100 bytes"):
+            await second.resize(101, 10, "huge")
+        with pytest.raises(AdmissionRefused, match="the server is busy"):
+            await second.resize(50, 0.01, "second")
+        assert budget.used == 60 and budget.waiting == 0
+        waiting = asyncio.ensure_future(second.resize(50, WAIT, "second"))
+        await asyncio.sleep(0)
+        assert budget.waiting == 1
+        # A small request does not overtake the one waiting in line ...
+        with pytest.raises(AdmissionRefused, match="busy"):
+            await third.resize(10, 0.01, "third")
+        # ... but an admitted request that needs more goes first.
+        await first.resize(70, 0, "first, grown")
+        await first.resize(40, 0, "first, shrunk")  # room for the second now
+        await waiting
+        assert budget.used == 90 and second.held == 50
+        # One that gives up while waiting leaves no trace.
+        task = asyncio.ensure_future(third.resize(20, WAIT, "third"))
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        first.release()
+        second.release()
+        third.release()
+        assert budget.used == 0 and budget.waiting == 0 and budget.peak == 90
+
+    asyncio.run(scenario())
+
+
+def _hold_backend(monkeypatch):
+    """Make every backend submission wait for the returned event (set it to let them go)."""
+    from warpdp.grpc import server as server_module
+
+    release, started = threading.Event(), threading.Event()
+    original_run = server_module.AlgorithmKernel.run
+
+    def held_run(self, payload, key, cancelled=None):
+        started.set()
+        assert release.wait(WAIT)
+        return original_run(self, payload, key, cancelled)
+
+    monkeypatch.setattr(server_module.AlgorithmKernel, "run", held_run)
+    return release, started
+
+
+def test_requests_over_the_budget_or_finding_no_room_get_resource_exhausted(monkeypatch):
+    mib = 1 << 20
+    srv = start_server(max_message_mb=1, memory_budget=4 * mib, admission_wait_s=0.2, max_wait_ms=0)
+    budget = srv._servicer.budget
+    try:
+        channel, stub = stub_for(srv)
+        with channel:
+            # Never fits: refused at once, naming the budget and the request's size.
+            # (long sequences, and a batch of many pairs: large results)
+            large = PAIRHMM.merge([
+                make_batches(15, 200, reads=(5, 5), haps=(2, 2), read_len=(150, 150), hap_len=(150, 150)),
+                make_batches(16, 1, reads=(300, 300), haps=(300, 300), read_len=(10, 10), hap_len=(10, 10))])
+            request = request_for(large)
+            assert request.ByteSize() < mib and large.n_pairs * 8 < mib  # within the message limits
+            with pytest.raises(grpc.RpcError) as err:
+                stub.PairHmm(request, timeout=WAIT)
+            assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert re.search(r"the request needs about \d+ bytes of server memory, more than this server's whole "
+                             rf"memory budget of {4 * mib} bytes", err.value.details())
+
+            # Fits, but not beside a request in progress: waits, then is refused as busy.
+            release, started = _hold_backend(monkeypatch)
+            medium = make_batches(16, 110, reads=(5, 5), haps=(2, 2), read_len=(150, 150), hap_len=(150, 150))
+            held = stub.PairHmm.future(request_for(medium), timeout=WAIT)
+            assert started.wait(WAIT)
+            with pytest.raises(grpc.RpcError) as err:
+                stub.PairHmm(request_for(make_batches(17, 2)), timeout=WAIT)
+            assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "the server is busy" in err.value.details() and "waited 0.2 s" in err.value.details()
+            # With time to wait, it runs once the other is done.
+            srv.config.admission_wait_s = WAIT
+            small = make_batches(18, 2)
+            waiting = stub.PairHmm.future(request_for(small), timeout=WAIT)
+            assert _poll(lambda: budget.waiting == 1)
+            release.set()
+            np.testing.assert_array_equal(np.frombuffer(held.result().log10_likelihoods), local(medium))
+            np.testing.assert_array_equal(np.frombuffer(waiting.result().log10_likelihoods), local(small))
+        assert _poll(lambda: budget.used == 0 and budget.waiting == 0)
+        assert budget.peak <= budget.limit
+        assert srv.metrics.sample("warpdp_admission_refused_total", {"reason": "too_large"}) == 1
+        assert srv.metrics.sample("warpdp_admission_refused_total", {"reason": "busy"}) == 1
+        assert srv.metrics.sample("warpdp_requests_total", {"method": "PairHmm", "code": "RESOURCE_EXHAUSTED"}) == 2
+    finally:
+        srv.stop()
+
+
+def test_streams_hold_the_budget_per_chunk_and_give_it_back():
+    srv = start_server(max_message_mb=1, memory_budget=8 << 20, max_wait_ms=0)
+    budget = srv._servicer.budget
+    try:
+        batches = [make_batches(20 + k, 4) for k in range(5)]
+        channel, stub = stub_for(srv)
+        with channel:
+            replies = list(stub.PairHmmStream(iter(request_for(b) for b in batches), timeout=WAIT))
+            for reply, job in zip(replies, batches):
+                np.testing.assert_array_equal(np.frombuffer(reply.log10_likelihoods), local(job))
+            assert _poll(lambda: budget.used == 0)
+            # A stream the client cancels, with a chunk being waited for, gives everything back.
+            gate = threading.Event()
+
+            def chunks():
+                yield request_for(batches[0])
+                gate.wait(WAIT)
+
+            stream = stub.PairHmmStream(chunks(), timeout=WAIT)
+            next(stream)
+            assert budget.used > 0  # the next chunk's receipt is reserved
+            stream.cancel()
+            gate.set()
+            assert _poll(lambda: budget.used == 0 and budget.waiting == 0)
+    finally:
+        srv.stop()
+
+
+def test_memory_errors_are_resource_exhausted(monkeypatch):
+    from warpdp.grpc import server as server_module
+
+    srv = start_server()
+    batches = make_batches(19, 3)
+    try:
+        channel, stub = stub_for(srv)
+        with channel:
+            def no_memory(*args, **kwargs):
+                raise MemoryError()
+
+            for target, name in ((server_module.AlgorithmKernel, "run"), (type(PAIRHMM), "decode")):
+                with monkeypatch.context() as patch:
+                    patch.setattr(target, name, no_memory)
+                    for call in (lambda: stub.PairHmm(request_for(batches), timeout=WAIT),
+                                 lambda: list(stub.PairHmmStream(iter([request_for(batches)]), timeout=WAIT))):
+                        with pytest.raises(grpc.RpcError) as err:
+                            call()
+                        assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, name
+                        assert "ran out of memory" in err.value.details()
+            assert stub.PairHmm(request_for(batches), timeout=WAIT).n_pairs == batches.n_pairs
+        assert _poll(lambda: srv._servicer.budget.used == 0)
+    finally:
+        srv.stop()

@@ -36,6 +36,7 @@ from ..kernels.chunk_slot import pinned_empty, register_read_only
 from ..plugin.backend import choose_backend, cpu_name, resolve_threads
 from ..plugin.cancel import CancelCheck, JobCancelled, run_in_slices
 from . import _shared_files, warpdp_pb2, warpdp_pb2_grpc
+from ._admission import AdmissionRefused, MemoryBudget, Reservation, default_memory_budget, receive_bytes, request_cost
 from ._algorithms import ALGORITHMS, SEEDEXT, XDROP, Algorithm, InvalidRequest, Job, PAIRHMM
 
 logger = logging.getLogger("warpdp.grpc")
@@ -65,6 +66,9 @@ _DECODE_OFF_LOOP_BYTES = 1 << 20
 # failure may be a client's file shrinking meanwhile) reads shared files from then on.
 _MAP_FAILURES_BEFORE_READING = 3
 DEFAULT_GRACE_S = 30.0
+# How long a request waits for room in the memory budget (at most its deadline) before it
+# gets RESOURCE_EXHAUSTED.
+DEFAULT_ADMISSION_WAIT_S = 2.0
 # Once the last call in flight has ended at shutdown, how long its reply may take to go out.
 _REPLY_FLUSH_S = 1.0
 # After a second SIGTERM/SIGINT, how long cancelling the calls may take before the process exits.
@@ -97,6 +101,10 @@ class ServerConfig:
     log_every: int = 1000                          # one summary log line per N requests (0 = never)
     handler_threads: int = DEFAULT_HANDLER_THREADS  # threads reading shared files, decoding large requests
     grace_s: float = DEFAULT_GRACE_S               # how long shutdown waits for in-flight calls
+    # Bytes of memory the requests being handled may hold, from before their messages are read
+    # until they are answered (see _admission); None: half the available memory, 1..32 GiB.
+    memory_budget: int | None = None
+    admission_wait_s: float = DEFAULT_ADMISSION_WAIT_S  # longest wait for room in the budget
     warmup: bool = True                            # one tiny submission before serving
     # Where same-host clients may leave requests' arrays (SharedFile); None = not accepted.
     shared_dir: str | Path | None = _shared_files.DEFAULT_DIRECTORY
@@ -104,6 +112,12 @@ class ServerConfig:
     @property
     def max_message_bytes(self) -> int:
         return int(self.max_message_mb * 1024 * 1024)
+
+    def memory_budget_bytes(self) -> int:
+        """The memory budget: as set, or the default (never below one message being received)."""
+        if self.memory_budget is not None:
+            return self.memory_budget
+        return max(default_memory_budget(), receive_bytes(self.max_message_bytes))
 
     def check(self) -> None:
         """Raise ValueError naming the setting when one is out of range."""
@@ -124,6 +138,12 @@ class ServerConfig:
             raise ValueError(f"log_every must be >= 0, not {self.log_every}")
         if self.grace_s < 0:
             raise ValueError(f"grace_s must be >= 0, not {self.grace_s}")
+        if not (self.admission_wait_s >= 0 and math.isfinite(self.admission_wait_s)):
+            raise ValueError(f"admission_wait_s must be a finite number >= 0, not {self.admission_wait_s}")
+        if self.memory_budget is not None and self.memory_budget < receive_bytes(self.max_message_bytes):
+            raise ValueError(f"memory_budget must hold at least one request being received: "
+                             f"{receive_bytes(self.max_message_bytes)} bytes for the message limit of "
+                             f"{self.max_message_bytes} bytes, not {self.memory_budget}")
         if any(not t or any(c.isspace() for c in t) for t in self.tokens):
             raise ValueError("tokens must be non-empty and contain no white space")
 
@@ -187,6 +207,13 @@ class Metrics:
                                "Running backend submissions stopped between slices or chunks (all callers gone)",
                                ["reason"], registry=r)
         self.queue_depth = Gauge("warpdp_queue_depth", "Requests waiting for a backend submission", registry=r)
+        self.admission_refused = Counter("warpdp_admission_refused",
+                                         "Requests refused for want of room in the memory budget "
+                                         "(too_large: larger than the budget; busy: waited too long)",
+                                         ["reason"], registry=r)
+        self.memory_budget = Gauge("warpdp_memory_budget_bytes", "The memory budget of requests", registry=r)
+        self.memory_reserved = Gauge("warpdp_memory_reserved_bytes",
+                                     "Bytes of the memory budget held by requests in progress", registry=r)
         self.in_flight = Gauge("warpdp_in_flight_requests", "RPCs being handled", registry=r)
         # Labelled children, looked up once: labels() takes a lock and builds a key per call,
         # which adds up when every request updates several metrics.
@@ -744,6 +771,18 @@ class _RpcFailure(Exception):
         self.code, self.message = code, message
 
 
+def _failure_status(method: str, exc: Exception) -> tuple[grpc.StatusCode, str]:
+    """The status answering an exception a handler did not expect to handle itself."""
+    if isinstance(exc, AdmissionRefused):
+        return grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc)
+    if isinstance(exc, MemoryError):
+        logger.warning("%s: out of memory (%s)", method, exc)
+        return (grpc.StatusCode.RESOURCE_EXHAUSTED,
+                "the server ran out of memory handling this request; retry later, or split it")
+    logger.exception("%s failed", method)  # a bug: answer INTERNAL, keep serving
+    return grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}"
+
+
 class _CallStats:
     """Counts for the one-line log every N requests."""
 
@@ -789,7 +828,7 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
 
     def __init__(self, *, batcher: Batcher, kernels: Sequence[AlgorithmKernel], config: ServerConfig,
                  metrics: Metrics, info: warpdp_pb2.ServerInfoReply, workers: int = 1,
-                 blocking_pool: ThreadPoolExecutor | None = None) -> None:
+                 blocking_pool: ThreadPoolExecutor | None = None, budget: MemoryBudget | None = None) -> None:
         self._batcher = batcher
         self._kernels = {kernel.name: kernel for kernel in kernels}
         self._config = config
@@ -806,6 +845,8 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
         # Reading shared files and decoding large requests block: they run here, off the loop.
         self._blocking_pool = blocking_pool
         self.active = 0         # scoring calls being handled (changed on the loop's thread only)
+        self._budget = budget or MemoryBudget(config.memory_budget_bytes(), metrics, blocking_pool)
+        self._receive_bytes = receive_bytes(config.max_message_bytes)
         self.stopping = False   # shutting down: new scoring calls are refused
 
     def close(self) -> None:
@@ -828,41 +869,74 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
         self._metrics.finished("ServerInfo", "OK")
         return self._info
 
-    async def PairHmm(self, request: warpdp_pb2.PairHmmRequest,
-                      context: grpc.aio.ServicerContext) -> warpdp_pb2.PairHmmReply:
-        return await self._unary(self._kernels[PAIRHMM.name], request, context)
+    # The scoring methods read their messages themselves, once the memory budget has room
+    # (see add_to_server): the unary ones get the call's (one-message) request iterator.
+
+    async def PairHmm(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> warpdp_pb2.PairHmmReply:
+        return await self._unary(self._kernels[PAIRHMM.name], context)
 
     async def PairHmmStream(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> Any:
-        async for reply in self._stream(self._kernels[PAIRHMM.name], request_iterator, context):
+        async for reply in self._stream(self._kernels[PAIRHMM.name], context):
             yield reply
 
-    async def Xdrop(self, request: warpdp_pb2.XdropRequest, context: grpc.aio.ServicerContext) -> warpdp_pb2.XdropReply:
-        return await self._unary(self._kernels[XDROP.name], request, context)
+    async def Xdrop(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> warpdp_pb2.XdropReply:
+        return await self._unary(self._kernels[XDROP.name], context)
 
     async def XdropStream(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> Any:
-        async for reply in self._stream(self._kernels[XDROP.name], request_iterator, context):
+        async for reply in self._stream(self._kernels[XDROP.name], context):
             yield reply
 
-    async def SeedExtend(self, request: warpdp_pb2.SeedExtendRequest,
+    async def SeedExtend(self, request_iterator: Any,
                          context: grpc.aio.ServicerContext) -> warpdp_pb2.SeedExtendReply:
-        return await self._unary(self._kernels[SEEDEXT.name], request, context)
+        return await self._unary(self._kernels[SEEDEXT.name], context)
 
     async def SeedExtendStream(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> Any:
-        async for reply in self._stream(self._kernels[SEEDEXT.name], request_iterator, context):
+        async for reply in self._stream(self._kernels[SEEDEXT.name], context):
             yield reply
+
+    def add_to_server(self, server: grpc.aio.Server) -> None:
+        """Register the service. Unlike warpdp_pb2_grpc.add_WarpdpServicer_to_server, the unary
+        scoring methods are served as client streams (the same calls on the wire, where a
+        client sends one message): gRPC reads a unary call's message before the handler
+        starts, while a stream's handler reads it when it asks, after admission."""
+        handlers = {"ServerInfo": grpc.unary_unary_rpc_method_handler(
+            self.ServerInfo, request_deserializer=warpdp_pb2.ServerInfoRequest.FromString,
+            response_serializer=warpdp_pb2.ServerInfoReply.SerializeToString)}
+        for kernel in self._kernels.values():
+            algorithm = kernel.algorithm
+            request = algorithm.request_type
+            reply = getattr(warpdp_pb2, request.__name__.replace("Request", "Reply"))
+            handlers[algorithm.rpc] = grpc.stream_unary_rpc_method_handler(
+                getattr(self, algorithm.rpc), request_deserializer=request.FromString,
+                response_serializer=reply.SerializeToString)
+            handlers[algorithm.rpc + "Stream"] = grpc.stream_stream_rpc_method_handler(
+                getattr(self, algorithm.rpc + "Stream"), request_deserializer=request.FromString,
+                response_serializer=reply.SerializeToString)
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
+        server.add_registered_method_handlers(SERVICE_NAME, handlers)
 
     # -- the two handlers every algorithm shares --
 
-    async def _unary(self, kernel: AlgorithmKernel, request: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def _unary(self, kernel: AlgorithmKernel, context: grpc.aio.ServicerContext) -> Any:
+        """A unary RPC, served as a client stream of one message: its message is read once the
+        memory budget has room for it (see _admission)."""
         method = kernel.algorithm.rpc
         await self._refuse_when_stopping(method, context)
         start = time.monotonic()
         code, cells = grpc.StatusCode.OK, 0
         self.active += 1
         self._metrics.in_flight.inc()
-        self._batcher.arrive()  # lets the batcher wait for this request instead of going without it
-        arriving = True
+        reservation = Reservation(self._budget)
+        arriving = False
         try:
+            await reservation.resize(self._receive_bytes, self._admission_wait(context), "a request being received")
+            self._batcher.arrive()  # lets the batcher wait for this request instead of going without it
+            arriving = True
+            request = await context.read()
+            if request is grpc.aio.EOF:
+                raise _RpcFailure(grpc.StatusCode.INVALID_ARGUMENT, f"invalid {method} call: no request message")
+            await reservation.resize(request_cost(kernel.algorithm, request, self._config.max_message_bytes),
+                                     self._admission_wait(context), "the request")
             job = await self._decode(kernel, request, context)
             cells = job.cells
             self._check_limits(kernel, job, "")
@@ -884,20 +958,21 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
         except asyncio.CancelledError:
             code = grpc.StatusCode.CANCELLED
             raise
-        except Exception as exc:  # a bug: answer INTERNAL, keep serving
-            code = grpc.StatusCode.INTERNAL
-            logger.exception("%s failed", method)
-            await context.abort(code, f"internal error: {type(exc).__name__}: {exc}")
+        except Exception as exc:
+            code, message = _failure_status(method, exc)
+            await context.abort(code, message)
         finally:
             if arriving:
                 self._batcher.depart()
+            reservation.release()
             self.active -= 1
             self._metrics.in_flight.dec()
             self._done(method, code, cells, start)
 
-    async def _stream(self, kernel: AlgorithmKernel, request_iterator: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def _stream(self, kernel: AlgorithmKernel, context: grpc.aio.ServicerContext) -> Any:
         """Chunks are read, decoded and queued by a reader task while replies go back in order;
-        at most the stream window's chunks are queued and not yet answered."""
+        at most the stream window's chunks are queued and not yet answered. Each chunk holds
+        its own reservation on the memory budget, from before it is read until it is answered."""
         method = kernel.algorithm.rpc + "Stream"
         await self._refuse_when_stopping(method, context)
         start = time.monotonic()
@@ -906,6 +981,7 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
         entries: asyncio.Queue[Any] = asyncio.Queue()
         queued = _StreamWork()
         end = object()
+        held: set[Reservation] = set()  # chunks' reservations not yet released
 
         def cancel_queued(_call: Any = None) -> None:
             queued.over = True  # a chunk queued from now on is cancelled by whoever queues it
@@ -913,22 +989,37 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
                 self._batcher.cancel(item, "cancelled")
 
         async def read() -> None:
-            index = -1
+            index = 0
             try:
-                async for request in request_iterator:
-                    index += 1
+                while True:
                     await room.acquire()
+                    reservation = Reservation(self._budget)
+                    held.add(reservation)
+                    await reservation.resize(self._receive_bytes, self._admission_wait(context),
+                                             f"chunk {index} (being received)")
+                    try:
+                        request = await context.read()
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception as exc:
+                        # Reading fails when the client cancels or the deadline passes; the RPC is over then.
+                        raise _RpcFailure(grpc.StatusCode.CANCELLED, f"reading chunk {index} failed: "
+                                                                     f"{type(exc).__name__}: {exc}") from None
+                    if request is grpc.aio.EOF:
+                        reservation.release()
+                        break
+                    await reservation.resize(request_cost(kernel.algorithm, request, self._config.max_message_bytes),
+                                             self._admission_wait(context), f"chunk {index}")
                     job, item = await self._decode_chunk(kernel, request, context, f"chunk {index}: ", queued)
-                    entries.put_nowait((index, item, job))
+                    entries.put_nowait((index, item, job, reservation))
+                    index += 1
                 entries.put_nowait(end)
             except _RpcFailure as failure:
                 entries.put_nowait(failure)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                # Reading fails when the client cancels or the deadline passes; the RPC is over then.
-                entries.put_nowait(_RpcFailure(grpc.StatusCode.CANCELLED,
-                                               f"reading chunk {index + 1} failed: {type(exc).__name__}: {exc}"))
+                entries.put_nowait(_RpcFailure(*_failure_status(method, exc)))
 
         self.active += 1
         self._metrics.in_flight.inc()
@@ -941,12 +1032,14 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
                     break
                 if isinstance(entry, _RpcFailure):
                     raise entry
-                index, item, job = entry
+                index, item, job, reservation = entry
                 reply = await self._reply(kernel, item, job, index)
                 queued.items.discard(item)
                 room.release()
                 cells += job.cells
                 yield reply
+                reservation.release()
+                held.discard(reservation)
         except _RpcFailure as failure:
             code = failure.code
             await context.abort(failure.code, failure.message)
@@ -954,17 +1047,28 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
             code = grpc.StatusCode.CANCELLED
             raise
         except Exception as exc:
-            code = grpc.StatusCode.INTERNAL
-            logger.exception("%s failed", method)
-            await context.abort(code, f"internal error: {type(exc).__name__}: {exc}")
+            code, message = _failure_status(method, exc)
+            await context.abort(code, message)
         finally:
             reader.cancel()
             cancel_queued()
+            for reservation in held:
+                reservation.release()
             self.active -= 1
             self._metrics.in_flight.dec()
             self._done(method, code, cells, start)
 
     # -- helpers --
+
+    @property
+    def budget(self) -> MemoryBudget:
+        return self._budget
+
+    def _admission_wait(self, context: grpc.aio.ServicerContext) -> float:
+        """How long a request may wait for room in the budget: the setting, within its deadline."""
+        remaining = context.time_remaining()
+        wait = self._config.admission_wait_s
+        return wait if remaining is None else max(0.0, min(wait, remaining))
 
     def refuse_new_calls(self) -> None:
         """Shutdown has begun: calls that start from now on get UNAVAILABLE."""
@@ -1135,6 +1239,9 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
                 raise _RpcFailure(grpc.StatusCode.UNAVAILABLE, str(error))
             if isinstance(error, (ValueError, TypeError)):
                 raise _RpcFailure(grpc.StatusCode.INVALID_ARGUMENT, f"invalid request: {error}")
+            if isinstance(error, MemoryError):
+                raise _RpcFailure(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                  "the server ran out of memory running this request; retry later or split it")
             raise _RpcFailure(grpc.StatusCode.INTERNAL, f"the backend failed: {type(error).__name__}: {error}")
         assert item.result is not None
         stats = warpdp_pb2.CallStats(backend=kernel.backend, cells=job.cells, queue_us=int(item.queue_s * 1e6),
@@ -1386,8 +1493,11 @@ class Server:
             token_required=bool(cfg.tokens),
             shared_files=self._shared_files_info(),
         )
+        budget = MemoryBudget(cfg.memory_budget_bytes(), self.metrics, self._blocking_pool)
+        self.metrics.memory_budget.set(budget.limit)
+        self.metrics.memory_reserved.set_function(lambda: budget.used)
         servicer = WarpdpServicer(batcher=self._batcher, kernels=kernels, config=cfg, metrics=self.metrics, info=info,
-                                  workers=workers, blocking_pool=self._blocking_pool)
+                                  workers=workers, blocking_pool=self._blocking_pool, budget=budget)
         self._servicer = servicer
         interceptors = [BearerTokenInterceptor(cfg.tokens, self.metrics)] if cfg.tokens else []
         options = [
@@ -1401,7 +1511,7 @@ class Server:
 
         async def start_grpc() -> tuple[grpc.aio.Server, int]:
             server = grpc.aio.server(interceptors=interceptors, options=options)
-            warpdp_pb2_grpc.add_WarpdpServicer_to_server(servicer, server)
+            servicer.add_to_server(server)
             self._health = health.aio.HealthServicer()
             health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
             reflection.enable_server_reflection(
@@ -1447,8 +1557,9 @@ class Server:
                     if cfg.batching else "off")
         shared = (f"same-host clients may send shared files in {info.shared_files.directory}"
                   if info.shared_files.enabled else "no shared files")
-        logger.info("warpdp serve: batching %s; limits %d cells and %d bytes per request; %s%s", batching,
-                    cfg.max_request_cells, cfg.max_message_bytes, shared,
+        logger.info("warpdp serve: batching %s; limits %d cells and %d bytes per request, memory budget %d bytes "
+                    "(%.2f GiB); %s%s", batching, cfg.max_request_cells, cfg.max_message_bytes, budget.limit,
+                    budget.limit / 2**30, shared,
                     f"; metrics on http://{_format_address(cfg.host, self.metrics_port)}/metrics"
                     + (" (bearer token required)" if cfg.tokens else "")
                     if self.metrics_port is not None else "")
