@@ -27,12 +27,14 @@ import numpy as np
 
 logger = logging.getLogger("warpdp.grpc")
 
-# Copies of a message in memory while it is received: gRPC's buffer, the bytes handed to
-# Python and the parsed message.
-RECEIVE_COPIES = 3
+# Copies of a message in memory while it is received: gRPC's buffers, the bytes handed to
+# Python (built up, then copied once more) and the parsed message, plus one for slack: the
+# peak RSS a large request adds is measured in BENCHMARKS.md ("Memory budget").
+RECEIVE_COPIES = 5
 # Copies of an admitted request's message: the parsed message, the bytes fields decoding takes
-# out of it (each access to a bytes field copies it), and the input of a coalesced submission.
-MESSAGE_COPIES = 3
+# out of it (each access to a bytes field copies it), the input of a coalesced submission, and
+# the transient copies decoding makes.
+MESSAGE_COPIES = 4
 # Copies of a request's results: the backend's rows, the reply's arrays, the reply message and
 # its serialized bytes.
 RESULT_COPIES = 4

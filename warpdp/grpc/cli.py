@@ -13,7 +13,7 @@ import sys
 from ..plugin.backend import BACKENDS, BackendUnavailableError
 from ._shared_files import DEFAULT_DIRECTORY as DEFAULT_SHARED_DIR
 from .client import Client
-from ._admission import DEFAULT_BUDGET_CAP, DEFAULT_BUDGET_FLOOR, parse_bytes
+from ._admission import DEFAULT_BUDGET_CAP, DEFAULT_BUDGET_FLOOR, RECEIVE_COPIES, parse_bytes
 from .server import (
     DEFAULT_ADMISSION_WAIT_S,
     AlgorithmKernel,
@@ -126,8 +126,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                              "binary: 512M, 8G). A call reserves room for the largest message before its message "
                              "is read, then the request's own estimate; one that never fits, or finds no room "
                              "within --admission-wait-s, gets RESOURCE_EXHAUSTED (default: half the available "
-                             f"memory, {DEFAULT_BUDGET_FLOOR >> 30}..{DEFAULT_BUDGET_CAP >> 30} GiB; at least 3x "
-                             "--max-message-mb)")
+                             f"memory, {DEFAULT_BUDGET_FLOOR >> 30}..{DEFAULT_BUDGET_CAP >> 30} GiB; at least "
+                             f"{RECEIVE_COPIES}x --max-message-mb)")
     limits.add_argument("--admission-wait-s", type=_non_negative_float, default=DEFAULT_ADMISSION_WAIT_S,
                         help=f"how long a request waits for room in the memory budget, at most its deadline, "
                              f"before RESOURCE_EXHAUSTED (default {DEFAULT_ADMISSION_WAIT_S:g})")
@@ -148,7 +148,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                                "one per line")
     ops = parser.add_argument_group("operations")
     ops.add_argument("--metrics-port", type=_non_negative_int, default=None,
-                     help="serve Prometheus metrics on http://HOST:PORT/metrics")
+                     help="serve Prometheus metrics on http://HOST:PORT/metrics; with --token-file, a scrape "
+                          "needs 'Authorization: Bearer <token>' as the RPCs do (else 401)")
     ops.add_argument("--log-every", type=_non_negative_int, default=1000,
                      help="log one summary line per N requests (default 1000; 0 = never)")
     ops.add_argument("--grace-s", type=_non_negative_float, default=DEFAULT_GRACE_S,

@@ -66,6 +66,9 @@ _DECODE_OFF_LOOP_BYTES = 1 << 20
 # failure may be a client's file shrinking meanwhile) reads shared files from then on.
 _MAP_FAILURES_BEFORE_READING = 3
 DEFAULT_GRACE_S = 30.0
+# The HTTP/2 flow-control window of each call: what gRPC receives of a message before the
+# handler reads it. Large enough not to throttle a large message across a network.
+_STREAM_WINDOW_BYTES = 1 << 20
 # How long a request waits for room in the memory budget (at most its deadline) before it
 # gets RESOURCE_EXHAUSTED.
 DEFAULT_ADMISSION_WAIT_S = 2.0
@@ -1506,6 +1509,11 @@ class Server:
             # gRPC sets SO_REUSEPORT by default, which would let a second server silently
             # share a port; fail with "address in use" instead.
             ("grpc.so_reuseport", 0),
+            # A call's message is read once the memory budget has room for it; until then gRPC
+            # may buffer only its flow-control window of it. BDP probing would grow that window
+            # without bound (every waiting call's whole message received, outside the budget).
+            ("grpc.http2.bdp_probe", 0),
+            ("grpc.http2.lookahead_bytes", _STREAM_WINDOW_BYTES),
         ]
         address = _format_address(cfg.host, cfg.port)
 
