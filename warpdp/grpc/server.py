@@ -93,7 +93,7 @@ class ServerConfig:
     max_wait_ms: float = DEFAULT_MAX_WAIT_MS       # longest a request waits for others to join it
     max_batch_cells: int | None = None             # submission cap in cells (default: by backend)
     # CPU submissions larger than this run in slices of pairs of about this many cells, and
-    # stop between slices once their callers are gone (default: 16M cells per thread).
+    # stop between slices once their callers are gone (default: 8M cells per thread).
     cpu_slice_cells: int | None = None
     max_request_cells: int = DEFAULT_MAX_REQUEST_CELLS  # per request message
     max_message_mb: float = DEFAULT_MAX_MESSAGE_MB      # request (and reply) message size limit
@@ -280,7 +280,7 @@ class AlgorithmKernel:
     # stops between two slices once all its callers are gone: a slice must take well under
     # 100 ms (the CPU kernels' rates are in BENCHMARKS.md), while its few thread starts cost
     # nothing next to its work.
-    SLICE_CELLS_PER_THREAD = 16_000_000
+    SLICE_CELLS_PER_THREAD = 8_000_000
 
     def __init__(self, algorithm: Algorithm, backend: str, threads: int, slice_cells: int | None = None) -> None:
         self.algorithm = algorithm
