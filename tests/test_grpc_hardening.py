@@ -427,3 +427,49 @@ def test_memory_errors_are_resource_exhausted(monkeypatch):
         assert _poll(lambda: srv._servicer.budget.used == 0)
     finally:
         srv.stop()
+
+
+def test_serve_options_of_the_budget_and_slices():
+    from test_grpc_service import _parse
+
+    from warpdp.grpc.cli import config_from_args
+    from warpdp.grpc.server import ServerConfig
+
+    config = config_from_args(_parse())
+    assert config.memory_budget is None and config.cpu_slice_cells is None and config.admission_wait_s == 2.0
+    assert config.memory_budget_bytes() >= 1 << 30  # the default: half the available memory, 1..32 GiB
+    config = config_from_args(_parse("--memory-budget", "1.5G", "--admission-wait-s", "0.5", "--cpu-slice-cells", "4M"))
+    assert (config.memory_budget, config.admission_wait_s, config.cpu_slice_cells) == (3 << 29, 0.5, 4_000_000)
+    assert config.memory_budget_bytes() == 3 << 29
+    for bad in ("0", "lots", "-1G"):
+        with pytest.raises(SystemExit):
+            _parse("--memory-budget", bad)
+    # The budget must hold one message being received.
+    with pytest.raises(ValueError, match="memory_budget must hold at least one request being received"):
+        config_from_args(_parse("--memory-budget", "256M", "--max-message-mb", "64"))
+    with pytest.raises(ValueError, match="cpu_slice_cells must be at least 1"):
+        ServerConfig(cpu_slice_cells=0).check()
+
+
+def test_slice_sizer_follows_the_rate_within_bounds():
+    from warpdp.plugin.cancel import SliceSizer, iter_slice_ranges
+
+    sizer = SliceSizer(100, 0.04, 10, 1000)
+    assert sizer() == 100
+    sizer.observe(100, 0.01)  # 10,000 cells/s: 400 wanted, at most twice the last
+    assert sizer() == 200
+    sizer.observe(200, 0.01)
+    assert sizer() == 400
+    sizer.observe(400, 1.0)  # slow: 16 wanted
+    assert sizer() == 16
+    sizer.observe(16, 10.0)
+    assert sizer() == 10  # the minimum
+    # Ranges are cut as they are asked for, each with the size of that moment.
+    sizes = iter([2, 5, 1])
+    assert list(iter_slice_ranges(np.ones(8, dtype=np.int64), lambda: next(sizes, 10))) == [(0, 2), (2, 7), (7, 8)]
+    # A default kernel slices with a sizer and stays bit-identical.
+    batches = make_batches(21, 40)
+    kernel = AlgorithmKernel(PAIRHMM, "cpu", 2)
+    kernel.slice_cells.cells = 20_000  # small slices from the start, then adapted
+    assert kernel.run(batches, False).tobytes() == local(batches).tobytes()
+    assert kernel.slices_run > 1

@@ -41,7 +41,7 @@ from ..plugin.xdrop import (
     xdrop,
     xdrop_cpu_isas,
 )
-from ..plugin.cancel import CancelCheck, slice_ranges
+from ..plugin.cancel import CancelCheck, SliceCells, iter_slice_ranges
 from . import _packing, warpdp_pb2
 
 
@@ -128,10 +128,11 @@ class Algorithm(ABC):
         launcher's chunks (JobCancelled when it returns True; see warpdp.plugin.cancel)."""
 
     @abstractmethod
-    def slices(self, payload: Any, key: Hashable, max_cells: int) -> Iterator[Any]:
-        """Consecutive pieces of about max_cells cells (a unit that cannot be cut, larger than
-        that, alone) whose results concatenated are the input's: how the server runs a large
-        CPU submission in bounded slices (warpdp.plugin.cancel.run_in_slices)."""
+    def slices(self, payload: Any, key: Hashable, max_cells: SliceCells) -> Iterator[Any]:
+        """Consecutive pieces of about max_cells cells (a function: asked for each piece; a
+        unit that cannot be cut, larger than that, alone) whose results concatenated are the
+        input's, each cut when asked for: how the server runs a large CPU submission in
+        bounded slices (warpdp.plugin.cancel.run_in_slices)."""
 
     @abstractmethod
     def reply(self, rows: np.ndarray | None, n_pairs: int, chunk: int, stats: warpdp_pb2.CallStats) -> Any:
@@ -251,19 +252,20 @@ class PairHmmAlgorithm(Algorithm):
         # Decoding validated the request (and merging keeps merged requests valid).
         return pairhmm_validated(payload, backend=backend, threads=threads, double=bool(key), cancelled=cancelled)
 
-    def slices(self, payload: PairHmmBatches, key: Hashable, max_cells: int) -> Iterator[PairHmmBatches]:
+    def slices(self, payload: PairHmmBatches, key: Hashable, max_cells: SliceCells) -> Iterator[PairHmmBatches]:
         # Whole batches where they fit, else a batch's reads in ranges (results are read-major,
         # so a range of reads against all the batch's haplotypes is a contiguous run of rows).
+        limit = max_cells if callable(max_cells) else (lambda: max_cells)
         cells = payload.cells_per_batch()
-        for i, j in slice_ranges(cells, max_cells):
-            if j > i + 1 or cells[i] <= max_cells:
+        for i, j in iter_slice_ranges(cells, limit):
+            if j > i + 1 or cells[i] <= limit():
                 yield payload.select(i, j)
                 continue
             r0, r1 = int(payload.batch_reads[i]), int(payload.batch_reads[i + 1])
             h0, h1 = int(payload.batch_haps[i]), int(payload.batch_haps[i + 1])
             hap_total = int(payload.hap_offsets[h1] - payload.hap_offsets[h0])
             read_cells = np.diff(payload.read_offsets[r0:r1 + 1]) * hap_total
-            for a, b in slice_ranges(read_cells, max_cells):
+            for a, b in iter_slice_ranges(read_cells, limit):
                 yield payload.sub_batch(i, a, b, 0, h1 - h0)
 
     def reply(self, rows: np.ndarray | None, n_pairs: int, chunk: int,
@@ -388,8 +390,8 @@ class PairsAlgorithm(Algorithm):
             cancelled: CancelCheck | None = None) -> np.ndarray:
         return self.rows(payload, key, backend, threads, cancelled)
 
-    def slices(self, payload: Any, key: Hashable, max_cells: int) -> Iterator[Any]:
-        for i, j in slice_ranges(self.cells_per_pair(payload, key), max_cells):
+    def slices(self, payload: Any, key: Hashable, max_cells: SliceCells) -> Iterator[Any]:
+        for i, j in iter_slice_ranges(self.cells_per_pair(payload, key), max_cells):
             yield payload.select(i, j)
 
     def reply(self, rows: np.ndarray | None, n_pairs: int, chunk: int, stats: warpdp_pb2.CallStats) -> Any:

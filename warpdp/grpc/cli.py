@@ -114,7 +114,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     batching.add_argument("--cpu-slice-cells", type=count, default=None,
                           help=f"CPU submissions run in slices of pairs of about this many DP cells, and a "
                                f"submission whose callers all cancelled or passed their deadline stops between "
-                               f"two slices (default {AlgorithmKernel.SLICE_CELLS_PER_THREAD // 10**6}M per thread)")
+                               f"two slices (default: sized from the kernel's rate to take about "
+                               f"{AlgorithmKernel.SLICE_TARGET_S * 1e3:g} ms each, starting at "
+                               f"{AlgorithmKernel.SLICE_CELLS_PER_THREAD // 10**6}M cells per thread)")
     limits = parser.add_argument_group("limits")
     limits.add_argument("--max-request-cells", type=count, default=DEFAULT_MAX_REQUEST_CELLS,
                         help=f"largest request (or stream chunk) in DP cells; larger ones get RESOURCE_EXHAUSTED "

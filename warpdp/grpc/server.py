@@ -34,7 +34,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from ..kernels.chunk_slot import pinned_empty, register_read_only
 from ..plugin.backend import choose_backend, cpu_name, resolve_threads
-from ..plugin.cancel import CancelCheck, JobCancelled, run_in_slices
+from ..plugin.cancel import CancelCheck, JobCancelled, SliceSizer, run_in_slices
 from . import _shared_files, warpdp_pb2, warpdp_pb2_grpc
 from ._admission import AdmissionRefused, MemoryBudget, Reservation, default_memory_budget, receive_bytes, request_cost
 from ._algorithms import ALGORITHMS, SEEDEXT, XDROP, Algorithm, InvalidRequest, Job, PAIRHMM
@@ -92,8 +92,8 @@ class ServerConfig:
     batching: bool = True                          # coalesce concurrent requests
     max_wait_ms: float = DEFAULT_MAX_WAIT_MS       # longest a request waits for others to join it
     max_batch_cells: int | None = None             # submission cap in cells (default: by backend)
-    # CPU submissions larger than this run in slices of pairs of about this many cells, and
-    # stop between slices once their callers are gone (default: 8M cells per thread).
+    # CPU submissions run in slices of pairs of about this many cells, and stop between slices
+    # once their callers are gone (default: sized to take about 40 ms each, see AlgorithmKernel).
     cpu_slice_cells: int | None = None
     max_request_cells: int = DEFAULT_MAX_REQUEST_CELLS  # per request message
     max_message_mb: float = DEFAULT_MAX_MESSAGE_MB      # request (and reply) message size limit
@@ -276,18 +276,25 @@ class AlgorithmKernel:
     # Starting CPU threads costs more than a small submission's work (up to ~0.5 ms on a busy
     # machine), so small submissions use fewer threads: at least this many cells per thread.
     MIN_CELLS_PER_THREAD = 1_000_000
-    # A larger CPU submission runs in slices of pairs of about this many cells per thread, and
-    # stops between two slices once all its callers are gone: a slice must take well under
-    # 100 ms (the CPU kernels' rates are in BENCHMARKS.md), while its few thread starts cost
-    # nothing next to its work.
+    # A CPU submission runs in slices of pairs and stops between two slices once all its
+    # callers are gone, so a slice must take well under 100 ms; but each slice costs a parallel
+    # region's start and end, which on a loaded machine waits for descheduled threads. So
+    # slices are sized from the rate the kernel just ran at, to take about SLICE_TARGET_S
+    # (SliceSizer), starting from SLICE_CELLS_PER_THREAD per thread.
+    SLICE_TARGET_S = 0.04
     SLICE_CELLS_PER_THREAD = 8_000_000
+    MIN_SLICE_CELLS_PER_THREAD = 1_000_000
 
     def __init__(self, algorithm: Algorithm, backend: str, threads: int, slice_cells: int | None = None) -> None:
         self.algorithm = algorithm
         self.name = algorithm.name
         self.backend = backend
         self.threads = threads
-        self.slice_cells = slice_cells or self.SLICE_CELLS_PER_THREAD * threads
+        # A setting gives slices of that size; else they adapt (one sizer per kernel, so what
+        # it learns of the rate carries over from one submission to the next).
+        self.slice_cells: int | SliceSizer = slice_cells or SliceSizer(
+            self.SLICE_CELLS_PER_THREAD * threads, self.SLICE_TARGET_S,
+            self.MIN_SLICE_CELLS_PER_THREAD * threads, DEFAULT_MAX_REQUEST_CELLS)
         self.slices_run = 0  # CPU slices of sliced submissions (for tests and tools)
         self._slices_lock = threading.Lock()
 
@@ -300,12 +307,15 @@ class AlgorithmKernel:
         if self.backend != "cpu":
             return self.algorithm.run(payload, key, backend=self.backend, threads=self.threads, cancelled=cancelled)
         cells = self.algorithm.cells(payload, key)
-        if cells <= self.slice_cells:
+        sizer = self.slice_cells
+        if cells <= (sizer() if callable(sizer) else sizer):
             return self._run_cpu(payload, key, cells)
         # Slicing pairs changes no pair's result (each is scored on its own).
-        return run_in_slices(self.algorithm.slices(payload, key, self.slice_cells),
-                             lambda piece: self._run_cpu(piece, key, self.algorithm.cells(piece, key)),
-                             self.algorithm.n_pairs(payload), cancelled, self._count_slice)
+        run = lambda piece: self._run_cpu(piece, key, self.algorithm.cells(piece, key))  # noqa: E731
+        if isinstance(sizer, SliceSizer):
+            run = sizer.timed(run, lambda piece: self.algorithm.cells(piece, key))
+        return run_in_slices(self.algorithm.slices(payload, key, sizer), run, self.algorithm.n_pairs(payload),
+                             cancelled, self._count_slice)
 
     def _run_cpu(self, payload: Any, key: Any, cells: int) -> np.ndarray:
         threads = max(1, min(self.threads, cells // self.MIN_CELLS_PER_THREAD, self.algorithm.n_pairs(payload)))
@@ -363,7 +373,7 @@ class WorkItem:
 
     __slots__ = ("kernel", "key", "payload", "cells", "n_out", "deadline", "enqueued", "state", "result",
                  "error", "event", "queue_s", "compute_s", "coalesced", "submission_cells", "drop_reason", "waiter",
-                 "streamed", "deliver", "delivered", "cancelled", "budget")
+                 "streamed", "deliver", "delivered", "cancelled")
 
     def __init__(self, kernel: Kernel, key: Any, payload: Any, cells: int, n_out: int, deadline: float | None,
                  waiter: Any = None, streamed: bool = False,
@@ -391,7 +401,6 @@ class WorkItem:
         # Set when the caller goes while the item runs: a submission whose items are all
         # cancelled (or past their deadlines) stops at its next slice or chunk.
         self.cancelled = False
-        self.budget: Any = None  # the server's memory reservation for the request (see MemoryBudget)
 
 
 class BatcherClosed(RuntimeError):

@@ -12,14 +12,19 @@ slices of pairs gives, pair for pair, the same bits as the job run whole.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
 
 CancelCheck = Callable[[], bool]
 
-__all__ = ["CancelCheck", "JobCancelled", "check_cancelled", "run_in_slices", "slice_ranges"]
+__all__ = ["CancelCheck", "JobCancelled", "SliceSizer", "check_cancelled", "iter_slice_ranges", "run_in_slices",
+           "slice_ranges"]
+
+# A slice size: a number of cells, or a function giving the size of the next slice.
+SliceCells = int | Callable[[], int]
 
 
 class JobCancelled(Exception):
@@ -32,21 +37,57 @@ def check_cancelled(cancelled: CancelCheck | None) -> None:
         raise JobCancelled("stopped between pieces: nobody waits for this job's results any more")
 
 
-def slice_ranges(cells: np.ndarray, max_cells: int) -> list[tuple[int, int]]:
+def iter_slice_ranges(cells: np.ndarray, max_cells: SliceCells) -> Iterator[tuple[int, int]]:
     """Consecutive ranges [i, j) over units (pairs, batches, reads) with these cells each,
-    each range of at most max_cells cells, except that a unit larger than that is a range alone."""
+    each range of at most max_cells cells (asked again for each range when a function), except
+    that a unit larger than that is a range alone."""
     n = len(cells)
     if n == 0:
-        return []
+        return
     cum = np.concatenate([[0], np.cumsum(cells, dtype=np.int64)])
-    ranges = []
     i = 0
     while i < n:
-        j = int(np.searchsorted(cum, cum[i] + max_cells, side="right")) - 1
+        limit = max_cells() if callable(max_cells) else max_cells
+        j = int(np.searchsorted(cum, cum[i] + limit, side="right")) - 1
         j = min(max(j, i + 1), n)
-        ranges.append((i, j))
+        yield i, j
         i = j
-    return ranges
+
+
+def slice_ranges(cells: np.ndarray, max_cells: int) -> list[tuple[int, int]]:
+    """All of :func:`iter_slice_ranges` at once."""
+    return list(iter_slice_ranges(cells, max_cells))
+
+
+class SliceSizer:
+    """Cells per slice, adapted so that a slice takes about ``target_s``: a kernel's rate
+    depends on the input (pair lengths, float or double) and on the machine's load, and each
+    slice costs a parallel region's start and end, which on a loaded machine can wait for a
+    descheduled thread. Starts at ``initial``; after each slice, the rate it ran at sets the
+    next size, at most twice the last, within [minimum, maximum]."""
+
+    def __init__(self, initial: int, target_s: float, minimum: int, maximum: int) -> None:
+        self.cells = initial
+        self.target_s = target_s
+        self.minimum, self.maximum = minimum, maximum
+
+    def __call__(self) -> int:
+        return self.cells
+
+    def observe(self, cells: int, seconds: float) -> None:
+        if cells <= 0 or seconds <= 0:
+            return
+        wanted = int(cells / seconds * self.target_s)
+        self.cells = max(self.minimum, min(wanted, 2 * self.cells, self.maximum))
+
+    def timed(self, run: Callable[[Any], np.ndarray], cells_of: Callable[[Any], int]) -> Callable[[Any], np.ndarray]:
+        """``run`` for :func:`run_in_slices` that feeds each slice's duration back here."""
+        def timed_run(piece: Any) -> np.ndarray:
+            start = time.perf_counter()
+            rows = run(piece)
+            self.observe(cells_of(piece), time.perf_counter() - start)
+            return rows
+        return timed_run
 
 
 def run_in_slices(pieces: Iterable[Any], run: Callable[[Any], np.ndarray], n_rows: int,
