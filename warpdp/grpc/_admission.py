@@ -113,12 +113,12 @@ def _pairs_in_shared_file(algorithm: Any, sizes: list[int], max_pairs: int) -> i
     return min(max(0, size.get(algorithm.sequences[0][1], 0) // 8 - 1), max_pairs)
 
 
-def request_cost(algorithm: Any, request: Any, max_message_bytes: int) -> int:
-    """Estimated peak bytes of server memory a received request takes until it is answered.
+def request_cost(algorithm: Any, request: Any, message: int, max_message_bytes: int) -> int:
+    """Estimated peak bytes of server memory a received request (of `message` bytes on the
+    wire) takes until it is answered.
 
     Results over the reply limit are refused after decoding, so max_message_bytes bounds them.
     """
-    message = request.ByteSize()
     max_pairs = max_message_bytes // algorithm.reply_bytes_per_pair
     if request.HasField("shared_file"):
         sizes = [int(s) for s in request.shared_file.sizes]

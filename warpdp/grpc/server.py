@@ -783,6 +783,12 @@ class _RpcFailure(Exception):
         self.code, self.message = code, message
 
 
+def _sized(parse: Callable[[bytes], Any]) -> Callable[[bytes], tuple[Any, int]]:
+    """A request deserializer that also gives the message's size (ByteSize() would take
+    milliseconds to compute it again on a large message)."""
+    return lambda data: (parse(data), len(data))
+
+
 def _failure_status(method: str, exc: Exception) -> tuple[grpc.StatusCode, str]:
     """The status answering an exception a handler did not expect to handle itself."""
     if isinstance(exc, AdmissionRefused):
@@ -918,11 +924,12 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
             algorithm = kernel.algorithm
             request = algorithm.request_type
             reply = getattr(warpdp_pb2, request.__name__.replace("Request", "Reply"))
+            # context.read() then gives (message, its size on the wire).
             handlers[algorithm.rpc] = grpc.stream_unary_rpc_method_handler(
-                getattr(self, algorithm.rpc), request_deserializer=request.FromString,
+                getattr(self, algorithm.rpc), request_deserializer=_sized(request.FromString),
                 response_serializer=reply.SerializeToString)
             handlers[algorithm.rpc + "Stream"] = grpc.stream_stream_rpc_method_handler(
-                getattr(self, algorithm.rpc + "Stream"), request_deserializer=request.FromString,
+                getattr(self, algorithm.rpc + "Stream"), request_deserializer=_sized(request.FromString),
                 response_serializer=reply.SerializeToString)
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
         server.add_registered_method_handlers(SERVICE_NAME, handlers)
@@ -944,12 +951,13 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
             await reservation.resize(self._receive_bytes, self._admission_wait(context), "a request being received")
             self._batcher.arrive()  # lets the batcher wait for this request instead of going without it
             arriving = True
-            request = await context.read()
-            if request is grpc.aio.EOF:
+            received = await context.read()
+            if received is grpc.aio.EOF:
                 raise _RpcFailure(grpc.StatusCode.INVALID_ARGUMENT, f"invalid {method} call: no request message")
-            await reservation.resize(request_cost(kernel.algorithm, request, self._config.max_message_bytes),
+            request, nbytes = received
+            await reservation.resize(request_cost(kernel.algorithm, request, nbytes, self._config.max_message_bytes),
                                      self._admission_wait(context), "the request")
-            job = await self._decode(kernel, request, context)
+            job = await self._decode(kernel, request, context, "", nbytes)
             cells = job.cells
             self._check_limits(kernel, job, "")
             arriving = False
@@ -1010,19 +1018,21 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
                     await reservation.resize(self._receive_bytes, self._admission_wait(context),
                                              f"chunk {index} (being received)")
                     try:
-                        request = await context.read()
+                        received = await context.read()
                     except asyncio.CancelledError:
                         raise
                     except Exception as exc:
                         # Reading fails when the client cancels or the deadline passes; the RPC is over then.
                         raise _RpcFailure(grpc.StatusCode.CANCELLED, f"reading chunk {index} failed: "
                                                                      f"{type(exc).__name__}: {exc}") from None
-                    if request is grpc.aio.EOF:
+                    if received is grpc.aio.EOF:
                         reservation.release()
                         break
-                    await reservation.resize(request_cost(kernel.algorithm, request, self._config.max_message_bytes),
-                                             self._admission_wait(context), f"chunk {index}")
-                    job, item = await self._decode_chunk(kernel, request, context, f"chunk {index}: ", queued)
+                    request, nbytes = received
+                    await reservation.resize(
+                        request_cost(kernel.algorithm, request, nbytes, self._config.max_message_bytes),
+                        self._admission_wait(context), f"chunk {index}")
+                    job, item = await self._decode_chunk(kernel, request, context, f"chunk {index}: ", queued, nbytes)
                     entries.put_nowait((index, item, job, reservation))
                     index += 1
                 entries.put_nowait(end)
@@ -1093,9 +1103,11 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
                                 "the server is shutting down and takes no new calls; retry on another server")
 
     @staticmethod
-    def _decodes_off_loop(request: Any) -> bool:
-        """Whether decoding the request blocks long enough to move it off the event loop."""
-        return request.HasField("shared_file") or request.ByteSize() >= _DECODE_OFF_LOOP_BYTES
+    def _decodes_off_loop(request: Any, nbytes: int | None = None) -> bool:
+        """Whether decoding the request (of nbytes on the wire, when known: ByteSize() takes
+        milliseconds on a large message) blocks long enough to move it off the event loop."""
+        return request.HasField("shared_file") or (
+            request.ByteSize() if nbytes is None else nbytes) >= _DECODE_OFF_LOOP_BYTES
 
     @staticmethod
     def _deadline(context: grpc.aio.ServicerContext) -> float | None:
@@ -1104,21 +1116,21 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
         return None if remaining is None else time.monotonic() + remaining
 
     async def _decode(self, kernel: AlgorithmKernel, request: Any, context: grpc.aio.ServicerContext,
-                      chunk: str = "") -> Job:
-        if self._decodes_off_loop(request):
+                      chunk: str = "", nbytes: int | None = None) -> Job:
+        if self._decodes_off_loop(request, nbytes):
             peer = context.peer()
             return await asyncio.get_running_loop().run_in_executor(
                 self._blocking_pool, self._decode_blocking, kernel, request, peer, chunk)
         return self._decode_blocking(kernel, request, context.peer(), chunk)
 
     async def _decode_chunk(self, kernel: AlgorithmKernel, request: Any, context: grpc.aio.ServicerContext,
-                            chunk: str, queued: _StreamWork) -> tuple[Job, WorkItem | None]:
+                            chunk: str, queued: _StreamWork, nbytes: int | None = None) -> tuple[Job, WorkItem | None]:
         """A stream's chunk decoded, checked and queued (None: nothing to score). Off the event
         loop when large, where the thread that decoded it also queues it: a trip back through
         the busy loop first would only delay the backend."""
         waiter = asyncio.get_running_loop().create_future()
         args = (kernel, request, context.peer(), chunk, self._deadline(context), waiter, queued)
-        if self._decodes_off_loop(request):
+        if self._decodes_off_loop(request, nbytes):
             return await asyncio.get_running_loop().run_in_executor(self._blocking_pool, self._queue_chunk, *args)
         return self._queue_chunk(*args)
 
