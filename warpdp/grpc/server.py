@@ -1718,4 +1718,4 @@ def serve(config: ServerConfig | None = None, *, ready: Callable[[Server], None]
 
 
 __all__ = ["AlgorithmKernel", "Batcher", "BearerTokenInterceptor", "Metrics", "SERVICE_NAME", "Server",
-           "ServerConfig", "WarpdpServicer", "read_token_file", "serve"]
+           "ServerConfig", "WarpdpServicer", "metrics_app", "read_token_file", "serve"]
