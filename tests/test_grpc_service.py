@@ -411,9 +411,9 @@ def test_expired_and_cancelled_calls_never_reach_the_backend(monkeypatch):
             release = threading.Event()
             original_run = server_module.AlgorithmKernel.run
 
-            def held_run(self, payload, key):
+            def held_run(self, payload, key, cancelled=None):
                 assert release.wait(WAIT)
-                return original_run(self, payload, key)
+                return original_run(self, payload, key, cancelled)
 
             monkeypatch.setattr(server_module.AlgorithmKernel, "run", held_run)
             gate = threading.Event()
@@ -535,7 +535,7 @@ class _ListKernel:
     def merge(self, payloads):
         return [x for p in payloads for x in p]
 
-    def run(self, payload, key):
+    def run(self, payload, key, cancelled=None):
         self.submissions.append(list(payload))
         if "poison" in payload:
             raise RuntimeError("poisoned")
@@ -585,7 +585,7 @@ class _GatedKernel(_ListKernel):
         self.release = threading.Event()
         self.started: list[list] = []
 
-    def run(self, payload, key):
+    def run(self, payload, key, cancelled=None):
         self.started.append(list(payload))
         if "hold" in payload:
             assert self.release.wait(WAIT)

@@ -896,8 +896,8 @@ def test_a_gpu_servers_page_locked_mappings_simulated_on_the_cpu(small_shared_jo
     try:
         kernel = srv._servicer._kernels["pairhmm"]  # noqa: SLF001
         monkeypatch.setattr(kernel, "backend", "gpu")
-        monkeypatch.setattr(kernel, "run", lambda payload, key: kernel.algorithm.run(payload, key, backend="cpu",
-                                                                                     threads=1))
+        monkeypatch.setattr(kernel, "run", lambda payload, key, cancelled=None: kernel.algorithm.run(
+            payload, key, backend="cpu", threads=1, cancelled=cancelled))
         mapped = MappedFiles(register, alive=srv.shared_memory.is_registered)
         srv._servicer._mapped_files = mapped  # noqa: SLF001
         srv.shared_memory.on_forget = mapped.forget

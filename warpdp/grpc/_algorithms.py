@@ -41,6 +41,7 @@ from ..plugin.xdrop import (
     xdrop,
     xdrop_cpu_isas,
 )
+from ..plugin.cancel import CancelCheck, SliceCells, iter_slice_ranges
 from . import _packing, warpdp_pb2
 
 
@@ -121,8 +122,17 @@ class Algorithm(ABC):
         """One input holding all of them, in order (so results split back by pair counts)."""
 
     @abstractmethod
-    def run(self, payload: Any, key: Hashable, *, backend: str, threads: int) -> np.ndarray:
-        """Results, one row per pair, in order."""
+    def run(self, payload: Any, key: Hashable, *, backend: str, threads: int,
+            cancelled: CancelCheck | None = None) -> np.ndarray:
+        """Results, one row per pair, in order. ``cancelled``: checked between the GPU
+        launcher's chunks (JobCancelled when it returns True; see warpdp.plugin.cancel)."""
+
+    @abstractmethod
+    def slices(self, payload: Any, key: Hashable, max_cells: SliceCells) -> Iterator[Any]:
+        """Consecutive pieces of about max_cells cells (a function: asked for each piece; a
+        unit that cannot be cut, larger than that, alone) whose results concatenated are the
+        input's, each cut when asked for: how the server runs a large CPU submission in
+        bounded slices (warpdp.plugin.cancel.run_in_slices)."""
 
     @abstractmethod
     def reply(self, rows: np.ndarray | None, n_pairs: int, chunk: int, stats: warpdp_pb2.CallStats) -> Any:
@@ -237,9 +247,26 @@ class PairHmmAlgorithm(Algorithm):
     def merge(self, payloads: list[PairHmmBatches]) -> PairHmmBatches:
         return _packing.concat_pairhmm(payloads)
 
-    def run(self, payload: PairHmmBatches, key: Hashable, *, backend: str, threads: int) -> np.ndarray:
+    def run(self, payload: PairHmmBatches, key: Hashable, *, backend: str, threads: int,
+            cancelled: CancelCheck | None = None) -> np.ndarray:
         # Decoding validated the request (and merging keeps merged requests valid).
-        return pairhmm_validated(payload, backend=backend, threads=threads, double=bool(key))
+        return pairhmm_validated(payload, backend=backend, threads=threads, double=bool(key), cancelled=cancelled)
+
+    def slices(self, payload: PairHmmBatches, key: Hashable, max_cells: SliceCells) -> Iterator[PairHmmBatches]:
+        # Whole batches where they fit, else a batch's reads in ranges (results are read-major,
+        # so a range of reads against all the batch's haplotypes is a contiguous run of rows).
+        limit = max_cells if callable(max_cells) else (lambda: max_cells)
+        cells = payload.cells_per_batch()
+        for i, j in iter_slice_ranges(cells, limit):
+            if j > i + 1 or cells[i] <= limit():
+                yield payload.select(i, j)
+                continue
+            r0, r1 = int(payload.batch_reads[i]), int(payload.batch_reads[i + 1])
+            h0, h1 = int(payload.batch_haps[i]), int(payload.batch_haps[i + 1])
+            hap_total = int(payload.hap_offsets[h1] - payload.hap_offsets[h0])
+            read_cells = np.diff(payload.read_offsets[r0:r1 + 1]) * hap_total
+            for a, b in iter_slice_ranges(read_cells, limit):
+                yield payload.sub_batch(i, a, b, 0, h1 - h0)
 
     def reply(self, rows: np.ndarray | None, n_pairs: int, chunk: int,
               stats: warpdp_pb2.CallStats) -> warpdp_pb2.PairHmmReply:
@@ -310,7 +337,8 @@ class PairsAlgorithm(Algorithm):
         ...
 
     @abstractmethod
-    def rows(self, payload: Any, key: Hashable, backend: str, threads: int) -> np.ndarray:
+    def rows(self, payload: Any, key: Hashable, backend: str, threads: int,
+             cancelled: CancelCheck | None = None) -> np.ndarray:
         """Local scoring's results as an (n_pairs, len(columns)) table."""
 
     # -- messages --
@@ -358,8 +386,13 @@ class PairsAlgorithm(Algorithm):
     def merge(self, payloads: list[Any]) -> Any:
         return _packing.concat_pairs(payloads, self.sequences, self.per_pair)
 
-    def run(self, payload: Any, key: Hashable, *, backend: str, threads: int) -> np.ndarray:
-        return self.rows(payload, key, backend, threads)
+    def run(self, payload: Any, key: Hashable, *, backend: str, threads: int,
+            cancelled: CancelCheck | None = None) -> np.ndarray:
+        return self.rows(payload, key, backend, threads, cancelled)
+
+    def slices(self, payload: Any, key: Hashable, max_cells: SliceCells) -> Iterator[Any]:
+        for i, j in iter_slice_ranges(self.cells_per_pair(payload, key), max_cells):
+            yield payload.select(i, j)
 
     def reply(self, rows: np.ndarray | None, n_pairs: int, chunk: int, stats: warpdp_pb2.CallStats) -> Any:
         columns = (dict.fromkeys(self.columns, b"") if rows is None
@@ -470,9 +503,10 @@ class XdropAlgorithm(PairsAlgorithm):
             total += np.minimum(m * n, (m + n) * width)
         return total
 
-    def rows(self, payload: XdropPairs, key: XdropKey, backend: str, threads: int) -> np.ndarray:
+    def rows(self, payload: XdropPairs, key: XdropKey, backend: str, threads: int,
+             cancelled: CancelCheck | None = None) -> np.ndarray:
         results = xdrop(payload, k=key.k, x=key.x, match=key.match, mismatch=key.mismatch, gap=key.gap,
-                        report=key.report, backend=backend, threads=threads)
+                        report=key.report, backend=backend, threads=threads, cancelled=cancelled)
         return np.stack([getattr(results, c) for c in self.columns], axis=1)
 
     def warmup_jobs(self) -> list[tuple[Any, Hashable]]:
@@ -524,8 +558,9 @@ class SeedExtAlgorithm(PairsAlgorithm):
             band = np.minimum(band, np.maximum(longest, 1))
         return tlen * np.minimum(qlen, 2 * band + 1)
 
-    def rows(self, payload: SeedExtPairs, key: SeedExtParams, backend: str, threads: int) -> np.ndarray:
-        return seed_extend_with(payload, key, backend=backend, threads=threads).table
+    def rows(self, payload: SeedExtPairs, key: SeedExtParams, backend: str, threads: int,
+             cancelled: CancelCheck | None = None) -> np.ndarray:
+        return seed_extend_with(payload, key, backend=backend, threads=threads, cancelled=cancelled).table
 
     def warmup_jobs(self) -> list[tuple[Any, Hashable]]:
         return [(pack_seed_pairs([("ACGTACGTAC", "ACGTACGTACGG", 20)]), SeedExtParams())]

@@ -13,7 +13,10 @@ import sys
 
 from ..plugin.backend import BACKENDS, BackendUnavailableError
 from .client import Client
+from ._admission import DEFAULT_BUDGET_CAP, DEFAULT_BUDGET_FLOOR, RECEIVE_COPIES, parse_bytes
 from .server import (
+    DEFAULT_ADMISSION_WAIT_S,
+    AlgorithmKernel,
     DEFAULT_GRACE_S,
     DEFAULT_HANDLER_THREADS,
     DEFAULT_HOST,
@@ -43,6 +46,13 @@ def count(text: str) -> int:
     if not math.isfinite(number) or number < 1 or number != int(number):
         raise argparse.ArgumentTypeError(f"must be a positive whole number: {text!r}")
     return int(number)
+
+
+def _byte_count(text: str) -> int:
+    try:
+        return parse_bytes(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _positive_int(text: str) -> int:
@@ -101,12 +111,28 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                                f"{DEFAULT_MAX_BATCH_CELLS['gpu'] // 10**9}G on the GPU)")
     batching.add_argument("--no-batching", action="store_true",
                           help="run every request as its own backend submission")
+    batching.add_argument("--cpu-slice-cells", type=count, default=None,
+                          help=f"CPU submissions run in slices of pairs of about this many DP cells, and a "
+                               f"submission whose callers all cancelled or passed their deadline stops between "
+                               f"two slices (default: sized from the kernel's rate to take about "
+                               f"{AlgorithmKernel.SLICE_TARGET_S * 1e3:g} ms each, starting at "
+                               f"{AlgorithmKernel.SLICE_CELLS_PER_THREAD // 10**6}M cells per thread)")
     limits = parser.add_argument_group("limits")
     limits.add_argument("--max-request-cells", type=count, default=DEFAULT_MAX_REQUEST_CELLS,
                         help=f"largest request (or stream chunk) in DP cells; larger ones get RESOURCE_EXHAUSTED "
                              f"(default {DEFAULT_MAX_REQUEST_CELLS})")
     limits.add_argument("--max-message-mb", type=float, default=DEFAULT_MAX_MESSAGE_MB,
                         help=f"largest request message in MiB, also bounds replies (default {DEFAULT_MAX_MESSAGE_MB:g})")
+    limits.add_argument("--memory-budget", type=_byte_count, default=None, metavar="BYTES",
+                        help="memory the requests in progress may hold, from receipt to reply (K/M/G/T suffixes, "
+                             "binary: 512M, 8G). A call reserves room for the largest message before its message "
+                             "is read, then the request's own estimate; one that never fits, or finds no room "
+                             "within --admission-wait-s, gets RESOURCE_EXHAUSTED (default: half the available "
+                             f"memory, {DEFAULT_BUDGET_FLOOR >> 30}..{DEFAULT_BUDGET_CAP >> 30} GiB; at least "
+                             f"{RECEIVE_COPIES}x --max-message-mb)")
+    limits.add_argument("--admission-wait-s", type=_non_negative_float, default=DEFAULT_ADMISSION_WAIT_S,
+                        help=f"how long a request waits for room in the memory budget, at most its deadline, "
+                             f"before RESOURCE_EXHAUSTED (default {DEFAULT_ADMISSION_WAIT_S:g})")
     limits.add_argument("--handler-threads", type=_positive_int, default=DEFAULT_HANDLER_THREADS,
                         help=f"threads that read shared memory and decode large requests; calls themselves "
                              f"run on one event loop (default {DEFAULT_HANDLER_THREADS})")
@@ -122,7 +148,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                                "one per line")
     ops = parser.add_argument_group("operations")
     ops.add_argument("--metrics-port", type=_non_negative_int, default=None,
-                     help="serve Prometheus metrics on http://HOST:PORT/metrics")
+                     help="serve Prometheus metrics on http://HOST:PORT/metrics; with --token-file, a scrape "
+                          "needs 'Authorization: Bearer <token>' as the RPCs do (else 401)")
     ops.add_argument("--log-every", type=_non_negative_int, default=1000,
                      help="log one summary line per N requests (default 1000; 0 = never)")
     ops.add_argument("--grace-s", type=_non_negative_float, default=DEFAULT_GRACE_S,
@@ -135,6 +162,8 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
     config = ServerConfig(
         host=args.host, port=args.port, backend=args.backend, workers=args.workers, threads=args.threads,
         batching=not args.no_batching, max_wait_ms=args.max_wait_ms, max_batch_cells=args.max_batch_cells,
+        cpu_slice_cells=args.cpu_slice_cells, memory_budget=args.memory_budget,
+        admission_wait_s=args.admission_wait_s,
         max_request_cells=args.max_request_cells, max_message_mb=args.max_message_mb,
         tls_cert=args.tls_cert, tls_key=args.tls_key, tokens=tokens, metrics_port=args.metrics_port,
         log_every=args.log_every, handler_threads=args.handler_threads, grace_s=args.grace_s,

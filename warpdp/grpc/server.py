@@ -15,6 +15,7 @@ import collections
 import hmac
 import logging
 import math
+import os
 import signal
 import threading
 import time
@@ -34,7 +35,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from ..kernels.chunk_slot import pinned_empty, register_read_only
 from ..plugin.backend import MAX_THREADS, choose_backend, cpu_name, resolve_threads
+from ..plugin.cancel import CancelCheck, JobCancelled, SliceSizer, run_in_slices
 from . import _shm_server, warpdp_pb2, warpdp_pb2_grpc
+from ._admission import AdmissionRefused, MemoryBudget, Reservation, default_memory_budget, receive_bytes, request_cost
 from ._algorithms import ALGORITHMS, SEEDEXT, XDROP, Algorithm, InvalidRequest, Job, PAIRHMM
 
 logger = logging.getLogger("warpdp.grpc")
@@ -64,6 +67,16 @@ _DECODE_OFF_LOOP_BYTES = 1 << 20
 # failure may be a client's file shrinking meanwhile) reads shared files from then on.
 _MAP_FAILURES_BEFORE_READING = 3
 DEFAULT_GRACE_S = 30.0
+# The HTTP/2 flow-control window of each call: what gRPC receives of a message before the
+# handler reads it. Large enough not to throttle a large message across a network.
+_STREAM_WINDOW_BYTES = 1 << 20
+# How long a request waits for room in the memory budget (at most its deadline) before it
+# gets RESOURCE_EXHAUSTED.
+DEFAULT_ADMISSION_WAIT_S = 2.0
+# Once the last call in flight has ended at shutdown, how long its reply may take to go out.
+_REPLY_FLUSH_S = 1.0
+# After a second SIGTERM/SIGINT, how long cancelling the calls may take before the process exits.
+_FORCE_STOP_S = 1.0
 # Health checks stay open without a token, so load balancers and probes need no secret.
 _AUTH_EXEMPT_PREFIXES = ("/grpc.health.v1.Health/",)
 
@@ -80,6 +93,9 @@ class ServerConfig:
     batching: bool = True                          # coalesce concurrent requests
     max_wait_ms: float = DEFAULT_MAX_WAIT_MS       # longest a request waits for others to join it
     max_batch_cells: int | None = None             # submission cap in cells (default: by backend)
+    # CPU submissions run in slices of pairs of about this many cells, and stop between slices
+    # once their callers are gone (default: sized to take about 40 ms each, see AlgorithmKernel).
+    cpu_slice_cells: int | None = None
     max_request_cells: int = DEFAULT_MAX_REQUEST_CELLS  # per request message
     max_message_mb: float = DEFAULT_MAX_MESSAGE_MB      # request (and reply) message size limit
     tls_cert: str | Path | None = None             # PEM certificate chain
@@ -89,6 +105,10 @@ class ServerConfig:
     log_every: int = 1000                          # one summary log line per N requests (0 = never)
     handler_threads: int = DEFAULT_HANDLER_THREADS  # threads reading shared files, decoding large requests
     grace_s: float = DEFAULT_GRACE_S               # how long shutdown waits for in-flight calls
+    # Bytes of memory the requests being handled may hold, from before their messages are read
+    # until they are answered (see _admission); None: half the available memory, 1..32 GiB.
+    memory_budget: int | None = None
+    admission_wait_s: float = DEFAULT_ADMISSION_WAIT_S  # longest wait for room in the budget
     warmup: bool = True                            # one tiny submission before serving
     # Whether same-host clients may hand requests' arrays over in shared memory (SharedFile).
     shared_files: bool = True
@@ -97,13 +117,19 @@ class ServerConfig:
     def max_message_bytes(self) -> int:
         return int(self.max_message_mb * 1024 * 1024)
 
+    def memory_budget_bytes(self) -> int:
+        """The memory budget: as set, or the default (never below one message being received)."""
+        if self.memory_budget is not None:
+            return self.memory_budget
+        return max(default_memory_budget(), receive_bytes(self.max_message_bytes))
+
     def check(self) -> None:
         """Raise ValueError naming the setting when one is out of range."""
         if not 0 <= self.port <= 65535:
             raise ValueError(f"port must be within 0..65535, not {self.port}")
         if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
             raise ValueError(f"metrics_port must be within 0..65535, not {self.metrics_port}")
-        for name in ("workers", "handler_threads", "max_batch_cells", "max_request_cells"):
+        for name in ("workers", "handler_threads", "max_batch_cells", "max_request_cells", "cpu_slice_cells"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
         for name in ("threads", "workers"):  # each a thread (pool) started up front
@@ -119,6 +145,12 @@ class ServerConfig:
             raise ValueError(f"log_every must be >= 0, not {self.log_every}")
         if self.grace_s < 0:
             raise ValueError(f"grace_s must be >= 0, not {self.grace_s}")
+        if not (self.admission_wait_s >= 0 and math.isfinite(self.admission_wait_s)):
+            raise ValueError(f"admission_wait_s must be a finite number >= 0, not {self.admission_wait_s}")
+        if self.memory_budget is not None and self.memory_budget < receive_bytes(self.max_message_bytes):
+            raise ValueError(f"memory_budget must hold at least one request being received: "
+                             f"{receive_bytes(self.max_message_bytes)} bytes for the message limit of "
+                             f"{self.max_message_bytes} bytes, not {self.memory_budget}")
         if any(not t or any(c.isspace() for c in t) for t in self.tokens):
             raise ValueError("tokens must be non-empty and contain no white space")
 
@@ -178,7 +210,17 @@ class Metrics:
         self.dropped = Counter("warpdp_dropped_requests",
                                "Queued requests dropped before reaching the backend (client gone)",
                                ["reason"], registry=r)
+        self.stopped = Counter("warpdp_stopped_submissions",
+                               "Running backend submissions stopped between slices or chunks (all callers gone)",
+                               ["reason"], registry=r)
         self.queue_depth = Gauge("warpdp_queue_depth", "Requests waiting for a backend submission", registry=r)
+        self.admission_refused = Counter("warpdp_admission_refused",
+                                         "Requests refused for want of room in the memory budget "
+                                         "(too_large: larger than the budget; busy: waited too long)",
+                                         ["reason"], registry=r)
+        self.memory_budget = Gauge("warpdp_memory_budget_bytes", "The memory budget of requests", registry=r)
+        self.memory_reserved = Gauge("warpdp_memory_reserved_bytes",
+                                     "Bytes of the memory budget held by requests in progress", registry=r)
         self.in_flight = Gauge("warpdp_in_flight_requests", "RPCs being handled", registry=r)
         # Labelled children, looked up once: labels() takes a lock and builds a key per call,
         # which adds up when every request updates several metrics.
@@ -227,7 +269,7 @@ class Kernel(Protocol):
 
     def merge(self, payloads: list[Any]) -> Any: ...
 
-    def run(self, payload: Any, key: Any) -> np.ndarray: ...
+    def run(self, payload: Any, key: Any, cancelled: CancelCheck | None = None) -> np.ndarray: ...
 
 
 class AlgorithmKernel:
@@ -238,22 +280,54 @@ class AlgorithmKernel:
     # Starting CPU threads costs more than a small submission's work (up to ~0.5 ms on a busy
     # machine), so small submissions use fewer threads: at least this many cells per thread.
     MIN_CELLS_PER_THREAD = 1_000_000
+    # A CPU submission runs in slices of pairs and stops between two slices once all its
+    # callers are gone, so a slice must take well under 100 ms; but each slice costs a parallel
+    # region's start and end, which on a loaded machine waits for descheduled threads. So
+    # slices are sized from the rate the kernel just ran at, to take about SLICE_TARGET_S
+    # (SliceSizer), starting from SLICE_CELLS_PER_THREAD per thread.
+    SLICE_TARGET_S = 0.04
+    SLICE_CELLS_PER_THREAD = 8_000_000
+    MIN_SLICE_CELLS_PER_THREAD = 1_000_000
 
-    def __init__(self, algorithm: Algorithm, backend: str, threads: int) -> None:
+    def __init__(self, algorithm: Algorithm, backend: str, threads: int, slice_cells: int | None = None) -> None:
         self.algorithm = algorithm
         self.name = algorithm.name
         self.backend = backend
         self.threads = threads
+        # A setting gives slices of that size; else they adapt (one sizer per kernel, so what
+        # it learns of the rate carries over from one submission to the next).
+        self.slice_cells: int | SliceSizer = slice_cells or SliceSizer(
+            self.SLICE_CELLS_PER_THREAD * threads, self.SLICE_TARGET_S,
+            self.MIN_SLICE_CELLS_PER_THREAD * threads, DEFAULT_MAX_REQUEST_CELLS)
+        self.slices_run = 0  # CPU slices of sliced submissions (for tests and tools)
+        self._slices_lock = threading.Lock()
 
     def merge(self, payloads: list[Any]) -> Any:
         return self.algorithm.merge(payloads)
 
-    def run(self, payload: Any, key: Any) -> np.ndarray:
-        threads = self.threads
-        if self.backend == "cpu":
-            cells = self.algorithm.cells(payload, key)
-            threads = max(1, min(threads, cells // self.MIN_CELLS_PER_THREAD, self.algorithm.n_pairs(payload)))
-        return self.algorithm.run(payload, key, backend=self.backend, threads=threads)
+    def run(self, payload: Any, key: Any, cancelled: CancelCheck | None = None) -> np.ndarray:
+        """Result rows of a submission. ``cancelled`` (see warpdp.plugin.cancel) is checked
+        between CPU slices and GPU chunks: JobCancelled once it returns True."""
+        if self.backend != "cpu":
+            return self.algorithm.run(payload, key, backend=self.backend, threads=self.threads, cancelled=cancelled)
+        cells = self.algorithm.cells(payload, key)
+        sizer = self.slice_cells
+        if cells <= (sizer() if callable(sizer) else sizer):
+            return self._run_cpu(payload, key, cells)
+        # Slicing pairs changes no pair's result (each is scored on its own).
+        run = lambda piece: self._run_cpu(piece, key, self.algorithm.cells(piece, key))  # noqa: E731
+        if isinstance(sizer, SliceSizer):
+            run = sizer.timed(run, lambda piece: self.algorithm.cells(piece, key))
+        return run_in_slices(self.algorithm.slices(payload, key, sizer), run, self.algorithm.n_pairs(payload),
+                             cancelled, self._count_slice)
+
+    def _run_cpu(self, payload: Any, key: Any, cells: int) -> np.ndarray:
+        threads = max(1, min(self.threads, cells // self.MIN_CELLS_PER_THREAD, self.algorithm.n_pairs(payload)))
+        return self.algorithm.run(payload, key, backend="cpu", threads=threads)
+
+    def _count_slice(self) -> None:
+        with self._slices_lock:
+            self.slices_run += 1
 
     def warmup(self) -> None:
         # Compiles/loads the backend (NVRTC for the GPU) before the first caller pays for it.
@@ -303,7 +377,7 @@ class WorkItem:
 
     __slots__ = ("kernel", "key", "payload", "cells", "n_out", "deadline", "enqueued", "state", "result",
                  "error", "event", "queue_s", "compute_s", "coalesced", "submission_cells", "drop_reason", "waiter",
-                 "streamed", "deliver", "delivered")
+                 "streamed", "deliver", "delivered", "cancelled")
 
     def __init__(self, kernel: Kernel, key: Any, payload: Any, cells: int, n_out: int, deadline: float | None,
                  waiter: Any = None, streamed: bool = False,
@@ -328,6 +402,9 @@ class WorkItem:
         # them on itself (the server: written into the request's shared file).
         self.deliver = deliver
         self.delivered = False
+        # Set when the caller goes while the item runs: a submission whose items are all
+        # cancelled (or past their deadlines) stops at its next slice or chunk.
+        self.cancelled = False
 
 
 class BatcherClosed(RuntimeError):
@@ -382,6 +459,7 @@ class Batcher:
         self.submissions = 0
         self.completed = 0
         self.dropped = 0
+        self.stopped = 0  # running submissions stopped early (all their callers gone)
         # Read when scraped, instead of set at every change (twice per request).
         self._metrics.queue_depth.set_function(lambda: len(self._queue))
         self._threads = [threading.Thread(target=self._loop, name=f"warpdp-batcher-{i}", daemon=True)
@@ -430,13 +508,17 @@ class Batcher:
         return item
 
     def cancel(self, item: WorkItem, reason: str = "cancelled") -> bool:
-        """Drop a queued item (its caller is gone); True if it never reached the backend."""
+        """Drop a queued item (its caller is gone); True if it never reached the backend. A
+        running item is marked cancelled: its submission stops at the next slice or chunk
+        once all its items are cancelled or expired."""
         # Once out of the queue an item never returns to it, so the usual case (the call
         # ended after its request ran) needs no lock.
         if item.state != _QUEUED:
+            item.cancelled = item.state == _RUNNING
             return item.state == _DROPPED
         with self._lock:
             if item.state != _QUEUED:
+                item.cancelled = item.state == _RUNNING
                 return item.state == _DROPPED
             self._queue.remove(item)
             self._drop_locked(item, reason)
@@ -581,15 +663,24 @@ class Batcher:
             self._wake_worker_locked()  # what is left is another worker's to take
         return taken
 
+    @staticmethod
+    def _unwanted(items: list[WorkItem]) -> bool:
+        """Whether every caller of a submission is gone (cancelled, or past its deadline)."""
+        now = time.monotonic()
+        return all(it.cancelled or (it.deadline is not None and it.deadline <= now) for it in items)
+
     def _run(self, items: list[WorkItem]) -> None:
         kernel, key = items[0].kernel, items[0].key
         start = time.monotonic()
         try:
             payload = items[0].payload if len(items) == 1 else kernel.merge([it.payload for it in items])
-            out = kernel.run(payload, key)
+            out = kernel.run(payload, key, lambda: self._unwanted(items))
             expected = sum(it.n_out for it in items)
             if len(out) != expected:
                 raise RuntimeError(f"{kernel.name} backend returned {len(out)} results for {expected} items")
+        except JobCancelled:
+            self._stop(items)
+            return
         except Exception as exc:
             if len(items) > 1:
                 # Requests are validated one by one before they are queued, so this should not
@@ -603,6 +694,23 @@ class Batcher:
             self._finish(items, None, exc, start, time.monotonic())
             return
         self._finish(items, out, None, start, time.monotonic())
+
+    def _stop(self, items: list[WorkItem]) -> None:
+        """A submission stopped early because all its callers had gone: nobody gets results."""
+        now = time.monotonic()
+        expired = all(it.deadline is not None and it.deadline <= now for it in items)
+        reason = "deadline" if expired else "cancelled"
+        self._metrics.stopped.labels(reason).inc()
+        for item in items:
+            item.state, item.drop_reason = _DROPPED, reason
+            item.payload = None
+        with self._lock:
+            self.stopped += 1
+            self._changed_locked()
+        for item in items:
+            item.event.set()
+        if self._notify is not None:
+            self._notify(items)
 
     def _finish(self, items: list[WorkItem], out: np.ndarray | None, error: BaseException | None,
                 start: float, end: float) -> None:
@@ -679,6 +787,37 @@ class _RpcFailure(Exception):
         self.code, self.message = code, message
 
 
+def _sized(parse: Callable[[bytes], Any]) -> Callable[[bytes], tuple[Any, int]]:
+    """A request deserializer that also gives the message's size (ByteSize() would take
+    milliseconds to compute it again on a large message). It never raises: grpc answers
+    UNKNOWN when a deserializer does, so corrupt bytes come back as a _CorruptRequest, which
+    the handler answers with INVALID_ARGUMENT."""
+    def sized(data: bytes) -> tuple[Any, int]:
+        try:
+            return parse(data), len(data)
+        except DecodeError as exc:
+            return _CorruptRequest(f"{type(exc).__name__}: {exc}"), len(data)
+
+    return sized
+
+
+def _check_parsed(request: Any, method: str, prefix: str) -> None:
+    if isinstance(request, _CorruptRequest):
+        raise _RpcFailure(grpc.StatusCode.INVALID_ARGUMENT, f"{prefix}corrupt {method} request message ({request.error})")
+
+
+def _failure_status(method: str, exc: Exception) -> tuple[grpc.StatusCode, str]:
+    """The status answering an exception a handler did not expect to handle itself."""
+    if isinstance(exc, AdmissionRefused):
+        return grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc)
+    if isinstance(exc, MemoryError):
+        logger.warning("%s: out of memory (%s)", method, exc)
+        return (grpc.StatusCode.RESOURCE_EXHAUSTED,
+                "the server ran out of memory handling this request; retry later, or split it")
+    logger.exception("%s failed", method)  # a bug: answer INTERNAL, keep serving
+    return grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}"
+
+
 class _CallStats:
     """Counts for the one-line log every N requests."""
 
@@ -724,7 +863,7 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
 
     def __init__(self, *, batcher: Batcher, kernels: Sequence[AlgorithmKernel], config: ServerConfig,
                  metrics: Metrics, info: warpdp_pb2.ServerInfoReply, workers: int = 1,
-                 blocking_pool: ThreadPoolExecutor | None = None,
+                 blocking_pool: ThreadPoolExecutor | None = None, budget: MemoryBudget | None = None,
                  shared_memory: _shm_server.Registry | None = None) -> None:
         self._batcher = batcher
         self._kernels = {kernel.name: kernel for kernel in kernels}
@@ -745,6 +884,10 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
         self._map_failures = 0  # in a row
         # Reading shared files and decoding large requests block: they run here, off the loop.
         self._blocking_pool = blocking_pool
+        self.active = 0         # scoring calls being handled (changed on the loop's thread only)
+        self._budget = budget or MemoryBudget(config.memory_budget_bytes(), metrics, blocking_pool)
+        self._receive_bytes = receive_bytes(config.max_message_bytes)
+        self.stopping = False   # shutting down: new scoring calls are refused
 
     def close(self) -> None:
         """Drop the shared files' mappings (once the last requests using them are done)."""
@@ -766,40 +909,78 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
         self._metrics.finished("ServerInfo", "OK")
         return self._info
 
-    async def PairHmm(self, request: warpdp_pb2.PairHmmRequest,
-                      context: grpc.aio.ServicerContext) -> warpdp_pb2.PairHmmReply:
-        return await self._unary(self._kernels[PAIRHMM.name], request, context)
+    # The scoring methods read their messages themselves, once the memory budget has room
+    # (see add_to_server): the unary ones get the call's (one-message) request iterator.
+
+    async def PairHmm(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> warpdp_pb2.PairHmmReply:
+        return await self._unary(self._kernels[PAIRHMM.name], context)
 
     async def PairHmmStream(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> Any:
-        async for reply in self._stream(self._kernels[PAIRHMM.name], request_iterator, context):
+        async for reply in self._stream(self._kernels[PAIRHMM.name], context):
             yield reply
 
-    async def Xdrop(self, request: warpdp_pb2.XdropRequest, context: grpc.aio.ServicerContext) -> warpdp_pb2.XdropReply:
-        return await self._unary(self._kernels[XDROP.name], request, context)
+    async def Xdrop(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> warpdp_pb2.XdropReply:
+        return await self._unary(self._kernels[XDROP.name], context)
 
     async def XdropStream(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> Any:
-        async for reply in self._stream(self._kernels[XDROP.name], request_iterator, context):
+        async for reply in self._stream(self._kernels[XDROP.name], context):
             yield reply
 
-    async def SeedExtend(self, request: warpdp_pb2.SeedExtendRequest,
+    async def SeedExtend(self, request_iterator: Any,
                          context: grpc.aio.ServicerContext) -> warpdp_pb2.SeedExtendReply:
-        return await self._unary(self._kernels[SEEDEXT.name], request, context)
+        return await self._unary(self._kernels[SEEDEXT.name], context)
 
     async def SeedExtendStream(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> Any:
-        async for reply in self._stream(self._kernels[SEEDEXT.name], request_iterator, context):
+        async for reply in self._stream(self._kernels[SEEDEXT.name], context):
             yield reply
+
+    def add_to_server(self, server: grpc.aio.Server) -> None:
+        """Register the service. Unlike warpdp_pb2_grpc.add_WarpdpServicer_to_server, the unary
+        scoring methods are served as client streams (the same calls on the wire, where a
+        client sends one message): gRPC reads a unary call's message before the handler
+        starts, while a stream's handler reads it when it asks, after admission."""
+        handlers = {"ServerInfo": grpc.unary_unary_rpc_method_handler(
+            self.ServerInfo, request_deserializer=warpdp_pb2.ServerInfoRequest.FromString,
+            response_serializer=warpdp_pb2.ServerInfoReply.SerializeToString)}
+        for kernel in self._kernels.values():
+            algorithm = kernel.algorithm
+            request = algorithm.request_type
+            reply = getattr(warpdp_pb2, request.__name__.replace("Request", "Reply"))
+            # context.read() then gives (message, its size on the wire).
+            handlers[algorithm.rpc] = grpc.stream_unary_rpc_method_handler(
+                getattr(self, algorithm.rpc), request_deserializer=_sized(request.FromString),
+                response_serializer=reply.SerializeToString)
+            handlers[algorithm.rpc + "Stream"] = grpc.stream_stream_rpc_method_handler(
+                getattr(self, algorithm.rpc + "Stream"), request_deserializer=_sized(request.FromString),
+                response_serializer=reply.SerializeToString)
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
+        server.add_registered_method_handlers(SERVICE_NAME, handlers)
 
     # -- the two handlers every algorithm shares --
 
-    async def _unary(self, kernel: AlgorithmKernel, request: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def _unary(self, kernel: AlgorithmKernel, context: grpc.aio.ServicerContext) -> Any:
+        """A unary RPC, served as a client stream of one message: its message is read once the
+        memory budget has room for it (see _admission)."""
         method = kernel.algorithm.rpc
+        await self._refuse_when_stopping(method, context)
         start = time.monotonic()
         code, cells = grpc.StatusCode.OK, 0
+        self.active += 1
         self._metrics.in_flight.inc()
-        self._batcher.arrive()  # lets the batcher wait for this request instead of going without it
-        arriving = True
+        reservation = Reservation(self._budget)
+        arriving = False
         try:
-            job = await self._decode(kernel, request, context)
+            await reservation.resize(self._receive_bytes, self._admission_wait(context), "a request being received")
+            self._batcher.arrive()  # lets the batcher wait for this request instead of going without it
+            arriving = True
+            received = await context.read()
+            if received is grpc.aio.EOF:
+                raise _RpcFailure(grpc.StatusCode.INVALID_ARGUMENT, f"invalid {method} call: no request message")
+            request, nbytes = received
+            _check_parsed(request, method, "")
+            await reservation.resize(request_cost(kernel.algorithm, request, nbytes, self._config.max_message_bytes),
+                                     self._admission_wait(context), "the request")
+            job = await self._decode(kernel, request, context, "", nbytes)
             cells = job.cells
             self._check_limits(kernel, job, "")
             arriving = False
@@ -820,26 +1001,30 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
         except asyncio.CancelledError:
             code = grpc.StatusCode.CANCELLED
             raise
-        except Exception as exc:  # a bug: answer INTERNAL, keep serving
-            code = grpc.StatusCode.INTERNAL
-            logger.exception("%s failed", method)
-            await context.abort(code, f"internal error: {type(exc).__name__}: {exc}")
+        except Exception as exc:
+            code, message = _failure_status(method, exc)
+            await context.abort(code, message)
         finally:
             if arriving:
                 self._batcher.depart()
+            reservation.release()
+            self.active -= 1
             self._metrics.in_flight.dec()
             self._done(method, code, cells, start)
 
-    async def _stream(self, kernel: AlgorithmKernel, request_iterator: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def _stream(self, kernel: AlgorithmKernel, context: grpc.aio.ServicerContext) -> Any:
         """Chunks are read, decoded and queued by a reader task while replies go back in order;
-        at most the stream window's chunks are queued and not yet answered."""
+        at most the stream window's chunks are queued and not yet answered. Each chunk holds
+        its own reservation on the memory budget, from before it is read until it is answered."""
         method = kernel.algorithm.rpc + "Stream"
+        await self._refuse_when_stopping(method, context)
         start = time.monotonic()
         code, cells = grpc.StatusCode.OK, 0
         room = asyncio.Semaphore(self._stream_window)
         entries: asyncio.Queue[Any] = asyncio.Queue()
         queued = _StreamWork()
         end = object()
+        held: set[Reservation] = set()  # chunks' reservations not yet released
 
         def cancel_queued(_call: Any = None) -> None:
             queued.over = True  # a chunk queued from now on is cancelled by whoever queues it
@@ -847,23 +1032,42 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
                 self._batcher.cancel(item, "cancelled")
 
         async def read() -> None:
-            index = -1
+            index = 0
             try:
-                async for request in request_iterator:
-                    index += 1
+                while True:
                     await room.acquire()
-                    job, item = await self._decode_chunk(kernel, request, context, f"chunk {index}: ", queued)
-                    entries.put_nowait((index, item, job))
+                    reservation = Reservation(self._budget)
+                    held.add(reservation)
+                    await reservation.resize(self._receive_bytes, self._admission_wait(context),
+                                             f"chunk {index} (being received)")
+                    try:
+                        received = await context.read()
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception as exc:
+                        # Reading fails when the client cancels or the deadline passes; the RPC is over then.
+                        raise _RpcFailure(grpc.StatusCode.CANCELLED, f"reading chunk {index} failed: "
+                                                                     f"{type(exc).__name__}: {exc}") from None
+                    if received is grpc.aio.EOF:
+                        reservation.release()
+                        break
+                    request, nbytes = received
+                    _check_parsed(request, method, f"chunk {index}: ")
+                    await reservation.resize(
+                        request_cost(kernel.algorithm, request, nbytes, self._config.max_message_bytes),
+                        self._admission_wait(context), f"chunk {index}")
+                    job, item = await self._decode_chunk(kernel, request, context, f"chunk {index}: ", queued, nbytes)
+                    entries.put_nowait((index, item, job, reservation))
+                    index += 1
                 entries.put_nowait(end)
             except _RpcFailure as failure:
                 entries.put_nowait(failure)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                # Reading fails when the client cancels or the deadline passes; the RPC is over then.
-                entries.put_nowait(_RpcFailure(grpc.StatusCode.CANCELLED,
-                                               f"reading chunk {index + 1} failed: {type(exc).__name__}: {exc}"))
+                entries.put_nowait(_RpcFailure(*_failure_status(method, exc)))
 
+        self.active += 1
         self._metrics.in_flight.inc()
         context.add_done_callback(cancel_queued)
         reader = asyncio.get_running_loop().create_task(read())
@@ -874,12 +1078,14 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
                     break
                 if isinstance(entry, _RpcFailure):
                     raise entry
-                index, item, job = entry
+                index, item, job, reservation = entry
                 reply = await self._reply(kernel, item, job, index)
                 queued.items.discard(item)
                 room.release()
                 cells += job.cells
                 yield reply
+                reservation.release()
+                held.discard(reservation)
         except _RpcFailure as failure:
             code = failure.code
             await context.abort(failure.code, failure.message)
@@ -887,21 +1093,45 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
             code = grpc.StatusCode.CANCELLED
             raise
         except Exception as exc:
-            code = grpc.StatusCode.INTERNAL
-            logger.exception("%s failed", method)
-            await context.abort(code, f"internal error: {type(exc).__name__}: {exc}")
+            code, message = _failure_status(method, exc)
+            await context.abort(code, message)
         finally:
             reader.cancel()
             cancel_queued()
+            for reservation in held:
+                reservation.release()
+            self.active -= 1
             self._metrics.in_flight.dec()
             self._done(method, code, cells, start)
 
     # -- helpers --
 
+    @property
+    def budget(self) -> MemoryBudget:
+        return self._budget
+
+    def _admission_wait(self, context: grpc.aio.ServicerContext) -> float:
+        """How long a request may wait for room in the budget: the setting, within its deadline."""
+        remaining = context.time_remaining()
+        wait = self._config.admission_wait_s
+        return wait if remaining is None else max(0.0, min(wait, remaining))
+
+    def refuse_new_calls(self) -> None:
+        """Shutdown has begun: calls that start from now on get UNAVAILABLE."""
+        self.stopping = True
+
+    async def _refuse_when_stopping(self, method: str, context: grpc.aio.ServicerContext) -> None:
+        if self.stopping:
+            self._metrics.finished(method, grpc.StatusCode.UNAVAILABLE.name)
+            await context.abort(grpc.StatusCode.UNAVAILABLE,
+                                "the server is shutting down and takes no new calls; retry on another server")
+
     @staticmethod
-    def _decodes_off_loop(request: Any) -> bool:
-        """Whether decoding the request blocks long enough to move it off the event loop."""
-        return request.HasField("shared_file") or request.ByteSize() >= _DECODE_OFF_LOOP_BYTES
+    def _decodes_off_loop(request: Any, nbytes: int | None = None) -> bool:
+        """Whether decoding the request (of nbytes on the wire, when known: ByteSize() takes
+        milliseconds on a large message) blocks long enough to move it off the event loop."""
+        return request.HasField("shared_file") or (
+            request.ByteSize() if nbytes is None else nbytes) >= _DECODE_OFF_LOOP_BYTES
 
     @staticmethod
     def _deadline(context: grpc.aio.ServicerContext) -> float | None:
@@ -910,21 +1140,21 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
         return None if remaining is None else time.monotonic() + remaining
 
     async def _decode(self, kernel: AlgorithmKernel, request: Any, context: grpc.aio.ServicerContext,
-                      chunk: str = "") -> Job:
-        if self._decodes_off_loop(request):
+                      chunk: str = "", nbytes: int | None = None) -> Job:
+        if self._decodes_off_loop(request, nbytes):
             peer = context.peer()
             return await asyncio.get_running_loop().run_in_executor(
                 self._blocking_pool, self._decode_blocking, kernel, request, peer, chunk)
         return self._decode_blocking(kernel, request, context.peer(), chunk)
 
     async def _decode_chunk(self, kernel: AlgorithmKernel, request: Any, context: grpc.aio.ServicerContext,
-                            chunk: str, queued: _StreamWork) -> tuple[Job, WorkItem | None]:
+                            chunk: str, queued: _StreamWork, nbytes: int | None = None) -> tuple[Job, WorkItem | None]:
         """A stream's chunk decoded, checked and queued (None: nothing to score). Off the event
         loop when large, where the thread that decoded it also queues it: a trip back through
         the busy loop first would only delay the backend."""
         waiter = asyncio.get_running_loop().create_future()
         args = (kernel, request, context.peer(), chunk, self._deadline(context), waiter, queued)
-        if self._decodes_off_loop(request):
+        if self._decodes_off_loop(request, nbytes):
             return await asyncio.get_running_loop().run_in_executor(self._blocking_pool, self._queue_chunk, *args)
         return self._queue_chunk(*args)
 
@@ -1067,6 +1297,9 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
                 raise _RpcFailure(grpc.StatusCode.UNAVAILABLE, str(error))
             if isinstance(error, (ValueError, TypeError)):
                 raise _RpcFailure(grpc.StatusCode.INVALID_ARGUMENT, f"invalid request: {error}")
+            if isinstance(error, MemoryError):
+                raise _RpcFailure(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                  "the server ran out of memory running this request; retry later or split it")
             raise _RpcFailure(grpc.StatusCode.INTERNAL, f"the backend failed: {type(error).__name__}: {error}")
         assert item.result is not None
         stats = warpdp_pb2.CallStats(backend=kernel.backend, cells=job.cells, queue_us=int(item.queue_s * 1e6),
@@ -1093,13 +1326,7 @@ class BearerTokenInterceptor(grpc.aio.ServerInterceptor):
         self._metrics = metrics
 
     def _accepts(self, value: str | None) -> bool:
-        if not value or value[:7].lower() != "bearer ":
-            return False
-        presented = value[7:].strip().encode()
-        ok = False
-        for token in self._tokens:  # compare with every token, in constant time
-            ok |= hmac.compare_digest(presented, token)
-        return ok
+        return _bearer_accepted(self._tokens, value)
 
     async def intercept_service(self, continuation: Callable, handler_call_details: grpc.HandlerCallDetails) -> Any:
         method = handler_call_details.method
@@ -1108,13 +1335,79 @@ class BearerTokenInterceptor(grpc.aio.ServerInterceptor):
             return handler
         metadata = handler_call_details.invocation_metadata or ()
         values = [v for k, v in metadata if k == "authorization"]
-        if values and self._accepts(values[0] if isinstance(values[0], str) else values[0].decode()):
+        # Several entries are refused, not first-wins: a proxy adding its own must not decide
+        # which one counts.
+        if len(values) == 1 and self._accepts(values[0] if isinstance(values[0], str) else values[0].decode()):
             return handler
-        message = ("a bearer token is required: send metadata 'authorization: Bearer <token>'" if not values
-                   else "the bearer token is not accepted")
+        if not values:
+            message = "a bearer token is required: send metadata 'authorization: Bearer <token>'"
+        elif len(values) > 1:
+            message = (f"the call carries {len(values)} 'authorization' metadata entries; "
+                       f"exactly one is allowed")
+        else:
+            message = "the bearer token is not accepted"
         if self._metrics is not None:
             self._metrics.requests.labels(method.rsplit("/", 1)[-1], "UNAUTHENTICATED").inc()
         return _denying_handler(handler, message)
+
+
+def _bearer_accepted(tokens: Sequence[bytes], value: str | None) -> bool:
+    """Whether an authorization value is "Bearer <one of tokens>" (case-insensitive scheme)."""
+    if not value or value[:7].lower() != "bearer ":
+        return False
+    presented = value[7:].strip().encode()
+    ok = False
+    for token in tokens:  # compare with every token, in constant time
+        ok |= hmac.compare_digest(presented, token)
+    return ok
+
+
+def metrics_app(registry: CollectorRegistry, tokens: Sequence[str] = ()) -> Callable[..., Any]:
+    """The WSGI app serving /metrics; with tokens, a request needs `Authorization: Bearer
+    <token>` (one of them) and gets 401 otherwise. Several Authorization headers reach WSGI
+    joined by commas, which matches no token, so they are refused too."""
+    from prometheus_client import make_wsgi_app
+
+    app = make_wsgi_app(registry)
+    if not tokens:
+        return app
+    accepted = [t.encode() for t in tokens]
+
+    def guarded(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        if _bearer_accepted(accepted, environ.get("HTTP_AUTHORIZATION")):
+            return app(environ, start_response)
+        start_response("401 Unauthorized", [("Content-Type", "text/plain; charset=utf-8"),
+                                            ("WWW-Authenticate", 'Bearer realm="warpdp metrics"')])
+        return [b"a bearer token is required: send 'Authorization: Bearer <token>'\n"]
+
+    return guarded
+
+
+class _MetricsHttpServer:
+    """/metrics over HTTP on a thread of its own (prometheus_client's start_http_server, plus
+    the bearer token check of :func:`metrics_app`)."""
+
+    def __init__(self, host: str, port: int, app: Callable[..., Any]) -> None:
+        import socket
+        import socketserver
+        from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+        class Handler(WSGIRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:  # scrapes would flood the log
+                pass
+
+        class ThreadingServer(socketserver.ThreadingMixIn, WSGIServer):
+            daemon_threads = True
+            address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
+        self.httpd = make_server(host, port, app, ThreadingServer, handler_class=Handler)
+        self.port: int = self.httpd.server_address[1]
+        self._thread = threading.Thread(target=self.httpd.serve_forever, name="warpdp-metrics", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
 
 
 def _denying_handler(handler: grpc.RpcMethodHandler, message: str) -> grpc.RpcMethodHandler:
@@ -1140,75 +1433,6 @@ class _CorruptRequest(NamedTuple):
     """What a request deserializer returns for bytes that are not a valid message."""
 
     error: str
-
-
-def _tolerant(deserialize: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
-    # grpc answers UNKNOWN when a deserializer raises; this one never does, so the handler
-    # can answer INVALID_ARGUMENT instead.
-    def tolerant(raw: bytes) -> Any:
-        try:
-            return deserialize(raw)
-        except DecodeError as exc:
-            return _CorruptRequest(f"{type(exc).__name__}: {exc}")
-
-    return tolerant
-
-
-class CorruptRequestInterceptor(grpc.aio.ServerInterceptor):
-    """INVALID_ARGUMENT, not UNKNOWN, for a warpdp request whose bytes do not parse (unary calls
-    at once; a stream's chunks answered up to the corrupt one, which then fails the call)."""
-
-    def __init__(self, metrics: Metrics | None = None) -> None:
-        self._metrics = metrics
-        # method -> (the handler it wraps, the wrapped one): built once per method, not per call.
-        self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
-
-    async def intercept_service(self, continuation: Callable, handler_call_details: grpc.HandlerCallDetails) -> Any:
-        handler = await continuation(handler_call_details)
-        method = handler_call_details.method
-        if (handler is None or not method.startswith(f"/{SERVICE_NAME}/") or handler.request_deserializer is None
-                or handler.request_streaming != handler.response_streaming):  # warpdp has no such RPC
-            return handler
-        cached = self._wrapped.get(method)
-        if cached is None or cached[0] is not handler:
-            cached = self._wrapped[method] = (handler, self._wrap(handler, method.rsplit("/", 1)[-1]))
-        return cached[1]
-
-    def _wrap(self, handler: grpc.RpcMethodHandler, name: str) -> grpc.RpcMethodHandler:
-        if handler.request_streaming:
-            inner_stream = handler.stream_stream
-
-            async def checked(request_iterator: Any) -> Any:
-                index = -1
-                async for request in request_iterator:
-                    index += 1
-                    if isinstance(request, _CorruptRequest):
-                        # The stream handler's reader answers this failure as it answers a bad chunk.
-                        raise _RpcFailure(grpc.StatusCode.INVALID_ARGUMENT,
-                                          f"chunk {index}: corrupt {name} request message ({request.error})")
-                    yield request
-
-            async def stream(request_iterator: Any, context: grpc.aio.ServicerContext) -> Any:
-                async for reply in inner_stream(checked(request_iterator), context):
-                    yield reply
-
-            behavior = stream
-        else:
-            inner_unary = handler.unary_unary
-
-            async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                if isinstance(request, _CorruptRequest):
-                    if self._metrics is not None:
-                        self._metrics.finished(name, grpc.StatusCode.INVALID_ARGUMENT.name)
-                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                                        f"corrupt {name} request message ({request.error})")
-                return await inner_unary(request, context)
-
-            behavior = unary
-        make = (grpc.stream_stream_rpc_method_handler if handler.request_streaming
-                else grpc.unary_unary_rpc_method_handler)
-        return make(behavior, request_deserializer=_tolerant(handler.request_deserializer),
-                    response_serializer=handler.response_serializer)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1296,7 +1520,8 @@ class Server:
         # overlap large submissions.
         cpu_threads = cfg.threads or max(1, resolve_threads(None) // (cfg.workers or 1))
         kernels = [AlgorithmKernel(algorithm, backends[algorithm.name],
-                                   cpu_threads if backends[algorithm.name] == "cpu" else (cfg.threads or 1))
+                                   cpu_threads if backends[algorithm.name] == "cpu" else (cfg.threads or 1),
+                                   slice_cells=cfg.cpu_slice_cells)
                    for algorithm in ALGORITHMS]
         if cfg.warmup:
             for kernel in kernels:
@@ -1339,24 +1564,31 @@ class Server:
             token_required=bool(cfg.tokens),
             shared_files=self._shared_files_info(),
         )
+        budget = MemoryBudget(cfg.memory_budget_bytes(), self.metrics, self._blocking_pool)
+        self.metrics.memory_budget.set(budget.limit)
+        self.metrics.memory_reserved.set_function(lambda: budget.used)
         servicer = WarpdpServicer(batcher=self._batcher, kernels=kernels, config=cfg, metrics=self.metrics, info=info,
-                                  workers=workers, blocking_pool=self._blocking_pool,
+                                  workers=workers, blocking_pool=self._blocking_pool, budget=budget,
                                   shared_memory=self.shared_memory)
         self._servicer = servicer
         interceptors = [BearerTokenInterceptor(cfg.tokens, self.metrics)] if cfg.tokens else []
-        interceptors.append(CorruptRequestInterceptor(self.metrics))  # inside the token check
         options = [
             ("grpc.max_receive_message_length", cfg.max_message_bytes),
             ("grpc.max_send_message_length", -1),  # replies are bounded by the checks above
             # gRPC sets SO_REUSEPORT by default, which would let a second server silently
             # share a port; fail with "address in use" instead.
             ("grpc.so_reuseport", 0),
+            # A call's message is read once the memory budget has room for it; until then gRPC
+            # may buffer only its flow-control window of it. BDP probing would grow that window
+            # without bound (every waiting call's whole message received, outside the budget).
+            ("grpc.http2.bdp_probe", 0),
+            ("grpc.http2.lookahead_bytes", _STREAM_WINDOW_BYTES),
         ]
         address = _format_address(cfg.host, cfg.port)
 
         async def start_grpc() -> tuple[grpc.aio.Server, int]:
             server = grpc.aio.server(interceptors=interceptors, options=options)
-            warpdp_pb2_grpc.add_WarpdpServicer_to_server(servicer, server)
+            servicer.add_to_server(server)
             self._health = health.aio.HealthServicer()
             health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
             reflection.enable_server_reflection(
@@ -1388,11 +1620,10 @@ class Server:
             raise
 
         if cfg.metrics_port is not None:
-            from prometheus_client import start_http_server
-
-            httpd, _thread = start_http_server(cfg.metrics_port, addr=cfg.host, registry=self.metrics.registry)
-            self._metrics_http = httpd
-            self.metrics_port = httpd.server_address[1]
+            # Behind the same bearer tokens as the RPCs, when they are set.
+            self._metrics_http = _MetricsHttpServer(cfg.host, cfg.metrics_port,
+                                                    metrics_app(self.metrics.registry, cfg.tokens))
+            self.metrics_port = self._metrics_http.port
 
         security = ("TLS" if cfg.tls_cert else "plaintext") + (", bearer token required" if cfg.tokens else "")
         logger.info("warpdp serve: listening on %s (%s); backend %s (requested %s): %s", self.address, security,
@@ -1405,9 +1636,11 @@ class Server:
                     if cfg.batching else "off")
         shared = (f"same-host clients may register shared memory on Unix socket @{info.shared_files.socket}"
                   if info.shared_files.enabled else "no shared memory")
-        logger.info("warpdp serve: batching %s; limits %d cells and %d bytes per request; %s%s", batching,
-                    cfg.max_request_cells, cfg.max_message_bytes, shared,
+        logger.info("warpdp serve: batching %s; limits %d cells and %d bytes per request, memory budget %d bytes "
+                    "(%.2f GiB); %s%s", batching, cfg.max_request_cells, cfg.max_message_bytes, budget.limit,
+                    budget.limit / 2**30, shared,
                     f"; metrics on http://{_format_address(cfg.host, self.metrics_port)}/metrics"
+                    + (" (bearer token required)" if cfg.tokens else "")
                     if self.metrics_port is not None else "")
         return self
 
@@ -1417,8 +1650,10 @@ class Server:
         return warpdp_pb2.SharedFiles(enabled=True, socket=self.shared_memory.name)
 
     def stop(self, grace: float | None = None) -> None:
-        """Stop accepting calls, let in-flight calls finish (up to `grace` seconds, default
-        config.grace_s), then stop. Safe to call more than once and from any thread."""
+        """Shut down: health reports NOT_SERVING and new scoring calls get UNAVAILABLE at once,
+        calls in flight may finish for up to `grace` seconds (default config.grace_s), then the
+        server stops listening and cancels what still runs. Safe to call more than once and
+        from any thread."""
         if self._grpc is None:
             return
         grace = self.config.grace_s if grace is None else grace
@@ -1426,26 +1661,45 @@ class Server:
             if self._stopped.is_set():
                 return
             logger.info("warpdp serve: stopping (finishing in-flight calls, up to %g s)", grace)
-            assert self._health is not None and self._batcher is not None
+            assert self._health is not None and self._batcher is not None and self._servicer is not None
+            end = time.monotonic() + grace
+            # The server keeps answering during the grace period, so that connected clients
+            # learn it is going: health checks say NOT_SERVING (for "" and the service), new
+            # scoring calls get UNAVAILABLE, and the calls in flight finish.
             self._on_loop(self._health.enter_graceful_shutdown())
+            self._servicer.refuse_new_calls()
             self._batcher.drain()
-            self._on_loop(self._grpc.stop(grace))
+            while self._servicer.active and time.monotonic() < end:
+                time.sleep(0.01)
+            # Then it stops listening; calls still running (grace over) are cancelled. A moment
+            # for replies already on their way, and health watches, to go out.
+            remaining = max(0.0, end - time.monotonic())
+            self._on_loop(self._grpc.stop(min(remaining, _REPLY_FLUSH_S) if not self._servicer.active else 0))
             self._batcher.close(timeout=max(grace, 1.0))
             if self._servicer is not None:
                 self._servicer.close()
             if self.shared_memory is not None:
                 self.shared_memory.close()
             if self._metrics_http is not None:
-                self._metrics_http.shutdown()
-                self._metrics_http.server_close()
+                self._metrics_http.close()
             self._close_loop()
             self._stopped.set()
             logger.info("warpdp serve: stopped")
 
-    def force_stop(self) -> None:
-        """Cancel in-flight calls now (a second SIGINT/SIGTERM)."""
+    def force_stop(self, timeout: float | None = None) -> None:
+        """Cancel in-flight calls now (a second SIGINT/SIGTERM); waits up to `timeout` seconds
+        (None: not at all) for the calls' ends to go out. Running submissions stop at their
+        next slice or chunk, their callers being gone."""
         if self._grpc is not None and self._loop is not None and not self._loop.is_closed():
-            asyncio.run_coroutine_threadsafe(self._grpc.stop(0), self._loop)
+            try:
+                future = asyncio.run_coroutine_threadsafe(self._grpc.stop(0), self._loop)
+            except RuntimeError:  # the loop closed meanwhile
+                return
+            if timeout is not None:
+                try:
+                    future.result(timeout)
+                except Exception:  # timed out, or already stopped: the process is leaving anyway
+                    pass
 
     def _on_loop(self, coroutine: Any) -> Any:
         """Run a coroutine on the server's event loop and wait for its result."""
@@ -1475,7 +1729,9 @@ class Server:
 def serve(config: ServerConfig | None = None, *, ready: Callable[[Server], None] | None = None,
           **settings: Any) -> int:
     """Run a server in the foreground until SIGTERM or SIGINT, then shut down gracefully
-    (a second signal cancels what is still running). Returns the exit status (0).
+    (see Server.stop) and return 0. A second SIGTERM or SIGINT during the shutdown cancels the
+    calls still running and ends the process at once with status 128 + the signal's number
+    (143 for SIGTERM, 130 for SIGINT), without returning.
 
     Must run in the main thread (signal handlers); `ready` is called once listening.
     """
@@ -1486,8 +1742,12 @@ def serve(config: ServerConfig | None = None, *, ready: Callable[[Server], None]
     def on_signal(signum: int, frame: object) -> None:
         received.append(signum)
         if stop_requested.is_set():
-            logger.warning("warpdp serve: second %s, cancelling in-flight calls", signal.Signals(signum).name)
-            server.force_stop()
+            logger.warning("warpdp serve: second %s, cancelling in-flight calls and exiting now",
+                           signal.Signals(signum).name)
+            server.force_stop(_FORCE_STOP_S)
+            logging.shutdown()
+            # Not sys.exit: interpreter exit would wait for threads still decoding or scoring.
+            os._exit(128 + signum)
         stop_requested.set()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
@@ -1505,4 +1765,4 @@ def serve(config: ServerConfig | None = None, *, ready: Callable[[Server], None]
 
 
 __all__ = ["AlgorithmKernel", "Batcher", "BearerTokenInterceptor", "Metrics", "SERVICE_NAME", "Server",
-           "ServerConfig", "WarpdpServicer", "read_token_file", "serve"]
+           "ServerConfig", "WarpdpServicer", "metrics_app", "read_token_file", "serve"]

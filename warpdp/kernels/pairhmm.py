@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ..plugin.cancel import CancelCheck, check_cancelled
 from .chunk_slot import ChunkSlot, Held, SlotRing, cupy_pinned, round_up
 from .host_copy import copy_arrays
 
@@ -672,7 +673,7 @@ class _Runner:
         dev.launch_plan(base + plan.at["plan"], plan.n_reads, stream)
 
     def run(self, batches: Any, out: np.ndarray, use_double: bool, chunk_bytes: int | None,
-            chunk_cells: int | None) -> None:
+            chunk_cells: int | None, cancelled: CancelCheck | None = None) -> None:
         page_locked = _page_locked_fields(batches, self.device)
         all_locked = len(page_locked) == len(_UPLOADED_FIELDS)
         # Smaller first chunks let the GPU start while the host copies the next ones' input.
@@ -688,6 +689,7 @@ class _Runner:
         try:
             with self.lock:  # one call at a time enqueues; its chunks finish after it lets go
                 for chunk in chunks:
+                    check_cancelled(cancelled)  # what is enqueued finishes (collected below)
                     # Planned here, not up front: the GPU works on the previous chunk meanwhile.
                     plan = _ChunkPlan(batches, chunk, use_double, self, *stats)
                     index, slot = self.ring.take()
@@ -802,14 +804,17 @@ def _check_inputs(batches: Any, out: np.ndarray) -> None:
 
 
 def forward(batches: Any, out: np.ndarray, *, use_double: bool = False,
-            chunk_bytes: int | None = None, chunk_cells: int | None = None) -> None:
+            chunk_bytes: int | None = None, chunk_cells: int | None = None,
+            cancelled: CancelCheck | None = None) -> None:
     """Fill ``out`` (float64, one per pair, batch after batch, read-major) with log10 likelihoods.
 
     ``batches`` is a validated :class:`warpdp.plugin.pairhmm.PairHmmBatches`. ``use_double``
     computes every pair in double; otherwise float with GKL's double fallback below 1e-28.
     ``chunk_bytes`` / ``chunk_cells`` bound one chunk's device footprint and work (defaults:
     1 GiB, 4e9 cells, the first chunks smaller; 8e9 cells, all full-size, when every uploaded
-    array is page-locked); larger inputs are processed chunk after chunk.
+    array is page-locked); larger inputs are processed chunk after chunk. ``cancelled`` is
+    checked before each chunk is enqueued: JobCancelled once it returns True, after the chunks
+    already enqueued have finished (see warpdp.plugin.cancel).
     """
     _check_inputs(batches, out)
     for name, value in (("chunk_bytes", chunk_bytes), ("chunk_cells", chunk_cells)):
@@ -817,7 +822,7 @@ def forward(batches: Any, out: np.ndarray, *, use_double: bool = False,
             raise ValueError(f"{name} must be a positive int or None, not {value!r}")
     if len(out) == 0:
         return
-    _runner().run(batches, out, bool(use_double), chunk_bytes, chunk_cells)
+    _runner().run(batches, out, bool(use_double), chunk_bytes, chunk_cells, cancelled)
 
 
 def kernel_seconds(batches: Any, *, use_double: bool = False, repeats: int = 5,

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..cython_cpu.ordering import KEY_VALUES, stable_order_u16
+from ..plugin.cancel import CancelCheck, check_cancelled
 from .chunk_slot import ChunkSlot, Held, SlotRing, cupy_pinned, round_up
 from .host_copy import copy_arrays
 
@@ -363,7 +364,8 @@ class _Runner:
         with self.cupy.cuda.Device(self.device_id):  # occupancy queries need the device's context
             return _ChunkPlan(pairs, params, start, stop, self)
 
-    def run(self, pairs: Any, params: Any, table: np.ndarray, check_range: RangeCheck | None = None) -> None:
+    def run(self, pairs: Any, params: Any, table: np.ndarray, check_range: RangeCheck | None = None,
+            cancelled: CancelCheck | None = None) -> None:
         chunks = split_chunks(pairs.query_offsets, pairs.target_offsets, _CHUNK_PAIRS, _CHUNK_BYTES)
         upcoming = iter(chunks)
         planned: deque[Future[_ChunkPlan]] = deque()
@@ -379,6 +381,7 @@ class _Runner:
         try:
             with self.lock:  # one call at a time enqueues; its chunks finish after it lets go
                 for start, stop in chunks:
+                    check_cancelled(cancelled)  # what is enqueued finishes (collected below)
                     plan_ahead(1)  # the first chunk's plan alone: nothing competes with it
                     plan = planned.popleft().result()
                     plan_ahead(_PLAN_WORKERS)
@@ -409,7 +412,8 @@ def _runner() -> _Runner:
         return _RUNNER
 
 
-def extend(pairs: Any, params: Any, table: np.ndarray, check_range: RangeCheck | None = None) -> None:
+def extend(pairs: Any, params: Any, table: np.ndarray, check_range: RangeCheck | None = None,
+           cancelled: CancelCheck | None = None) -> None:
     """Fill ``table`` (n_pairs x 6 int32: score, qle, tle, gtle, gscore, max_off) for every pair.
 
     ``params`` is a validated :class:`warpdp.plugin.seedext.SeedExtParams` and ``pairs`` a
@@ -417,11 +421,12 @@ def extend(pairs: Any, params: Any, table: np.ndarray, check_range: RangeCheck |
     validated too, unless ``check_range`` is given: ``check_range(start, stop)`` raises for
     what is wrong with pairs start..stop-1, and runs for each chunk before anything of that
     chunk is launched (chunks already enqueued finish, then the error propagates). The answers
-    are those of the CPU backend, exactly.
+    are those of the CPU backend, exactly. ``cancelled`` is checked before each chunk is
+    enqueued: JobCancelled once it returns True (see warpdp.plugin.cancel).
     """
     if not isinstance(table, np.ndarray) or table.dtype != np.int32 or table.shape != (pairs.n_pairs, 6) \
             or not table.flags.c_contiguous:
         raise ValueError(f"table must be a C-contiguous ({pairs.n_pairs}, 6) int32 array")
     if pairs.n_pairs == 0:
         return
-    _runner().run(pairs, params, table, check_range)
+    _runner().run(pairs, params, table, check_range, cancelled)

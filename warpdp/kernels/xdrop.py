@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from ..plugin.cancel import CancelCheck, check_cancelled
 from .chunk_slot import ALIGN, ChunkSlot, Held, SlotRing, cupy_pinned, round_up
 from .host_copy import copy_arrays
 
@@ -457,13 +458,15 @@ class _Runner:
         slot.done = cupy.cuda.Event(block=False, disable_timing=True)
         slot.done.record(stream)
 
-    def run(self, pairs: Any, chunks: Sequence[tuple[int, int]], scores: Scores, results: Any) -> bool:
+    def run(self, pairs: Any, chunks: Sequence[tuple[int, int]], scores: Scores, results: Any,
+            cancelled: CancelCheck | None = None) -> bool:
         """Extend the pairs of ``chunks`` into ``results``; False when some base was not ACGTN."""
         mine: list[tuple[int, Held]] = []
         with self.cupy.cuda.Device(self.device_id):
             try:
                 with self.lock:  # one call at a time enqueues; its chunks finish after it lets go
                     for start, stop in chunks:
+                        check_cancelled(cancelled)  # what is enqueued finishes (collected below)
                         plan = _ChunkPlan(pairs, start, stop, scores, self.resident_warps, self.wide,
                                           self.shared_resident)
                         index, slot = self.ring.take()
@@ -494,13 +497,14 @@ def _runner(device_id: int) -> _Runner:
 
 
 def extend(pairs: Any, results: Any, *, k: int, x: int, match: int, mismatch: int, gap: int, best: bool,
-           devices: Sequence[int] | None = None) -> None:
+           devices: Sequence[int] | None = None, cancelled: CancelCheck | None = None) -> None:
     """Fill ``results`` (a :class:`warpdp.plugin.xdrop.XdropResults`) for every pair.
 
     ``pairs`` is validated :class:`warpdp.plugin.xdrop.XdropPairs` (seeds inside their
     sequences; bases are checked here, on the GPU) and the scores are validated; the answers are
     those of the CPU backend, exactly. ``devices`` lists the GPUs to spread chunks over
-    (default: the current device).
+    (default: the current device). ``cancelled`` is checked before each chunk is enqueued:
+    JobCancelled once it returns True (see warpdp.plugin.cancel).
     """
     if pairs.n_pairs == 0:
         return
@@ -510,12 +514,12 @@ def extend(pairs: Any, results: Any, *, k: int, x: int, match: int, mismatch: in
     device_ids = list(devices) if devices else [cupy.cuda.runtime.getDevice()]
     chunks = split_chunks(pairs.h_offsets, pairs.v_offsets)
     if len(device_ids) == 1 or len(chunks) == 1:
-        ok = _runner(device_ids[0]).run(pairs, chunks, scores, results)
+        ok = _runner(device_ids[0]).run(pairs, chunks, scores, results, cancelled)
     else:
         # Chunks dealt round-robin; each device works through its share in its own thread.
         shares = [chunks[i::len(device_ids)] for i in range(len(device_ids))]
         with ThreadPoolExecutor(len(device_ids)) as pool:
-            oks = list(pool.map(lambda args: _runner(args[0]).run(pairs, args[1], scores, results),
+            oks = list(pool.map(lambda args: _runner(args[0]).run(pairs, args[1], scores, results, cancelled),
                                 [(d, share) for d, share in zip(device_ids, shares) if share]))
         ok = all(oks)
     if not ok:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .backend import choose_backend, resolve_cpu_isa, resolve_threads
+from .cancel import CancelCheck
 from .packed import byte_array, check_array, check_offsets, concat, int64_array, offsets_of
 
 # GATK's defaults when a read carries no BI/BD tags, and its constant gap continuation penalty.
@@ -258,10 +259,11 @@ def pairhmm(
 
 
 def pairhmm_validated(batches: PairHmmBatches, *, backend: str = "auto", threads: int | None = None,
-                      double: bool = False, out: np.ndarray | None = None, cpu_isa: str | None = None) -> np.ndarray:
+                      double: bool = False, out: np.ndarray | None = None, cpu_isa: str | None = None,
+                      cancelled: CancelCheck | None = None) -> np.ndarray:
     """:func:`pairhmm` for batches already validated. The gRPC server validates every request
     as it decodes it; validating each of a large job's chunks again cost its GPU path about
-    0.2 ms per chunk."""
+    0.2 ms per chunk. ``cancelled`` is checked between GPU chunks (warpdp.plugin.cancel)."""
     n_threads = resolve_threads(threads)
     if out is None:
         out = np.empty(batches.n_pairs, dtype=np.float64)
@@ -271,7 +273,7 @@ def pairhmm_validated(batches: PairHmmBatches, *, backend: str = "auto", threads
     if chosen == "gpu":
         from ..kernels import pairhmm as gpu_pairhmm
 
-        gpu_pairhmm.forward(batches, out, use_double=bool(double))
+        gpu_pairhmm.forward(batches, out, use_double=bool(double), cancelled=cancelled)
     else:
         from ..cython_cpu import pairhmm as cpu_pairhmm
 

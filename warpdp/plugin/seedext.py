@@ -17,6 +17,7 @@ from functools import partial
 import numpy as np
 
 from .backend import choose_backend, resolve_cpu_isa, resolve_threads
+from .cancel import CancelCheck
 from .packed import (byte_array, check_array, check_int, check_offset_ends, check_offset_steps, concat,
                      int64_array, offsets_of)
 from .pairhmm import sequence_bytes
@@ -309,8 +310,10 @@ def seed_extend_with(
     backend: str = "auto",
     threads: int | None = None,
     cpu_isa: str | None = None,
+    cancelled: CancelCheck | None = None,
 ) -> SeedExtResults:
-    """:func:`seed_extend` with the parameters as one :class:`SeedExtParams` (for services)."""
+    """:func:`seed_extend` with the parameters as one :class:`SeedExtParams` (for services);
+    ``cancelled`` is checked between GPU chunks (see warpdp.plugin.cancel)."""
     check_seed_job(pairs, params)
     n_threads = resolve_threads(threads)
     table = np.empty((pairs.n_pairs, 6), dtype=np.int32)
@@ -320,7 +323,8 @@ def seed_extend_with(
 
         # The launcher checks each chunk's pairs on its planning threads, before that chunk's
         # launch, so that checking overlaps the GPU's work instead of coming before it all.
-        gpu_seedext.extend(pairs, params, table, check_range=partial(check_pair_range, pairs, params))
+        gpu_seedext.extend(pairs, params, table, check_range=partial(check_pair_range, pairs, params),
+                           cancelled=cancelled)
     else:
         from ..cython_cpu import seedext as cpu_seedext
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .backend import choose_backend, resolve_cpu_isa, resolve_threads
+from .cancel import CancelCheck
 from .packed import (INT64_MAX, MAX_SEQUENCE_LENGTH, byte_array, check_array, check_int, check_offsets, concat,
                      int64_array, offsets_of)
 from .pairhmm import SequenceInput, sequence_bytes
@@ -275,6 +276,7 @@ def xdrop(
     threads: int | None = None,
     cpu_isa: str | None = None,
     devices: Sequence[int] | None = None,
+    cancelled: CancelCheck | None = None,
 ) -> XdropResults:
     """Extend the seed of every pair in both directions with gapped X-drop (see the module doc).
 
@@ -282,7 +284,8 @@ def xdrop(
     "best". ``threads`` bounds CPU threads (default: all cores). ``cpu_isa`` forces a CPU
     variant ("scalar", "avx2", "avx512"; default: the environment variable ``WARPDP_CPU_ISA``
     if set, else the best one this CPU supports). ``devices`` lists the GPUs to spread the
-    pairs over (default: the current one). Both backends give the same results.
+    pairs over (default: the current one). Both backends give the same results. ``cancelled``
+    is checked between GPU chunks (see warpdp.plugin.cancel).
     """
     if not isinstance(pairs, XdropPairs):
         raise TypeError(f"pairs must be XdropPairs, not {type(pairs).__name__} (see pack_xdrop_pairs)")
@@ -298,7 +301,7 @@ def xdrop(
         from ..kernels import xdrop as gpu_xdrop
 
         gpu_xdrop.extend(pairs, results, k=k, x=x, match=match, mismatch=mismatch, gap=gap,
-                         best=report == "best", devices=devices)
+                         best=report == "best", devices=devices, cancelled=cancelled)
         return results
     from ..cython_cpu import xdrop as cpu_xdrop
 
