@@ -2,6 +2,7 @@
 and a check that never fires changes no result. Each input is cut into many small chunks."""
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -75,8 +76,8 @@ def run_pairhmm(cancelled: CountingCheck) -> np.ndarray:
 def run_xdrop(cancelled: CountingCheck, monkeypatch: pytest.MonkeyPatch) -> np.ndarray:
     from warpdp.kernels import xdrop as gpu_xdrop
 
-    real = gpu_xdrop.split_chunks
-    monkeypatch.setattr(gpu_xdrop, "split_chunks", lambda h, v: real(h, v, chunk_pairs=16))
+    real = getattr(gpu_xdrop.split_chunks, "func", gpu_xdrop.split_chunks)  # not an earlier call's partial
+    monkeypatch.setattr(gpu_xdrop, "split_chunks", functools.partial(real, chunk_pairs=16))
     result = warpdp.xdrop(xdrop_input(), k=17, x=20, backend="gpu", cancelled=cancelled)
     return np.stack([result.score, result.begin_h, result.end_h, result.begin_v, result.end_v])
 
@@ -85,7 +86,7 @@ def run_seedext(cancelled: CountingCheck, monkeypatch: pytest.MonkeyPatch) -> np
     from warpdp.kernels import seedext as gpu_seedext
 
     monkeypatch.setattr(gpu_seedext, "_CHUNK_PAIRS", 256)
-    return warpdp.seed_extend(seedext_input(), backend="gpu", cancelled=cancelled).table
+    return warpdp.seed_extend_with(seedext_input(), warpdp.SeedExtParams(), backend="gpu", cancelled=cancelled).table
 
 
 FAMILIES: dict[str, Callable[[CountingCheck, pytest.MonkeyPatch], np.ndarray]] = {

@@ -190,11 +190,14 @@ class MemoryBudget:
                 f"for room in its memory budget of {self.limit} bytes ({self.used} bytes held by requests in "
                 f"progress); retry later or on another server")
 
-    def release(self, nbytes: int) -> None:
+    def release(self, nbytes: int, freed: bool = True) -> None:
+        """Give back nbytes; ``freed=False`` when they were reserved but never allocated (an
+        estimate cut down), so they do not count towards the next malloc_trim."""
         if nbytes <= 0:
             return
         self.used -= nbytes
-        self._released_since_trim += nbytes
+        if freed:
+            self._released_since_trim += nbytes
         self._admit_waiting()
         if self.used == 0 and not self._waiting:
             self._maybe_trim()
@@ -246,7 +249,8 @@ class Reservation:
 
     async def resize(self, nbytes: int, wait_s: float, what: str) -> None:
         if nbytes <= self.held:
-            self.budget.release(self.held - nbytes)
+            # Shrinking from what a message being received might have needed: nothing was freed.
+            self.budget.release(self.held - nbytes, freed=False)
             self.held = nbytes
             return
         # An admitted request that needs more goes ahead of those not yet admitted.
