@@ -28,6 +28,7 @@ public class WarpdpPairHmm implements PairHMMNativeBinding {
     private final ClientOptions fixedOptions;
     private volatile WarpdpClient client;
     private volatile boolean useDouble;
+    private volatile String lastTarget = "(no address)";
 
     /** Options from system properties / environment, read at {@link #load}. */
     public WarpdpPairHmm() {
@@ -55,6 +56,7 @@ public class WarpdpPairHmm implements PairHMMNativeBinding {
         WarpdpClient candidate;
         try {
             options = fixedOptions != null ? fixedOptions : ClientOptions.fromEnvironment();
+            lastTarget = options.target();
             candidate = SharedClients.acquire(options);
         } catch (RuntimeException e) {
             LOG.warning("warpdp Pair-HMM not available: " + e.getMessage());
@@ -177,6 +179,11 @@ public class WarpdpPairHmm implements PairHMMNativeBinding {
         if (c != null) {
             SharedClients.release(c);
         }
+    }
+
+    /** The server address the last {@link #load} tried (for messages). */
+    public String lastTarget() {
+        return lastTarget;
     }
 
     /** The client in use, or null before a successful {@link #load} (for tests and diagnostics). */
