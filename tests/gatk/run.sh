@@ -6,8 +6,8 @@
 #           runs GATK (java ... -jar $GATK_LOCAL_JAR), against a CPU `warpdp serve`
 #   java    GATK's Java LOGLESS_CACHING
 # plus: the launcher with the server down (FASTEST_AVAILABLE: the shim falls back to GKL), GVCF mode,
-# Mutect2 on a tumour/normal pair, the replay of the run's Pair-HMM workload, and optionally
-# HaplotypeCallerSpark (WARPDP_GATK_SPARK=1). tests/gatk/compare.py checks the outputs and prints
+# Mutect2 on a tumour/normal pair, HaplotypeCallerSpark --spark-master local[2] (WARPDP_GATK_SPARK=0 skips
+# it), and the replay of the run's Pair-HMM workload. tests/gatk/compare.py checks the outputs and prints
 # PASS/FAIL lines and 'N passed, N failed'; exits non-zero on any failure.
 #
 # Needs: java_shim/target/warpdp-gatk.jar (make java-jar), JDK 17, Maven, python3 with warpdp and pysam.
@@ -51,8 +51,14 @@ timed resolve mvn -B -ntp -q -f "$GATK_POM" dependency:build-classpath -Dmdep.in
 GATK_CP=$(cat "$OUT/gatk.classpath")
 GATK_JAR=$(tr ':' '\n' < "$OUT/gatk.classpath" | grep -m1 '/gatk-4\.6\.2\.0\.jar$') || die "gatk jar not resolved"
 # GATK's jar names the packages it needs opened; with -cp (not -jar) they must be given on the command line.
-mapfile -t OPENS < <(unzip -p "$GATK_JAR" META-INF/MANIFEST.MF | tr -d '\r' | sed -e ':a;N;$!ba;s/\n //g' |
-    sed -n 's/^Add-Opens: //p' | tr ' ' '\n' | sed '/^$/d; s/.*/--add-opens=&=ALL-UNNAMED/')
+mapfile -t OPENS < <(python3 - "$GATK_JAR" <<'PY'
+import sys, zipfile
+manifest = zipfile.ZipFile(sys.argv[1]).read("META-INF/MANIFEST.MF").decode().replace("\r", "")
+for line in manifest.replace("\n ", "").splitlines():
+    if line.startswith("Add-Opens:"):
+        print("\n".join(f"--add-opens={p}=ALL-UNNAMED" for p in line.split()[1:]))
+PY
+)
 [[ ${#OPENS[@]} -gt 10 ]] || die "no Add-Opens in $GATK_JAR's manifest"
 
 say "making the data set"
@@ -122,15 +128,21 @@ timed m2_gkl gatk_cp "${M2[@]}" -O "$OUT/m2_gkl.vcf.gz" --pair-hmm-implementatio
 timed m2_warpdp gatk_wrapper "$WARPDP_OPTS" "${M2[@]}" -O "$OUT/m2_warpdp.vcf.gz" \
     --pair-hmm-implementation AVX_LOGLESS_CACHING --pair-hmm-results-file "$OUT/m2_warpdp.pairhmm.txt"
 
-SPARK_CHECKS=""
-if [[ ${WARPDP_GATK_SPARK:-0} == 1 ]]; then
+SPARK_VCFS=""
+SPARK_LOGS=""
+if [[ ${WARPDP_GATK_SPARK:-1} == 1 ]]; then
     say "HaplotypeCallerSpark --spark-master local[2] (first 100 kb)"
-    timed spark_gkl gatk_cp HaplotypeCallerSpark -R "$D/ref.fasta" -I "$D/sample.bam" "${REGION[@]}" \
-        -O "$OUT/spark_gkl.vcf.gz" --spark-master 'local[2]' --pair-hmm-implementation AVX_LOGLESS_CACHING
-    timed spark_warpdp gatk_wrapper "$WARPDP_OPTS" HaplotypeCallerSpark -R "$D/ref.fasta" -I "$D/sample.bam" \
-        "${REGION[@]}" -O "$OUT/spark_warpdp.vcf.gz" --spark-master 'local[2]' \
-        --pair-hmm-implementation AVX_LOGLESS_CACHING
-    SPARK_CHECKS=", [\"HaplotypeCallerSpark local[2]: gkl vs warpdp\", \"$OUT/spark_gkl.vcf.gz\", \"$OUT/spark_warpdp.vcf.gz\"]"
+    # Spark's driver on the loopback address only (it would otherwise bind the machine's own address).
+    export SPARK_LOCAL_IP=127.0.0.1
+    SPARK=(HaplotypeCallerSpark -R "$D/ref.fasta" -I "$D/sample.bam" "${REGION[@]}" --spark-master 'local[2]'
+           --conf spark.driver.host=127.0.0.1 --conf spark.driver.bindAddress=127.0.0.1
+           --pair-hmm-implementation AVX_LOGLESS_CACHING)
+    timed spark_gkl gatk_cp "${SPARK[@]}" -O "$OUT/spark_gkl.vcf.gz"
+    timed spark_warpdp gatk_wrapper "$WARPDP_OPTS" "${SPARK[@]}" -O "$OUT/spark_warpdp.vcf.gz"
+    SPARK_VCFS=",
+    [\"HaplotypeCallerSpark local[2]: gkl vs warpdp\", \"$OUT/spark_gkl.vcf.gz\", \"$OUT/spark_warpdp.vcf.gz\"]"
+    SPARK_LOGS=",
+    [\"HaplotypeCallerSpark warpdp\", \"$OUT/spark_warpdp.log\", [\"warpdp Pair-HMM: server 127.0.0.1:$PORT\"], \"Loading libgkl_pairhmm\"]"
 fi
 stop_server
 
@@ -146,13 +158,13 @@ cat > "$OUT/checks.json" <<EOF
     ["HaplotypeCaller warpdp", "$OUT/hc_warpdp.log", ["warpdp Pair-HMM: server 127.0.0.1:$PORT"], "Loading libgkl_pairhmm"],
     ["HaplotypeCaller gkl", "$OUT/hc_gkl.log", ["Using the AVX-accelerated native PairHMM implementation"], "warpdp Pair-HMM"],
     ["HaplotypeCaller server down", "$OUT/hc_fallback.log", ["using Intel GKL's own com.intel.gkl.pairhmm.IntelPairHmmOMP",
-     "Using the OpenMP multi-threaded AVX-accelerated native PairHMM implementation"], null]
+     "Using the OpenMP multi-threaded AVX-accelerated native PairHMM implementation"], null]$SPARK_LOGS
   ],
   "identical_vcfs": [
     ["HaplotypeCaller: gkl vs warpdp", "$OUT/hc_gkl.vcf.gz", "$OUT/hc_warpdp.vcf.gz"],
     ["HaplotypeCaller: gkl vs server down (fallback to GKL)", "$OUT/hc_gkl.vcf.gz", "$OUT/hc_fallback.vcf.gz"],
     ["HaplotypeCaller -ERC GVCF: gkl vs warpdp", "$OUT/gvcf_gkl.g.vcf.gz", "$OUT/gvcf_warpdp.g.vcf.gz"],
-    ["Mutect2: gkl vs warpdp", "$OUT/m2_gkl.vcf.gz", "$OUT/m2_warpdp.vcf.gz"]$SPARK_CHECKS
+    ["Mutect2: gkl vs warpdp", "$OUT/m2_gkl.vcf.gz", "$OUT/m2_warpdp.vcf.gz"]$SPARK_VCFS
   ],
   "hmm_files": [
     ["HaplotypeCaller", "$OUT/hc_gkl.pairhmm.txt", "$OUT/hc_warpdp.pairhmm.txt"],
