@@ -110,7 +110,8 @@ timed hc_gkl gatk_cp "${HC[@]}" -O "$OUT/hc_gkl.vcf.gz" --pair-hmm-implementatio
     --pair-hmm-results-file "$OUT/hc_gkl.pairhmm.txt"
 timed hc_warpdp gatk_wrapper "$WARPDP_OPTS" "${HC[@]}" -O "$OUT/hc_warpdp.vcf.gz" \
     --pair-hmm-implementation AVX_LOGLESS_CACHING --pair-hmm-results-file "$OUT/hc_warpdp.pairhmm.txt"
-timed hc_java gatk_cp "${HC[@]}" -O "$OUT/hc_java.vcf.gz" --pair-hmm-implementation LOGLESS_CACHING
+timed hc_java gatk_cp "${HC[@]}" -O "$OUT/hc_java.vcf.gz" --pair-hmm-implementation LOGLESS_CACHING \
+    --pair-hmm-results-file "$OUT/hc_java.pairhmm.txt"
 
 say "HaplotypeCaller through the launcher with the server down (FASTEST_AVAILABLE)"
 timed hc_fallback gatk_wrapper "-Xmx$XMX -Dwarpdp.address=127.0.0.1:$DEAD_PORT" "${HC[@]}" \
@@ -165,6 +166,12 @@ cat > "$OUT/checks.json" <<EOF
     ["HaplotypeCaller: gkl vs server down (fallback to GKL)", "$OUT/hc_gkl.vcf.gz", "$OUT/hc_fallback.vcf.gz"],
     ["HaplotypeCaller -ERC GVCF: gkl vs warpdp", "$OUT/gvcf_gkl.g.vcf.gz", "$OUT/gvcf_warpdp.g.vcf.gz"],
     ["Mutect2: gkl vs warpdp", "$OUT/m2_gkl.vcf.gz", "$OUT/m2_warpdp.vcf.gz"]$SPARK_VCFS
+  ],
+  "compare_vcfs": [
+    ["HaplotypeCaller: gkl vs Java LOGLESS_CACHING", "$OUT/hc_gkl.vcf.gz", "$OUT/hc_java.vcf.gz"]
+  ],
+  "compare_hmm": [
+    ["HaplotypeCaller: gkl vs Java LOGLESS_CACHING", "$OUT/hc_gkl.pairhmm.txt", "$OUT/hc_java.pairhmm.txt"]
   ],
   "hmm_files": [
     ["HaplotypeCaller", "$OUT/hc_gkl.pairhmm.txt", "$OUT/hc_warpdp.pairhmm.txt"],
