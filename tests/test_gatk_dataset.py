@@ -53,7 +53,7 @@ def test_reads_align_where_the_bam_says(dataset):
         assert bam.header["HD"]["SO"] == "coordinate"
         last = -1
         for a in bam.fetch("chrS"):
-            assert a.reference_start >= last and a.is_paired and a.mapping_quality == 60
+            assert a.reference_start >= last and a.is_paired and a.mapping_quality in (0, 60)
             last = a.reference_start
             reads += 1
             seq = a.query_sequence

@@ -5,7 +5,8 @@ nothing downloaded:
   homopolymers, short tandem repeats and GC-rich / AT-rich stretches;
 - truth.vcf.gz (+ .tbi): germline SNPs and indels of 1-50 bp, het and hom-alt, sample "sample1";
 - sample.bam (+ .bai): simulated paired 2x150 reads of sample1 (insert ~350 bp) at --depth, with
-  quality-dependent substitution errors, aligned as simulated (CIGAR through the indels), read group with SM;
+  quality-dependent substitution errors, aligned as simulated (CIGAR through the indels; mapping quality 0
+  for half the reads inside segmental duplications), read group with SM;
 - with --somatic: normal.bam (SM normal: the same germline genome) and tumor.bam (SM tumor: germline plus
   somatic SNVs and indels in a fraction --purity of the cells), and somatic_truth.vcf.gz.
 
@@ -40,8 +41,9 @@ def mutate(rng: np.random.Generator, seq: np.ndarray, rate: float) -> np.ndarray
     return out
 
 
-def make_reference(rng: np.random.Generator, length: int) -> bytes:
-    """A contig of background sequence with the repeat content that makes calling hard."""
+def make_reference(rng: np.random.Generator, length: int) -> tuple[bytes, list[tuple[int, int]]]:
+    """A contig of background sequence with the repeat content that makes calling hard, and the intervals
+    of its segmental duplications (both copies)."""
     # Background in 5-20 kb blocks of varying GC content.
     parts, n = [], 0
     while n < length:
@@ -60,11 +62,13 @@ def make_reference(rng: np.random.Generator, length: int) -> bytes:
         piece = mutate(rng, element, 0.10)
         put(int(pos), piece if rng.random() < 0.5 else piece[::-1])
     # Segmental duplications: 2-5 kb copied elsewhere with 1-2% divergence.
+    dups = []
     for _ in range(max(1, length // 100_000)):
         size = int(rng.integers(2_000, 5_000))
         src = int(rng.integers(1_000, length - size - 1_000))
         dst = int(rng.integers(1_000, length - size - 1_000))
         put(dst, mutate(rng, seq[src:src + size].copy(), float(rng.uniform(0.01, 0.02))))
+        dups += [(src, src + size), (dst, dst + size)]
     # Homopolymers (8-25 bp) and short tandem repeats (unit 2-6, 20-80 bp), one of each per ~2 kb.
     for pos in rng.integers(500, length - 500, length // 2_000):
         put(int(pos), np.full(int(rng.integers(8, 26)), BASES[rng.integers(0, 4)]))
@@ -72,7 +76,7 @@ def make_reference(rng: np.random.Generator, length: int) -> bytes:
         unit = random_seq(rng, int(rng.integers(2, 7)))
         total = int(rng.integers(20, 81))
         put(int(pos), np.tile(unit, total // len(unit) + 1)[:total])
-    return seq.tobytes()
+    return seq.tobytes(), dups
 
 
 @dataclass
@@ -213,7 +217,10 @@ def simulate_reads(rng: np.random.Generator, haps: list[Haplotype], weights: lis
     return reads
 
 
-def write_bam(path: Path, reads: list[tuple], ref_len: int, sample: str) -> None:
+def write_bam(path: Path, reads: list[tuple], ref_len: int, sample: str, rng: np.random.Generator,
+              ambiguous: list[tuple[int, int]]) -> None:
+    """Sorted, indexed BAM. A read mostly inside a segmental duplication gets mapping quality 0 half the
+    time (an aligner cannot always tell the copies apart), else 60."""
     header = {"HD": {"VN": "1.6", "SO": "coordinate"},
               "SQ": [{"SN": CONTIG, "LN": ref_len}],
               "RG": [{"ID": f"{sample}.rg1", "SM": sample, "LB": f"{sample}.lib1", "PL": "ILLUMINA",
@@ -224,7 +231,9 @@ def write_bam(path: Path, reads: list[tuple], ref_len: int, sample: str) -> None
         for pos, qname, flag, seq, qual, cigar, mpos, tlen in reads:
             a = pysam.AlignedSegment(out.header)
             a.query_name, a.flag, a.reference_id, a.reference_start = qname, flag, 0, pos
-            a.mapping_quality, a.cigartuples = 60, cigar
+            inside = any(min(pos + READ_LEN, e) - max(pos, s) >= READ_LEN // 2 for s, e in ambiguous)
+            a.mapping_quality = 0 if inside and rng.random() < 0.5 else 60
+            a.cigartuples = cigar
             a.next_reference_id, a.next_reference_start, a.template_length = 0, mpos, tlen
             a.query_sequence = seq.decode()
             a.query_qualities = array.array("B", qual.tobytes())
@@ -273,13 +282,13 @@ def main() -> None:
     rng = np.random.default_rng(args.seed)
     args.out.mkdir(parents=True, exist_ok=True)
 
-    ref = make_reference(rng, args.length)
+    ref, dups = make_reference(rng, args.length)
     write_reference(args.out, ref)
     germline = make_variants(rng, ref, args.variant_spacing)
     write_vcf(args.out / "truth.vcf.gz", germline, len(ref), "sample1")
     haps = [Haplotype(ref, [v for v in germline if h in v.haps]) for h in (0, 1)]
     write_bam(args.out / "sample.bam", simulate_reads(rng, haps, [1, 1], args.depth, len(ref), "s1"),
-              len(ref), "sample1")
+              len(ref), "sample1", rng, dups)
     print(f"{args.out}: {len(ref)} bp, {len(germline)} germline variants "
           f"({sum(len(v.ref) != len(v.alt) for v in germline)} indels), sample.bam at {args.depth}x")
 
@@ -303,10 +312,10 @@ def main() -> None:
         tumour_haps = normal_haps + [cut(tumour_hap)]
         p = args.purity
         write_bam(args.out / "normal.bam", simulate_reads(rng, normal_haps, [1, 1], 30, len(sub_ref), "n"),
-                  len(ref), "normal")
+                  len(ref), "normal", rng, dups)
         write_bam(args.out / "tumor.bam",
                   simulate_reads(rng, tumour_haps, [0.5 * (1 - p), 0.5, 0.5 * p], 40, len(sub_ref), "t"),
-                  len(ref), "tumor")
+                  len(ref), "tumor", rng, dups)
         print(f"{args.out}: {len(somatic)} somatic variants on the first {span} bp (purity {p}), "
               f"normal.bam 30x, tumor.bam 40x")
 

@@ -112,7 +112,7 @@ public final class Main {
         }
     }
 
-    // Build check: the private gRPC classes load and a call to a closed port fails as UNAVAILABLE.
+    // Packaging check: the relocated gRPC classes load and a call to a closed port fails as UNAVAILABLE.
     private static int selfTest() {
         try (WarpdpClient client = WarpdpClient.connect(ClientOptions.of("127.0.0.1:1").withRetries(0))) {
             client.health();
