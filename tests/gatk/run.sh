@@ -158,8 +158,8 @@ cat > "$OUT/checks.json" <<EOF
   "logs": [
     ["HaplotypeCaller warpdp", "$OUT/hc_warpdp.log", ["warpdp Pair-HMM: server 127.0.0.1:$PORT"], "Loading libgkl_pairhmm"],
     ["HaplotypeCaller gkl", "$OUT/hc_gkl.log", ["Using the AVX-accelerated native PairHMM implementation"], "warpdp Pair-HMM"],
-    ["HaplotypeCaller server down", "$OUT/hc_fallback.log", ["using Intel GKL's own com.intel.gkl.pairhmm.IntelPairHmmOMP",
-     "Using the OpenMP multi-threaded AVX-accelerated native PairHMM implementation"], null]$SPARK_LOGS
+    ["HaplotypeCaller server down", "$OUT/hc_fallback.log", ["; using Intel GKL's own com.intel.gkl.pairhmm.IntelPairHmmOMP",
+     "Using the OpenMP multi-threaded AVX-accelerated native PairHMM implementation"], "Pair-HMM not available: "]$SPARK_LOGS
   ],
   "identical_vcfs": [
     ["HaplotypeCaller: gkl vs warpdp", "$OUT/hc_gkl.vcf.gz", "$OUT/hc_warpdp.vcf.gz"],

@@ -54,23 +54,26 @@ public final class GklFallback {
         try {
             ClassLoader gkl = gklLoader();
             if (gkl == null) {
-                LOG.warning("warpdp Pair-HMM: " + reason + ", and GKL's own Pair-HMM is not on the class path");
+                LOG.warning("warpdp Pair-HMM not available (" + reason + "), and GKL's own Pair-HMM is not on the"
+                        + " class path");
                 return null;
             }
             PairHMMNativeBinding hmm = (PairHMMNativeBinding) Class.forName(className, true, gkl)
                     .getConstructor().newInstance();
             if (!hmm.load(tempDir)) {
-                LOG.warning("warpdp Pair-HMM: " + reason + ", and GKL's " + className
+                LOG.warning("warpdp Pair-HMM not available (" + reason + "), and GKL's " + className
                         + " does not load on this machine (no AVX?)");
                 return null;
             }
+            // Once per JVM: Spark makes a Pair-HMM per partition.
             if (ANNOUNCED.compareAndSet(false, true)) {
-                LOG.warning("warpdp Pair-HMM: " + reason + "; using Intel GKL's own " + className + " from "
-                        + origin + " instead");
+                LOG.warning("warpdp Pair-HMM not available (" + reason + "); using Intel GKL's own " + className
+                        + " from " + origin + " instead");
             }
             return hmm;
         } catch (ReflectiveOperationException | IOException | LinkageError | ClassCastException e) {
-            LOG.warning("warpdp Pair-HMM: " + reason + ", and GKL's " + className + " cannot be loaded: " + e);
+            LOG.warning("warpdp Pair-HMM not available (" + reason + "), and GKL's " + className
+                    + " cannot be loaded: " + e);
             return null;
         }
     }

@@ -38,12 +38,14 @@ public class IntelPairHmm implements PairHMMNativeBinding {
         if (active != null) {
             return true;
         }
-        if (warpdp.load(tempDir)) {
-            active = warpdp;
-        } else if (GklFallback.enabled()) {
-            active = GklFallback.load(gklClassName(), tempDir, "no warpdp server at "
-                    + warpdp.lastTarget());
+        if (!GklFallback.enabled()) {
+            if (warpdp.load(tempDir)) {
+                active = warpdp;
+            }
+            return active != null;
         }
+        String failure = warpdp.connect();
+        active = failure == null ? warpdp : GklFallback.load(gklClassName(), tempDir, failure);
         return active != null;
     }
 
