@@ -1,8 +1,11 @@
 # The two commands of the README: `make run` (set up, then start the server) and `make test`.
 PYTHON ?= python3
 PIP_FLAGS ?= --quiet --disable-pip-version-check --root-user-action=ignore
+MVN ?= mvn
+# Batch mode, no download progress; ~/.m2 caches Maven Central's artifacts between runs.
+MVN_FLAGS ?= -B -ntp
 
-.PHONY: install run test test-python test-java bench-cpu check-cuda
+.PHONY: install run test test-python test-java test-gatk java-jar bench-cpu check-cuda
 
 # Installs warpdp (building the Cython/C CPU backend in place) with its test dependencies.
 install:
@@ -11,15 +14,28 @@ install:
 run: install
 	$(PYTHON) -m warpdp serve
 
-# The whole suite: Python (GPU tests skip without a GPU), then the Java shim's JUnit tests
-# against a real `warpdp serve` (java_shim/build.sh installs its Debian packages when missing).
-test: test-python test-java
+# The whole suite: Python (GPU tests skip without a GPU), then the Java shim's JUnit tests (Maven Surefire,
+# against a real CPU `warpdp serve` the tests start). Both always run; the target fails if either does.
+test: install
+	@status=0; \
+	$(PYTHON) -m pytest -q || status=1; \
+	$(MVN) $(MVN_FLAGS) -f java_shim/pom.xml verify || status=1; \
+	exit $$status
 
 test-python: install
 	$(PYTHON) -m pytest -q
 
+# Builds java_shim/target/warpdp-gatk.jar and runs its tests against it.
 test-java: install
-	bash java_shim/build.sh test
+	$(MVN) $(MVN_FLAGS) -f java_shim/pom.xml verify
+
+java-jar:
+	$(MVN) $(MVN_FLAGS) -q -f java_shim/pom.xml -DskipTests package
+
+# GATK 4.6.2.0 itself (from Maven Central) on a synthetic data set: HaplotypeCaller with GKL's AVX
+# Pair-HMM, with warpdp (through the `gatk`-style launcher jar) and with GATK's Java Pair-HMM; see docs/gatk.md.
+test-gatk: install java-jar
+	bash tests/gatk/run.sh
 
 bench-cpu: install
 	$(PYTHON) benchmarks/pairhmm_cpu.py

@@ -22,6 +22,7 @@ then on.
 from __future__ import annotations
 
 import ipaddress
+import json
 import logging
 import queue
 import socket
@@ -138,6 +139,21 @@ def _target(addresses: list[str]) -> tuple[str, bool, str | None]:
     return f"{scheme}:{','.join(endpoints)}", True, (names[0] if names else None)
 
 
+# gRPC repeats a call that found no server (restart, failover) itself, as long as no reply has come
+# (every warpdp call is idempotent): UNAVAILABLE, up to RETRIES more times, backing off from 0.25 s.
+# Health checks are probes and not retried. Requests are kept for a retry up to the buffer sizes below.
+RETRIES = 2
+_RETRY_OPTIONS: tuple[tuple[str, Any], ...] = (
+    ("grpc.enable_retries", 1),
+    ("grpc.service_config", json.dumps({"methodConfig": [{
+        "name": [{"service": "warpdp.v1.Warpdp"}],
+        "retryPolicy": {"maxAttempts": RETRIES + 1, "initialBackoff": "0.25s", "maxBackoff": "5s",
+                        "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]})),
+    ("grpc.per_rpc_retry_buffer_size", 256 << 20),
+    ("grpc.retry_buffer_size", 1 << 30),
+)
+
+
 class Client:
     """Scores through one or more warpdp servers; the same results as local scoring.
 
@@ -169,6 +185,7 @@ class Client:
         channel_options: list[tuple[str, Any]] = [
             ("grpc.max_send_message_length", -1),     # the server enforces its own limit
             ("grpc.max_receive_message_length", -1),
+            *_RETRY_OPTIONS,
         ]
         if balanced:
             channel_options.append(("grpc.lb_policy_name", "round_robin"))

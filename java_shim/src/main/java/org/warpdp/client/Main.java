@@ -5,6 +5,8 @@ import java.util.Locale;
 /**
  * {@code java -jar warpdp-gatk.jar [info|health [--wait SECONDS]] [--address HOST:PORT]}: checks that a
  * server is reachable with the settings GATK would use (system properties / environment).
+ * {@code java -jar warpdp-gatk.jar launcher ...} writes a launcher jar for GATK's {@code gatk} script
+ * ({@link org.warpdp.gatk.LauncherJar}).
  */
 public final class Main {
     private Main() {
@@ -15,6 +17,9 @@ public final class Main {
     }
 
     static int run(String[] args) {
+        if (args.length > 0 && args[0].equals("launcher")) {
+            return org.warpdp.gatk.LauncherJar.run(java.util.Arrays.copyOfRange(args, 1, args.length));
+        }
         String command = "info";
         String address = null;
         double waitSeconds = 0;
@@ -28,7 +33,8 @@ public final class Main {
                     case "--pid" -> serverPid = Long.parseLong(value(args, ++i));
                     case "-h", "--help" -> {
                         System.out.println("usage: java -jar warpdp-gatk.jar [info|health|version] [--address HOST:PORT]"
-                                + " [--wait SECONDS [--pid PID]]\n  settings: -Dwarpdp.address, -Dwarpdp.token(.file), -Dwarpdp.tls,"
+                                + " [--wait SECONDS [--pid PID]]\n       java -jar warpdp-gatk.jar launcher --help"
+                                + " (a launcher jar for GATK's gatk script)\n  settings: -Dwarpdp.address, -Dwarpdp.token(.file), -Dwarpdp.tls,"
                                 + " ... or WARPDP_ADDRESS, WARPDP_TOKEN, ...");
                         return 0;
                     }
@@ -106,7 +112,7 @@ public final class Main {
         }
     }
 
-    // Build check: the private gRPC classes load and a call to a closed port fails as UNAVAILABLE.
+    // Packaging check: the relocated gRPC classes load and a call to a closed port fails as UNAVAILABLE.
     private static int selfTest() {
         try (WarpdpClient client = WarpdpClient.connect(ClientOptions.of("127.0.0.1:1").withRetries(0))) {
             client.health();

@@ -5,7 +5,6 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.IntToLongFunction;
-import java.util.function.Supplier;
 
 import org.warpdp.client.spi.Transport;
 import org.warpdp.client.spi.Transports;
@@ -32,12 +31,13 @@ import org.warpdp.client.spi.Transports;
  * <p>Thread-safe; one client (one channel) serves any number of threads. Jobs larger than the server's
  * limits (or {@link ClientOptions#maxCellsPerRequest()}) are split into several requests
  * ({@link ChunkPlanner}) streamed in one {@code <Algorithm>Stream} call per server. Calls that fail with
- * UNAVAILABLE are retried {@link ClientOptions#retries()} times. Results are exactly those of warpdp's Python
+ * UNAVAILABLE are retried {@link ClientOptions#retries()} times by gRPC itself (a service-config retry policy
+ * of the channel; see {@code GrpcTransport}). Results are exactly those of warpdp's Python
  * API for the same input on the server's backend.
  *
  * <p>Each algorithm has the same pattern: a packed input class ({@link PairHmmBatches}, {@link XdropPairs},
  * {@link SeedExtPairs}), a method on {@link Transport} and its gRPC implementation, and a method here that
- * plans the requests and retries.
+ * plans the requests.
  */
 public final class WarpdpClient implements AutoCloseable {
     /** The gRPC service name, as registered with the server's health service. */
@@ -110,7 +110,7 @@ public final class WarpdpClient implements AutoCloseable {
 
     /** Asks the server (and remembers its limits for splitting jobs). */
     public ServerInfo serverInfo() {
-        ServerInfo info = retrying(() -> transport.serverInfo(options.connectTimeoutMillis()));
+        ServerInfo info = transport.serverInfo(options.connectTimeoutMillis());
         serverInfo = info;
         return info;
     }
@@ -141,10 +141,7 @@ public final class WarpdpClient implements AutoCloseable {
         }
         List<PairHmmBatches> requests = plan(job);
         requestsSent.addAndGet(requests.size());
-        retrying(() -> {
-            transport.pairHmm(requests, useDouble, out, offset, options.deadlineMillis());
-            return null;
-        });
+        transport.pairHmm(requests, useDouble, out, offset, options.deadlineMillis());
     }
 
     /**
@@ -200,7 +197,7 @@ public final class WarpdpClient implements AutoCloseable {
 
     /**
      * A job of {@code n} independent pairs: planned into requests within the limits ({@code cellsOf} and
-     * {@code requestBytesOf} per pair), then sent (with retries) by {@code send}. Nothing to do for no pairs.
+     * {@code requestBytesOf} per pair), then sent by {@code send}. Nothing to do for no pairs.
      */
     private <J> void runPairs(J job, int n, IntToLongFunction cellsOf, IntToLongFunction requestBytesOf,
                               PairSelector<J> select, Consumer<List<J>> send) {
@@ -215,10 +212,7 @@ public final class WarpdpClient implements AutoCloseable {
         }
         List<J> requests = planPairs(job, cells, bytes, select);
         requestsSent.addAndGet(requests.size());
-        retrying(() -> {
-            send.accept(requests);
-            return null;
-        });
+        send.accept(requests);
     }
 
     /** Ranges of consecutive pairs within the limits, each selected as one request (the job when it fits). */
@@ -259,25 +253,6 @@ public final class WarpdpClient implements AutoCloseable {
         long maxCells = Math.min(ownCellLimit(), info.maxRequestCells() > 0 ? info.maxRequestCells() : Long.MAX_VALUE);
         long maxBytes = info.maxMessageBytes() > 0 ? info.maxMessageBytes() : DEFAULT_MESSAGE_BYTES;
         return new long[] {maxCells, maxBytes};
-    }
-
-    // Every call is idempotent, so one that found no server (restart, failover) is simply repeated.
-    private <T> T retrying(Supplier<T> call) {
-        for (int attempt = 0; ; attempt++) {
-            try {
-                return call.get();
-            } catch (WarpdpException e) {
-                if (!e.isUnavailable() || attempt >= options.retries()) {
-                    throw e;
-                }
-                try {
-                    Thread.sleep(Math.min(5_000L, 250L << attempt));
-                } catch (InterruptedException ie) {
-                    Thread.currentThread().interrupt();
-                    throw e;
-                }
-            }
-        }
     }
 
     /** Shuts the channel down. */

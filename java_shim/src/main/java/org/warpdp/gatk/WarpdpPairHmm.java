@@ -48,8 +48,21 @@ public class WarpdpPairHmm implements PairHMMNativeBinding {
      */
     @Override
     public synchronized boolean load(File tempDir) {
+        String failure = connect();
+        if (failure != null) {
+            LOG.warning("warpdp Pair-HMM not available: " + failure);
+            return false;
+        }
+        return true;
+    }
+
+    /**
+     * What {@link #load} does, without the warning: connects and checks the server; returns null when it
+     * serves, else why not (for callers that report it themselves, as the GKL fallback does).
+     */
+    public synchronized String connect() {
         if (client != null) {
-            return true;
+            return null;
         }
         ClientOptions options;
         WarpdpClient candidate;
@@ -57,25 +70,22 @@ public class WarpdpPairHmm implements PairHMMNativeBinding {
             options = fixedOptions != null ? fixedOptions : ClientOptions.fromEnvironment();
             candidate = SharedClients.acquire(options);
         } catch (RuntimeException e) {
-            LOG.warning("warpdp Pair-HMM not available: " + e.getMessage());
-            return false;
+            return e.getMessage();
         }
         try {
             String status = candidate.health();
             if (!"SERVING".equals(status)) {
-                LOG.warning("warpdp Pair-HMM not available: the server at " + options.target() + " is " + status);
                 SharedClients.release(candidate);
-                return false;
+                return "the server at " + options.target() + " is " + status;
             }
             ServerInfo info = candidate.serverInfo();
             LOG.info("warpdp Pair-HMM: server " + options.target() + ": " + info.summary());
         } catch (RuntimeException e) {
-            LOG.warning("warpdp Pair-HMM not available: " + e.getMessage());
             SharedClients.release(candidate);
-            return false;
+            return e.getMessage();
         }
         client = candidate;
-        return true;
+        return null;
     }
 
     /** Takes {@code useDoublePrecision}; the thread count is the server's business. Null means defaults

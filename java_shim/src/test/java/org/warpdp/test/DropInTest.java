@@ -67,7 +67,7 @@ public class DropInTest {
     public void gklLaterOnTheClassPathIsShadowed() throws Exception {
         List<URL> copies = Collections.list(DropInTest.class.getClassLoader()
                 .getResources("com/intel/gkl/pairhmm/IntelPairHmm.class"));
-        assumeTrue("GKL's jar is not on the test class path (Debian libgkl-java); skipping", copies.size() > 1);
+        assumeTrue("GKL's jar is not on the test class path (the pom puts it there); skipping", copies.size() > 1);
         assertTrue("ours first: " + copies, copies.get(0).toString().contains("warpdp-gatk.jar"));
         PairHMMNativeBinding fpga = (PairHMMNativeBinding) Class.forName("com.intel.gkl.pairhmm.IntelPairHmmFpga")
                 .getConstructor().newInstance();

@@ -15,14 +15,14 @@ import org.broadinstitute.gatk.nativebindings.pairhmm.ReadDataHolder;
 import org.junit.Test;
 
 /**
- * The real thing side by side: Intel GKL's native Pair-HMM (Debian's libgkl-java / libgkl-jni, loaded in a
+ * The real thing side by side: Intel GKL's native Pair-HMM (GKL's jar from Maven Central, loaded in a
  * class loader of its own because our jar shadows its class names) against the warpdp binding, on the
  * reference data and on random regions. Skipped where GKL is not installed or its native code does not
  * load (no AVX).
  */
 public class GklCrossCheckTest {
-    private static final File GKL_JAR = new File("/usr/share/java/gkl.jar");
-    private static final File COMMONS_LOGGING = new File("/usr/share/java/commons-logging.jar");
+    // The pom passes the path of GKL's jar from Maven Central (the version GATK 4.6.2.0 bundles).
+    private static final File GKL_JAR = new File(System.getProperty("warpdp.test.gkl.jar", "-"));
     private static PairHMMNativeBinding gkl;
     private static boolean loaded;
 
@@ -54,9 +54,9 @@ public class GklCrossCheckTest {
     // global, so it is initialized again before every use.
     private static synchronized PairHMMNativeBinding realGkl(boolean useDouble) throws Exception {
         if (gkl == null) {
-            assumeTrue("Intel GKL (Debian libgkl-java, libgkl-jni) is not installed; skipping the cross-check",
-                    GKL_JAR.isFile() && COMMONS_LOGGING.isFile());
-            GklLoader loader = new GklLoader(new URL[] {GKL_JAR.toURI().toURL(), COMMONS_LOGGING.toURI().toURL()},
+            assumeTrue("Intel GKL's jar (-Dwarpdp.test.gkl.jar) not found; skipping the cross-check",
+                    GKL_JAR.isFile());
+            GklLoader loader = new GklLoader(new URL[] {GKL_JAR.toURI().toURL()},
                     GklCrossCheckTest.class.getClassLoader());
             PairHMMNativeBinding hmm = (PairHMMNativeBinding) loader.loadClass("com.intel.gkl.pairhmm.IntelPairHmm")
                     .getConstructor().newInstance();

@@ -16,8 +16,29 @@ import org.warpdp.gatk.WarpdpPairHmm;
 
 import com.intel.gkl.pairhmm.IntelPairHmmOMP;
 
-/** Without a server, load() returns false (GATK then falls back) and does so quickly. */
+/** Without a server, load() returns false quickly (with the GKL fallback off: see FallbackTest for it on). */
 public class NoServerTest {
+
+    // Runs the body with -Dwarpdp.fallback=none, the address restored afterwards.
+    private static void withoutFallback(ThrowingRunnable body) throws Exception {
+        String savedAddress = TestSupport.address();
+        String saved = System.getProperty("warpdp.fallback");
+        System.setProperty("warpdp.fallback", "none");
+        try {
+            body.run();
+        } finally {
+            System.setProperty("warpdp.address", savedAddress);
+            if (saved == null) {
+                System.clearProperty("warpdp.fallback");
+            } else {
+                System.setProperty("warpdp.fallback", saved);
+            }
+        }
+    }
+
+    private interface ThrowingRunnable {
+        void run() throws Exception;
+    }
 
     @Test
     public void loadReturnsFalseWhenNothingListens() throws Exception {
@@ -37,28 +58,23 @@ public class NoServerTest {
 
     @Test
     public void dropInReadsTheAddressPropertyAtLoad() throws Exception {
-        String saved = System.getProperty("warpdp.address");
-        try {
+        String saved = TestSupport.address();
+        withoutFallback(() -> {
             System.setProperty("warpdp.address", "127.0.0.1:" + TestSupport.freePort());
             PairHMMNativeBinding omp = new IntelPairHmmOMP();
             assertFalse("no server at the configured address", omp.load(null));
             System.setProperty("warpdp.address", saved);
             assertTrue("the same class finds the test server once the address points to it", omp.load(null));
             omp.done();
-        } finally {
-            System.setProperty("warpdp.address", saved);
-        }
+        });
     }
 
     @Test
-    public void badSettingsMakeLoadReturnFalseNotThrow() {
-        String saved = System.getProperty("warpdp.address");
-        try {
+    public void badSettingsMakeLoadReturnFalseNotThrow() throws Exception {
+        withoutFallback(() -> {
             System.setProperty("warpdp.address", "no-port-here");
             assertFalse(new IntelPairHmmOMP().load(null));
-        } finally {
-            System.setProperty("warpdp.address", saved);
-        }
+        });
         assertThrows(IllegalArgumentException.class, () -> ClientOptions.of("host:99999"));
         assertThrows(IllegalArgumentException.class, () -> ClientOptions.of("a:1,dns:///b:2"));
     }

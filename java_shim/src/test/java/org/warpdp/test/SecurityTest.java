@@ -38,7 +38,7 @@ public class SecurityTest {
     public static void startServer() throws Exception {
         String serve = System.getProperty("warpdp.test.serve");
         String repo = System.getProperty("warpdp.test.repo");
-        assumeTrue("-Dwarpdp.test.serve and -Dwarpdp.test.repo not set (build.sh sets them)",
+        assumeTrue("-Dwarpdp.test.serve and -Dwarpdp.test.repo not set (the pom sets them)",
                 serve != null && repo != null);
         dir = Files.createTempDirectory("warpdp-security-test");
         Path tokenFile = dir.resolve("tokens");

@@ -4,6 +4,7 @@ import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 import static org.junit.Assume.assumeTrue;
 
+import java.io.File;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
@@ -12,22 +13,69 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 
 import org.broadinstitute.gatk.nativebindings.pairhmm.HaplotypeDataHolder;
 import org.broadinstitute.gatk.nativebindings.pairhmm.ReadDataHolder;
+import org.warpdp.client.ClientOptions;
+import org.warpdp.client.WarpdpClient;
 
-/** Settings passed by build.sh, reference data readers and shared assertions. */
+/** The test server, settings passed by the pom (Surefire), reference data readers and shared assertions. */
 final class TestSupport {
     static final double TOLERANCE = 1e-4;
+    private static String address;
 
     private TestSupport() {
     }
 
-    /** The test server's address (build.sh starts it and passes -Dwarpdp.address). */
-    static String address() {
-        String a = System.getProperty("warpdp.address");
-        assertTrue("-Dwarpdp.address must name the test server (build.sh sets it)", a != null && !a.isBlank());
-        return a;
+    /**
+     * The test server's address: -Dwarpdp.address when given, else a CPU server of this checkout
+     * ({@code warpdp.test.serve} in {@code warpdp.test.repo}) started once for the test JVM and stopped when
+     * it exits. The address also becomes -Dwarpdp.address, which GATK's drop-in classes read.
+     */
+    static synchronized String address() {
+        if (address == null) {
+            String given = System.getProperty("warpdp.address");
+            address = given != null && !given.isBlank() ? given : startServer();
+            System.setProperty("warpdp.address", address);
+        }
+        return address;
+    }
+
+    private static String startServer() {
+        String serve = System.getProperty("warpdp.test.serve");
+        String repo = System.getProperty("warpdp.test.repo");
+        assertTrue("no -Dwarpdp.address and no -Dwarpdp.test.serve / -Dwarpdp.test.repo to start a server with"
+                + " (the pom sets them)", serve != null && repo != null);
+        try {
+            int port = freePort();
+            File log = new File(System.getProperty("warpdp.test.log", "test-server.log"));
+            Process server = new ProcessBuilder("bash", "-c", "exec " + serve + " \"$@\"", "serve", "--host",
+                    "127.0.0.1", "--port", Integer.toString(port), "--backend", "cpu")
+                    .directory(new File(repo)).redirectErrorStream(true).redirectOutput(log).start();
+            Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+                server.destroy();
+                try {
+                    server.waitFor(10, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                server.destroyForcibly();
+            }));
+            String a = "127.0.0.1:" + port;
+            try (WarpdpClient client = WarpdpClient.connect(ClientOptions.of(a).withRetries(0))) {
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+                while (!client.isServing()) {
+                    assertTrue("the test server (" + serve + ") exited; see " + log, server.isAlive());
+                    assertTrue("the test server did not become healthy in 120 s; see " + log,
+                            System.nanoTime() < deadline);
+                    Thread.sleep(200);
+                }
+            }
+            return a;
+        } catch (IOException | InterruptedException e) {
+            throw new AssertionError("cannot start the test server: " + e, e);
+        }
     }
 
     static Path dataDir() {

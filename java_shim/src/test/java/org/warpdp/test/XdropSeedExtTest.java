@@ -108,7 +108,7 @@ public class XdropSeedExtTest {
     static List<String> python(String... args) throws Exception {
         String serve = System.getProperty("warpdp.test.serve");
         String repo = System.getProperty("warpdp.test.repo");
-        assumeTrue("-Dwarpdp.test.serve and -Dwarpdp.test.repo not set (build.sh sets them)",
+        assumeTrue("-Dwarpdp.test.serve and -Dwarpdp.test.repo not set (the pom sets them)",
                 serve != null && repo != null && serve.strip().endsWith(" serve"));
         String warpdp = serve.strip().substring(0, serve.strip().length() - " serve".length());
         Path out = Files.createTempFile("warpdp-test", ".out");

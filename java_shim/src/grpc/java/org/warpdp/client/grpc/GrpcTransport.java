@@ -9,6 +9,7 @@ import java.nio.ByteOrder;
 import java.nio.LongBuffer;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -19,19 +20,22 @@ import com.google.protobuf.ByteString;
 import com.google.protobuf.UnsafeByteOperations;
 
 import io.grpc.EquivalentAddressGroup;
+import io.grpc.health.v1.HealthCheckRequest;
+import io.grpc.health.v1.HealthGrpc;
 import io.grpc.ManagedChannel;
 import io.grpc.Metadata;
 import io.grpc.NameResolver;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
-import io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.shaded.io.grpc.netty.GrpcSslContexts;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.shaded.io.netty.handler.ssl.SslContextBuilder;
+import io.grpc.netty.shaded.io.netty.util.internal.logging.InternalLoggerFactory;
+import io.grpc.netty.shaded.io.netty.util.internal.logging.JdkLoggerFactory;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
 import io.grpc.stub.MetadataUtils;
 import io.grpc.stub.StreamObserver;
-import io.netty.handler.ssl.WarpdpAlpn;
-import io.netty.util.internal.logging.InternalLoggerFactory;
-import io.netty.util.internal.logging.JdkLoggerFactory;
 
 import org.warpdp.client.ClientOptions;
 import org.warpdp.client.PairHmmBatches;
@@ -43,8 +47,6 @@ import org.warpdp.client.WarpdpException;
 import org.warpdp.client.XdropPairs;
 import org.warpdp.client.XdropParams;
 import org.warpdp.client.XdropResults;
-import org.warpdp.client.grpc.health.HealthCheckRequest;
-import org.warpdp.client.grpc.health.HealthGrpc;
 import org.warpdp.client.spi.Transport;
 import org.warpdp.v1.PairHmmReply;
 import org.warpdp.v1.PairHmmRequest;
@@ -57,7 +59,8 @@ import org.warpdp.v1.XdropReply;
 import org.warpdp.v1.XdropReport;
 import org.warpdp.v1.XdropRequest;
 
-/** {@link Transport} over a gRPC (netty) channel; lives in the jar's private class loader. */
+/** {@link Transport} over a gRPC (netty) channel. In warpdp-gatk.jar gRPC, netty and protobuf are relocated
+ * under {@code org.warpdp.shaded}, so these imports never meet an application's own copies. */
 public final class GrpcTransport implements Transport {
     static {
         // Netty would otherwise pick up whatever logging framework the application has (log4j, slf4j).
@@ -90,7 +93,11 @@ public final class GrpcTransport implements Transport {
             builder.useTransportSecurity();
             File ca = options.tlsCaFile() == null ? null : new File(options.tlsCaFile());
             try {
-                builder.sslContext(WarpdpAlpn.clientContext(ca));
+                SslContextBuilder ssl = GrpcSslContexts.forClient();
+                if (ca != null) {
+                    ssl.trustManager(ca);
+                }
+                builder.sslContext(ssl.build());
             } catch (SSLException | IllegalArgumentException e) {
                 throw new IllegalArgumentException("cannot set up TLS" + (ca == null ? "" : " with the trust roots "
                         + ca) + ": " + e.getMessage(), e);
@@ -105,7 +112,34 @@ public final class GrpcTransport implements Transport {
         }
         // Replies are bounded by the server's own message limit; ours must not be the smaller one.
         builder.maxInboundMessageSize(Integer.MAX_VALUE).userAgent("warpdp-java");
+        if (options.retries() > 0) {
+            // gRPC repeats a call that found no server (restart, failover) itself, as long as no reply has
+            // come; every warpdp call is idempotent. Requests are kept for that up to the buffer limits.
+            builder.defaultServiceConfig(retryConfig(options.retries())).enableRetry()
+                    .maxRetryAttempts(options.retries() + 1)
+                    .perRpcBufferLimit(RETRY_BUFFER_PER_CALL).retryBufferSize(RETRY_BUFFER);
+        } else {
+            builder.disableRetry();
+        }
         this.channel = builder.build();
+    }
+
+    private static final long RETRY_BUFFER_PER_CALL = 256L << 20;
+    private static final long RETRY_BUFFER = 1L << 30;
+
+    /** The service config: UNAVAILABLE calls of the warpdp service (not health checks: they are probes) are retried {@code retries} times, with
+     * exponential backoff from 0.25 s (gRPC randomizes each wait between 0 and the backoff). */
+    static Map<String, Object> retryConfig(int retries) {
+        Map<String, Object> policy = Map.of(
+                "maxAttempts", (double) (retries + 1),
+                "initialBackoff", "0.25s",
+                "maxBackoff", "5s",
+                "backoffMultiplier", 2.0,
+                "retryableStatusCodes", List.of("UNAVAILABLE"));
+        Map<String, Object> methods = Map.of(
+                "name", List.of(Map.of("service", "warpdp.v1.Warpdp")),
+                "retryPolicy", policy);
+        return Map.of("methodConfig", List.of(methods));
     }
 
     // A fixed list of servers: our own name resolver hands gRPC all of them, round_robin spreads the calls

@@ -9,4 +9,9 @@ package com.intel.gkl.pairhmm;
 public final class IntelPairHmmOMP extends IntelPairHmm {
     public IntelPairHmmOMP() {
     }
+
+    @Override
+    String gklClassName() {
+        return "com.intel.gkl.pairhmm.IntelPairHmmOMP";
+    }
 }

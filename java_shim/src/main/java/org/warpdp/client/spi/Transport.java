@@ -13,10 +13,9 @@ import org.warpdp.client.XdropParams;
 import org.warpdp.client.XdropResults;
 
 /**
- * The wire side of {@link org.warpdp.client.WarpdpClient}, implemented over gRPC inside the jar's private
- * class loader. Only JDK and {@code org.warpdp.client} types cross this boundary, so gRPC, protobuf,
- * netty and guava never meet the versions an application (GATK) brings. Failures are
- * {@link WarpdpException}s. Each algorithm has one method here, taking its packed input class.
+ * The wire side of {@link org.warpdp.client.WarpdpClient}, implemented over gRPC (relocated in the shaded
+ * jar). Only JDK and {@code org.warpdp.client} types cross this boundary, so the public API names no gRPC,
+ * protobuf, netty or guava type. Failures are {@link WarpdpException}s. Each algorithm has one method here, taking its packed input class.
  */
 public interface Transport extends AutoCloseable {
 

@@ -1,0 +1,157 @@
+package org.warpdp.gatk;
+
+import java.io.File;
+import java.io.IOException;
+import java.net.JarURLConnection;
+import java.net.URL;
+import java.net.URLClassLoader;
+import java.util.Collections;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.logging.Logger;
+
+import org.broadinstitute.gatk.nativebindings.pairhmm.PairHMMNativeBinding;
+
+/**
+ * Intel GKL's own native Pair-HMM, for when the warpdp server cannot be reached: our jar takes GKL's class
+ * names, so GKL's classes are loaded again, from the jar that holds them further down the class path
+ * (GATK's GKL jar, or GATK's own packaged jar), in a class loader that defines {@code com.intel.gkl.*}
+ * itself and takes everything else (GATK's interfaces, the JDK, logging) from ours. Shading cannot do this:
+ * the names must stay GKL's for GKL's native code to bind.
+ *
+ * <p>Setting {@code warpdp.fallback} (or {@code WARPDP_FALLBACK}): {@code gkl} (default) or {@code none}
+ * (load() then fails as without the fallback, and GATK falls back to its Java Pair-HMM or stops).
+ */
+public final class GklFallback {
+    private static final Logger LOG = Logger.getLogger("org.warpdp");
+    private static final String PROBE = "com/intel/gkl/pairhmm/IntelPairHmm.class";
+    private static final AtomicBoolean ANNOUNCED = new AtomicBoolean();
+    private static ClassLoader loader;
+    private static String origin;
+
+    private GklFallback() {
+    }
+
+    /** Whether the fallback is enabled (the default). */
+    public static boolean enabled() {
+        String v = System.getProperty("warpdp.fallback");
+        if (v == null || v.isBlank()) {
+            v = System.getenv("WARPDP_FALLBACK");
+        }
+        v = v == null || v.isBlank() ? "gkl" : v.strip().toLowerCase(Locale.ROOT);
+        if (!v.equals("gkl") && !v.equals("none")) {
+            LOG.warning("warpdp.fallback=" + v + " is neither gkl nor none; using gkl");
+        }
+        return !v.equals("none");
+    }
+
+    /**
+     * GKL's {@code className} (IntelPairHmm or IntelPairHmmOMP), loaded and with its native library in place,
+     * or null (with a warning) when GKL is not on the class path or its native code does not load here.
+     */
+    public static PairHMMNativeBinding load(String className, File tempDir, String reason) {
+        try {
+            ClassLoader gkl = gklLoader();
+            if (gkl == null) {
+                LOG.warning("warpdp Pair-HMM not available (" + reason + "), and GKL's own Pair-HMM is not on the"
+                        + " class path");
+                return null;
+            }
+            PairHMMNativeBinding hmm = (PairHMMNativeBinding) Class.forName(className, true, gkl)
+                    .getConstructor().newInstance();
+            if (!hmm.load(tempDir)) {
+                LOG.warning("warpdp Pair-HMM not available (" + reason + "), and GKL's " + className
+                        + " does not load on this machine (no AVX?)");
+                return null;
+            }
+            // Once per JVM: Spark makes a Pair-HMM per partition.
+            if (ANNOUNCED.compareAndSet(false, true)) {
+                LOG.warning("warpdp Pair-HMM not available (" + reason + "); using Intel GKL's own " + className
+                        + " from " + origin + " instead");
+            }
+            return hmm;
+        } catch (ReflectiveOperationException | IOException | LinkageError | ClassCastException e) {
+            LOG.warning("warpdp Pair-HMM not available (" + reason + "), and GKL's " + className
+                    + " cannot be loaded: " + e);
+            return null;
+        }
+    }
+
+    /** The class loader of the GKL copy in use, or null before one was loaded (for tests). */
+    public static synchronized ClassLoader loaderInUse() {
+        return loader;
+    }
+
+    // One loader for the JVM: GKL's native library is loaded once per class loader.
+    private static synchronized ClassLoader gklLoader() throws IOException {
+        if (loader != null) {
+            return loader;
+        }
+        ClassLoader ours = GklFallback.class.getClassLoader();
+        URL ownJar = GklFallback.class.getProtectionDomain().getCodeSource().getLocation();
+        List<URL> copies = Collections.list(ours.getResources(PROBE));
+        for (URL copy : copies) {
+            URL root = root(copy);
+            if (root != null && !sameFile(root, ownJar)) {
+                origin = root.toString();
+                loader = new GklLoader(root, ours);
+                return loader;
+            }
+        }
+        return null;
+    }
+
+    // The jar file or folder a class file URL comes from.
+    private static URL root(URL classFile) throws IOException {
+        if ("jar".equals(classFile.getProtocol())) {
+            return ((JarURLConnection) classFile.openConnection()).getJarFileURL();
+        }
+        String s = classFile.toString();
+        return s.endsWith(PROBE) ? new URL(s.substring(0, s.length() - PROBE.length())) : null;
+    }
+
+    private static boolean sameFile(URL a, URL b) {
+        return b != null && a.getPath().equals(b.getPath());
+    }
+
+    /** Defines GKL's classes from its own jar; everything else comes from the parent. */
+    private static final class GklLoader extends URLClassLoader {
+        static {
+            registerAsParallelCapable();
+        }
+
+        GklLoader(URL root, ClassLoader parent) {
+            super("warpdp-gkl-fallback", new URL[] {root}, parent);
+        }
+
+        @Override
+        protected Class<?> loadClass(String name, boolean resolve) throws ClassNotFoundException {
+            if (!name.startsWith("com.intel.gkl.")) {
+                return super.loadClass(name, resolve);
+            }
+            synchronized (getClassLoadingLock(name)) {
+                Class<?> c = findLoadedClass(name);
+                if (c == null) {
+                    c = findClass(name);
+                }
+                if (resolve) {
+                    resolveClass(c);
+                }
+                return c;
+            }
+        }
+
+        // GKL finds its native libraries as resources of its own classes: those must be its jar's too.
+        @Override
+        public URL getResource(String name) {
+            if (name.startsWith("com/intel/gkl/")) {
+                URL url = findResource(name);
+                if (url != null) {
+                    return url;
+                }
+            }
+            return super.getResource(name);
+        }
+    }
+}
