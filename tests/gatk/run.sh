@@ -49,7 +49,9 @@ say "resolving org.broadinstitute:gatk:4.6.2.0 and its run-time dependencies (Ma
 timed resolve mvn -B -ntp -q -f "$GATK_POM" dependency:build-classpath -Dmdep.includeScope=runtime \
     -Dmdep.outputFile="$OUT/gatk.classpath"
 GATK_CP=$(cat "$OUT/gatk.classpath")
-GATK_JAR=$(tr ':' '\n' < "$OUT/gatk.classpath" | grep -m1 '/gatk-4\.6\.2\.0\.jar$') || die "gatk jar not resolved"
+# grep reads all its input (no -m1): stopping early would make tr die of SIGPIPE, failing the pipeline.
+GATK_JAR=$(tr ':' '\n' < "$OUT/gatk.classpath" | grep '/gatk-4\.6\.2\.0\.jar$') || die "gatk jar not resolved"
+GATK_JAR=${GATK_JAR%%$'\n'*}
 # GATK's jar names the packages it needs opened; with -cp (not -jar) they must be given on the command line.
 mapfile -t OPENS < <(python3 - "$GATK_JAR" <<'PY'
 import sys, zipfile
