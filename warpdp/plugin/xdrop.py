@@ -26,14 +26,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from .backend import choose_backend, resolve_cpu_isa, resolve_threads
 from .cancel import CancelCheck
-from .packed import (INT64_MAX, MAX_SEQUENCE_LENGTH, byte_array, check_array, check_int, check_offsets, concat,
-                     int64_array, offsets_of)
-from .pairhmm import SequenceInput, sequence_bytes
+from .core.backend import choose_backend, resolve_cpu_isa, resolve_threads
+from .core.packed import (INT64_MAX, MAX_SEQUENCE_LENGTH, SequenceInput, byte_array, check_array, check_int,
+                          check_offsets, concat, int64_array, offsets_of, sequence_bytes)
+from .core.params import Params
 
 REPORTS = ("longest", "best")
 
@@ -134,7 +135,7 @@ class XdropPairs:
                 i = int(np.flatnonzero(pos < 0)[0])
                 raise ValueError(f"seed of pair {i} lies outside its sequence: {name}[{i}] = {pos[i]} is negative")
         if k is not None:
-            k = _check_k(k)
+            k = check_k(k)
             for name, lengths in (("h_pos", self.h_lengths()), ("v_pos", self.v_lengths())):
                 pos = getattr(self, name)
                 # pos > length - k, not pos + k > length: pos may be near 2^63 (k and the
@@ -164,13 +165,17 @@ _BYTE_FIELDS = ("h_bases", "v_bases")
 _INT_FIELDS = ("h_offsets", "v_offsets", "h_pos", "v_pos")
 
 
-def _check_k(k: object) -> int:
+def check_k(k: object) -> int:
+    """The seed length k as an int within 1..MAX_SEQUENCE_LENGTH; TypeError/ValueError naming k."""
     k = check_int(k, "k")
     if k <= 0:
         raise ValueError(f"k (the seed length) must be at least 1, not {k}")
     if k > MAX_SEQUENCE_LENGTH:  # no seed fits then; also keeps k * match and pos + k exact
         raise ValueError(f"k (the seed length) must be at most {MAX_SEQUENCE_LENGTH}, not {k}")
     return k
+
+
+_check_k = check_k  # the name warpdp.grpc imports
 
 
 def check_scores(match: object, mismatch: object, gap: object, x: object) -> tuple[int, int, int, int]:
@@ -189,6 +194,32 @@ def check_scores(match: object, mismatch: object, gap: object, x: object) -> tup
     if not 0 <= x <= _MAX_X:
         raise ValueError(f"x (the X-drop) must be within 0..2^62, not {x}")
     return match, mismatch, gap, x
+
+
+@dataclass(frozen=True)
+class XdropParams(Params):
+    """X-drop parameters: ``k`` the seed length, ``x`` the X-drop, linear scores ``match`` > 0 >
+    ``mismatch``, ``gap``; ``report`` "longest" (SeqAn/BELLA/LOGAN) or "best" (module doc)."""
+
+    k: int
+    x: int
+    match: int = 1
+    mismatch: int = -1
+    gap: int = -1
+    report: str = "longest"
+
+    def validate(self) -> None:
+        checked = {"k": check_k(self.k)}
+        checked["match"], checked["mismatch"], checked["gap"], checked["x"] = check_scores(
+            self.match, self.mismatch, self.gap, self.x)
+        if self.report not in REPORTS:
+            raise ValueError(f"report must be one of {', '.join(REPORTS)}, not {self.report!r}")
+        for name, value in checked.items():  # numpy ints become ints, as the kernels' launch structs want
+            object.__setattr__(self, name, value)
+
+    @property
+    def best(self) -> bool:
+        return self.report == "best"
 
 
 @dataclass(frozen=True)
@@ -262,40 +293,51 @@ class XdropResults:
     def empty(cls, n_pairs: int) -> XdropResults:
         return cls(*(np.zeros(n_pairs, dtype=np.int64) for _ in range(6)))
 
+    def check_output(self, n_pairs: int) -> None:
+        """TypeError/ValueError naming the column unless every column can take n_pairs results."""
+        for name in self.COLUMNS + ("cells",):
+            column = getattr(self, name)
+            check_array(column, f"out.{name}", np.int64)
+            if not column.flags.writeable:
+                raise ValueError(f"out.{name} must be writeable")
+            if len(column) != n_pairs:
+                raise ValueError(f"out.{name} has {len(column)} entries but there are {n_pairs} pairs")
+
 
 def xdrop(
     pairs: XdropPairs,
+    params: XdropParams | None = None,
     *,
-    k: int,
-    x: int,
-    match: int = 1,
-    mismatch: int = -1,
-    gap: int = -1,
-    report: str = "longest",
     backend: str = "auto",
     threads: int | None = None,
     cpu_isa: str | None = None,
+    out: XdropResults | None = None,
     devices: Sequence[int] | None = None,
     cancelled: CancelCheck | None = None,
+    **legacy: Any,
 ) -> XdropResults:
     """Extend the seed of every pair in both directions with gapped X-drop (see the module doc).
 
-    ``k`` is the seed length, ``x`` the X-drop; ``report`` is "longest" (SeqAn/BELLA/LOGAN) or
-    "best". ``threads`` bounds CPU threads (default: all cores). ``cpu_isa`` forces a CPU
-    variant ("scalar", "avx2", "avx512"; default: the environment variable ``WARPDP_CPU_ISA``
-    if set, else the best one this CPU supports). ``devices`` lists the GPUs to spread the
-    pairs over (default: the current one). Both backends give the same results. ``cancelled``
-    is checked between GPU chunks (see warpdp.plugin.cancel).
+    ``params`` is an :class:`XdropParams`; its fields may be given as keywords instead
+    (``xdrop(pairs, k=17, x=20)``). ``threads`` bounds CPU threads (default: all cores).
+    ``cpu_isa`` forces a CPU variant ("scalar", "avx2", "avx512"; default: the environment
+    variable ``WARPDP_CPU_ISA`` if set, else the best one this CPU supports). ``out`` may be an
+    :class:`XdropResults` of ``n_pairs`` to fill. ``devices`` lists the GPUs to spread the pairs
+    over (default: the current one). Both backends give the same results. ``cancelled`` is
+    checked between GPU chunks (see warpdp.plugin.cancel).
     """
     if not isinstance(pairs, XdropPairs):
         raise TypeError(f"pairs must be XdropPairs, not {type(pairs).__name__} (see pack_xdrop_pairs)")
-    k = _check_k(k)
-    match, mismatch, gap, x = check_scores(match, mismatch, gap, x)
-    if report not in REPORTS:
-        raise ValueError(f"report must be one of {', '.join(REPORTS)}, not {report!r}")
+    params = XdropParams.from_kwargs(params, **legacy)
+    k, x, match, mismatch, gap, report = (params.k, params.x, params.match, params.mismatch, params.gap,
+                                          params.report)
     pairs.validate(k)
     n_threads = resolve_threads(threads)
-    results = XdropResults.empty(pairs.n_pairs)
+    if out is None:
+        results = XdropResults.empty(pairs.n_pairs)
+    else:
+        out.check_output(pairs.n_pairs)
+        results = out
     chosen = choose_backend(backend, "xdrop")
     if chosen == "gpu":
         from ..kernels import xdrop as gpu_xdrop
@@ -320,18 +362,15 @@ def xdrop_pair(
     pos_h: int,
     seq_v: SequenceInput,
     pos_v: int,
+    params: XdropParams | None = None,
     *,
-    k: int,
-    x: int,
-    match: int = 1,
-    mismatch: int = -1,
-    gap: int = -1,
-    report: str = "longest",
     backend: str = "cpu",
+    **legacy: Any,
 ) -> tuple[int, int, int, int, int]:
-    """One pair: ``(score, begin_h, end_h, begin_v, end_v)``."""
-    results = xdrop(pack_xdrop_pairs([(seq_h, pos_h, seq_v, pos_v)]), k=k, x=x, match=match,
-                    mismatch=mismatch, gap=gap, report=report, backend=backend, threads=1)
+    """One pair: ``(score, begin_h, end_h, begin_v, end_v)`` (``params`` or its fields as
+    keywords, as for :func:`xdrop`)."""
+    params = XdropParams.from_kwargs(params, **legacy)
+    results = xdrop(pack_xdrop_pairs([(seq_h, pos_h, seq_v, pos_v)]), params, backend=backend, threads=1)
     return tuple(int(v) for v in results.as_array()[0])  # type: ignore[return-value]
 
 
