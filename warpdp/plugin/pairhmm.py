@@ -292,7 +292,7 @@ def _run(batches: PairHmmBatches, params: PairHmmParams, backend: str, threads: 
         from ..cython_cpu import pairhmm as cpu_pairhmm
 
         cpu_isa = resolve_cpu_isa(cpu_isa, cpu_pairhmm.ISA_NAMES)
-        cpu_pairhmm.forward(batches, out, use_double=params.double, threads=n_threads, isa=cpu_isa)
+        cpu_pairhmm.run(batches, params, out, threads=n_threads, isa=cpu_isa)
     return out
 
 

@@ -303,7 +303,7 @@ def seed_extend(
 
         check_pair_range(pairs, params, 0, pairs.n_pairs)
         cpu_isa = resolve_cpu_isa(cpu_isa, cpu_seedext.ISA_NAMES)
-        cpu_seedext.extend(pairs, params, table, threads=n_threads, isa=cpu_isa)
+        cpu_seedext.run(pairs, params, results, threads=n_threads, isa=cpu_isa)
     return results
 
 

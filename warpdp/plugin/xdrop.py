@@ -348,9 +348,7 @@ def xdrop(
     from ..cython_cpu import xdrop as cpu_xdrop
 
     cpu_isa = resolve_cpu_isa(cpu_isa, cpu_xdrop.ISA_NAMES)
-    bad = cpu_xdrop.extend(pairs, k, match, mismatch, gap, x, report == "best", results.score,
-                           results.begin_h, results.end_h, results.begin_v, results.end_v, results.cells,
-                           threads=n_threads, isa=cpu_isa)
+    bad = cpu_xdrop.run(pairs, params, results, threads=n_threads, isa=cpu_isa)
     if bad >= 0:
         pairs.check_bases()  # names the byte; the kernel only knows the pair
         raise ValueError(f"pair {bad} has a byte other than A, C, G, T and N")
