@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import warpdp
-from grpc_support import WAIT, start_server
+from helpers.grpc_server import WAIT, start_server
 from warpdp.cli import main as cli_main
 from warpdp.grpc import ServerConfig
 from warpdp.grpc.cli import count

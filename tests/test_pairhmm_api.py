@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import warpdp
-from pairhmm_reference import forward_log10
+from references.pairhmm import forward_log10
 
 HAP = "ACGTACGTTAGCATGCAGT"
 READ = "CGTACGTTAGC"

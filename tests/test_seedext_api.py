@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import warpdp
+from helpers.seedext import BROKEN_PAIR_CASES, broken_pairs
 from warpdp.plugin.seedext import SeedExtParams, seedext_cells
 
 ITEMS = [(b"ACGTACGTAC", b"ACGTACGTACGG", 20), ("ACGGT", "ACGT", 5), (b"", b"ACG", 9)]
@@ -109,27 +110,6 @@ def test_scores_that_could_overflow_are_refused() -> None:
     pairs = warpdp.pack_seed_pairs([(b"A" * 100, b"A" * 100, 2**30 - 50)])
     with pytest.raises(ValueError, match=r"pair 0: h0 \+ a \* min\(query length, target length\)"):
         warpdp.seed_extend(pairs, backend="cpu")
-
-
-def broken_pairs(n: int, bad: int, kind: str) -> warpdp.SeedExtPairs:
-    """n one-base pairs, pair `bad` broken in one way (built without from_arrays' checks)."""
-    query_offsets = np.arange(n + 1, dtype=np.int64)
-    h0 = np.full(n, 10, dtype=np.int32)
-    if kind == "decreasing":
-        query_offsets[bad + 1] = query_offsets[bad] - 1
-    elif kind == "h0":
-        h0[bad] = -3
-    elif kind == "score":
-        h0[bad] = 2**30
-    return warpdp.SeedExtPairs(query=np.full(n, ord("A"), np.uint8), query_offsets=query_offsets,
-                               target=np.full(n, ord("A"), np.uint8),
-                               target_offsets=np.arange(n + 1, dtype=np.int64), h0=h0)
-
-
-# broken_pairs(100, 70, kind) and the error it must raise
-BROKEN_PAIR_CASES = [("decreasing", r"query_offsets must not decrease \(pair 70: 70 -> 69\)"),
-                     ("h0", "h0 must be >= 0.*pair 70 has -3"),
-                     ("score", r"pair 70: h0 \+ a \* min")]
 
 
 @pytest.mark.parametrize(("kind", "message"), BROKEN_PAIR_CASES)

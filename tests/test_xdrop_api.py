@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import warpdp
-from conftest import shared_file
+from helpers.data import shared_file
 from warpdp.cli import main
 from warpdp.plugin.backend import BackendUnavailableError, gpu_status
 from warpdp.plugin.xdrop import XdropPair, XdropPairs, XdropResults, pack_xdrop_pairs, xdrop, xdrop_pair
