@@ -168,3 +168,18 @@ def test_gpu_request_without_gpu_kernel() -> None:
 def test_results_table_is_checked() -> None:
     with pytest.raises(TypeError, match=r"\(n_pairs, 6\)"):
         warpdp.SeedExtResults(np.zeros((2, 5), dtype=np.int32))
+
+
+def test_params_object_keywords_and_seed_extend_with_agree() -> None:
+    pairs, params = packed(), SeedExtParams(a=2, w=5)
+    expected = warpdp.seed_extend(pairs, a=2, w=5, backend="cpu").table
+    np.testing.assert_array_equal(warpdp.seed_extend(pairs, params, backend="cpu").table, expected)
+    np.testing.assert_array_equal(warpdp.seed_extend_with(pairs, params, backend="cpu").table, expected)
+    out = warpdp.SeedExtResults(np.zeros((len(pairs), 6), np.int32))
+    assert warpdp.seed_extend(pairs, params, backend="cpu", out=out) is out
+    np.testing.assert_array_equal(out.table, expected)
+    with pytest.raises(ValueError, match="out.table has 2 rows but there are 3 pairs"):
+        warpdp.seed_extend(pairs, params, backend="cpu", out=warpdp.SeedExtResults(np.zeros((2, 6), np.int32)))
+    with pytest.raises(ValueError, match="e_del must be within 1..16383, not 0"):
+        SeedExtParams(e_del=0)
+    assert pairs.validate(params) == 10  # the longest query

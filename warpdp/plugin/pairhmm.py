@@ -122,8 +122,10 @@ class PairHmmBatches:
         batches.validate()
         return batches
 
-    def validate(self) -> None:
-        """Raise ValueError/TypeError naming the field when the arrays are inconsistent."""
+    def validate(self, params: PairHmmParams | None = None) -> None:
+        """Raise ValueError/TypeError naming the field when the arrays are inconsistent (no
+        Pair-HMM parameter constrains the batches; ``params`` is taken as every family's
+        ``validate`` takes it)."""
         for name in _BYTE_FIELDS:
             check_array(getattr(self, name), name, np.uint8)
         for name in _OFFSET_FIELDS:

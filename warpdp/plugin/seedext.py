@@ -125,11 +125,15 @@ class SeedExtPairs:
         pairs.validate()
         return pairs
 
-    def validate(self) -> int:
-        """Raise ValueError/TypeError naming the field when the arrays are inconsistent; return
-        the longest query's length."""
+    def validate(self, params: SeedExtParams | None = None) -> int:
+        """Raise ValueError/TypeError naming the field when the arrays are inconsistent, and,
+        with ``params``, when a pair's best possible score could overflow; return the longest
+        query's length."""
         self.validate_layout()
-        return self.validate_range(0, self.n_pairs)
+        longest_query = self.validate_range(0, self.n_pairs)
+        if params is not None:
+            check_score_range(self, params, longest_query)
+        return longest_query
 
     def validate_layout(self) -> None:
         """The checks that do not look at every pair: dtypes, lengths, where the offsets start and end."""
@@ -356,8 +360,7 @@ def seedext_cells(pairs: SeedExtPairs, params: SeedExtParams | None = None, *,
     """The DP cells ksw_extend2 computes for each pair (int64): the work GCUPS figures count."""
     params = params or SeedExtParams()
     params.validate()
-    longest_query = pairs.validate()
-    check_score_range(pairs, params, longest_query)
+    pairs.validate(params)
     from ..cython_cpu import seedext as cpu_seedext
 
     return cpu_seedext.count_cells(pairs, params, threads=resolve_threads(threads))

@@ -111,12 +111,14 @@ class XdropPairs:
         pairs.validate()
         return pairs
 
-    def validate(self, k: int | None = None) -> None:
+    def validate(self, params: XdropParams | int | None = None) -> None:
         """Raise TypeError/ValueError naming the field when the arrays are inconsistent.
 
-        With ``k``, also check that every seed lies inside both its sequences. Bases are
-        checked during extension (where they are read anyway), or by :meth:`check_bases`.
+        With ``params`` (or just the seed length k), also check that every seed lies inside
+        both its sequences. Bases are checked during extension (where they are read anyway), or
+        by :meth:`check_bases`.
         """
+        k = params.k if isinstance(params, XdropParams) else params
         for name in _BYTE_FIELDS:
             check_array(getattr(self, name), name, np.uint8)
         for name in _INT_FIELDS:
@@ -331,7 +333,7 @@ def xdrop(
     params = XdropParams.from_kwargs(params, **legacy)
     k, x, match, mismatch, gap, report = (params.k, params.x, params.match, params.mismatch, params.gap,
                                           params.report)
-    pairs.validate(k)
+    pairs.validate(params)
     n_threads = resolve_threads(threads)
     if out is None:
         results = XdropResults.empty(pairs.n_pairs)
