@@ -183,3 +183,5 @@ def test_params_object_keywords_and_seed_extend_with_agree() -> None:
     with pytest.raises(ValueError, match="e_del must be within 1..16383, not 0"):
         SeedExtParams(e_del=0)
     assert pairs.validate(params) == 10  # the longest query
+    with pytest.raises(TypeError, match="out must be SeedExtResults, not ndarray"):
+        warpdp.seed_extend(pairs, params, backend="cpu", out=np.zeros((3, 6), np.int32))

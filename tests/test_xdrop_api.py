@@ -235,6 +235,8 @@ def test_params_object_and_keywords_give_the_same_results() -> None:
         xdrop(pairs, params, x=6, backend="cpu")
     with pytest.raises(ValueError, match=r"out.score has 1 entries but there are 2 pairs"):
         xdrop(pairs, params, backend="cpu", out=XdropResults.empty(1))
+    with pytest.raises(TypeError, match="out must be XdropResults, not ndarray"):
+        xdrop(pairs, params, backend="cpu", out=np.zeros(2, np.int64))
 
 
 def test_params_validate_themselves_naming_the_field() -> None:

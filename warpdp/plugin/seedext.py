@@ -290,9 +290,11 @@ def seed_extend(
     n_threads = resolve_threads(threads)
     if out is None:
         results = SeedExtResults(np.empty((pairs.n_pairs, 6), dtype=np.int32))
-    else:
+    elif isinstance(out, SeedExtResults):
         out.check_output(pairs.n_pairs)
         results = out
+    else:
+        raise TypeError(f"out must be SeedExtResults, not {type(out).__name__}")
     table = results.table
     chosen = choose_backend(backend, "seedext")
     if chosen == "gpu":

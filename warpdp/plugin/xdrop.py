@@ -337,9 +337,11 @@ def xdrop(
     n_threads = resolve_threads(threads)
     if out is None:
         results = XdropResults.empty(pairs.n_pairs)
-    else:
+    elif isinstance(out, XdropResults):
         out.check_output(pairs.n_pairs)
         results = out
+    else:
+        raise TypeError(f"out must be XdropResults, not {type(out).__name__}")
     chosen = choose_backend(backend, "xdrop")
     if chosen == "gpu":
         from ..kernels import xdrop as gpu_xdrop
