@@ -1,17 +1,10 @@
-"""Shared fixtures: where the reference data lives, and skipping when it is absent."""
+"""Makes tests/helpers (shared test code) and tests/references (independent reference
+implementations) importable from every test module, whatever pytest's import mode."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-import pytest
-
-# The reference data sits beside the checkout (../shared/data), never inside it.
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-
-
-def shared_file(*parts: str) -> Path:
-    """Path of a reference file, or skip the test with the reason when it is absent."""
-    path = SHARED_DATA.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"reference data {path} is absent (it lives in ../shared/data beside the checkout)")
-    return path
+TESTS = str(Path(__file__).resolve().parent)
+if TESTS not in sys.path:
+    sys.path.insert(0, TESTS)

@@ -9,7 +9,7 @@ import pytest
 
 import warpdp
 from warpdp.cli import main
-from conftest import shared_file
+from helpers.data import shared_file
 
 
 def test_pairhmm_text_input_matches_gkl(tmp_path, capsys) -> None:

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import warpdp
-from grpc_support import WAIT, start_server
+from helpers.grpc_server import WAIT, start_server
 from warpdp.cli import main as cli_main
 from warpdp.grpc import ServerConfig
 from warpdp.grpc.cli import count
@@ -202,18 +202,17 @@ def test_the_c_drivers_refuse_what_the_plugin_layer_would() -> None:
     """Arrays handed to the CPU module directly (the plugin layer's checks skipped): the C
     driver names the field instead of reading outside the buffers."""
     from warpdp.cython_cpu import xdrop as cpu_xdrop
-    from warpdp.plugin.xdrop import XdropResults
+    from warpdp.plugin.xdrop import XdropParams, XdropResults
 
     pairs = XdropPairs(h_bases=np.frombuffer(b"ACGT", np.uint8), h_offsets=np.array([0, 4]),
                        v_bases=np.frombuffer(b"ACGT", np.uint8), v_offsets=np.array([0, 4]),
                        h_pos=np.array([INT64_MAX]), v_pos=np.array([0]))
-    out = XdropResults.empty(1)
-    columns = (out.score, out.begin_h, out.end_h, out.begin_v, out.end_v, out.cells)
+    out, params = XdropResults.empty(1), XdropParams(k=1, x=5)
     with pytest.raises(ValueError, match=r"h_pos is out of range \(pair 0\)"):
-        cpu_xdrop.extend(pairs, 1, 1, -1, -1, 5, False, *columns, threads=1)
+        cpu_xdrop.run(pairs, params, out, threads=1)
     wide = dataclasses.replace(pairs, h_pos=np.array([0]), v_offsets=np.array([0, 2**40]))
     with pytest.raises(ValueError, match=r"v_offsets is out of range \(pair 0\)"):
-        cpu_xdrop.extend(wide, 1, 1, -1, -1, 5, False, *columns, threads=1)
+        cpu_xdrop.run(wide, params, out, threads=1)
 
 
 def test_cli_threads_beyond_any_machine_exit_2_naming_threads(monkeypatch, capsys) -> None:

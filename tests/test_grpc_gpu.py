@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 import warpdp
-from grpc_support import WAIT, start_server
-from shm_user_process import job_bytes, sealed_memfd
-from test_grpc_service import make_batches
-from test_grpc_xdrop_seedext import K, assert_seedext_equal, assert_xdrop_equal, make_seed_pairs, make_xdrop_pairs
+from helpers.grpc_server import WAIT, start_server
+from helpers.pairhmm import make_batches
+from helpers.seedext import assert_seedext_equal, make_seed_pairs
+from helpers.shm import job_bytes, sealed_memfd
+from helpers.xdrop import K, assert_xdrop_equal, make_xdrop_pairs
 from warpdp.grpc import Client
 from warpdp.grpc import _shm_client, _shm_server
 from warpdp.grpc import client as client_module

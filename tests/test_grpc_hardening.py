@@ -22,10 +22,11 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 import warpdp
-from conftest import shared_file
-from grpc_support import WAIT, start_server, stub_for
-from test_grpc_service import local, make_batches, request_for
-from test_grpc_xdrop_seedext import K, make_seed_pairs, make_xdrop_pairs
+from helpers.data import shared_file
+from helpers.grpc_server import WAIT, parse_serve_args, start_server, stub_for
+from helpers.pairhmm import local, make_batches, request_for
+from helpers.seedext import make_seed_pairs
+from helpers.xdrop import K, make_xdrop_pairs
 from warpdp.grpc._algorithms import PAIRHMM, SEEDEXT, XDROP, XdropKey
 from warpdp.grpc.server import AlgorithmKernel
 from warpdp.plugin.cancel import JobCancelled, run_in_slices, slice_ranges
@@ -430,23 +431,21 @@ def test_memory_errors_are_resource_exhausted(monkeypatch):
 
 
 def test_serve_options_of_the_budget_and_slices():
-    from test_grpc_service import _parse
-
     from warpdp.grpc.cli import config_from_args
     from warpdp.grpc.server import ServerConfig
 
-    config = config_from_args(_parse())
+    config = config_from_args(parse_serve_args())
     assert config.memory_budget is None and config.cpu_slice_cells is None and config.admission_wait_s == 2.0
     assert config.memory_budget_bytes() >= 1 << 30  # the default: half the available memory, 1..32 GiB
-    config = config_from_args(_parse("--memory-budget", "1.5G", "--admission-wait-s", "0.5", "--cpu-slice-cells", "4M"))
+    config = config_from_args(parse_serve_args("--memory-budget", "1.5G", "--admission-wait-s", "0.5", "--cpu-slice-cells", "4M"))
     assert (config.memory_budget, config.admission_wait_s, config.cpu_slice_cells) == (3 << 29, 0.5, 4_000_000)
     assert config.memory_budget_bytes() == 3 << 29
     for bad in ("0", "lots", "-1G"):
         with pytest.raises(SystemExit):
-            _parse("--memory-budget", bad)
+            parse_serve_args("--memory-budget", bad)
     # The budget must hold one message being received.
     with pytest.raises(ValueError, match="memory_budget must hold at least one request being received"):
-        config_from_args(_parse("--memory-budget", "256M", "--max-message-mb", "64"))
+        config_from_args(parse_serve_args("--memory-budget", "256M", "--max-message-mb", "64"))
     with pytest.raises(ValueError, match="cpu_slice_cells must be at least 1"):
         ServerConfig(cpu_slice_cells=0).check()
 

@@ -22,58 +22,22 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 import warpdp
-from grpc_support import WAIT, client, metric_reaches, server, start_server, stub, stub_for  # noqa: F401 (fixtures)
+from helpers.data import SHARED_DATA
+from helpers.grpc_server import WAIT, client, metric_reaches, server, start_server, stub, stub_for  # noqa: F401 (fixtures)
+from helpers.grpc_server import parse_serve_args
+from helpers.pairhmm import local, make_batches, request_for
 from warpdp.grpc import Client, InvalidRequestError, Server, ServerConfig, ServiceError
 from warpdp.grpc import _packing, warpdp_pb2, warpdp_pb2_grpc
 from warpdp.grpc import server as server_module
-from warpdp.grpc._algorithms import PAIRHMM
-from warpdp.grpc.cli import add_serve_arguments, config_from_args, count
+from warpdp.grpc.cli import config_from_args, count
 from warpdp.grpc.server import Batcher, Metrics
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-PAIRHMM_10S = DATA / "pairhmm" / "10s.in"
+PAIRHMM_10S = SHARED_DATA / "pairhmm" / "10s.in"
 
 
 # ---------------------------------------------------------------------------------------
 # helpers
-
-
-def make_batches(seed: int, n_batches: int, reads=(1, 8), haps=(1, 4), read_len=(10, 150),
-                 hap_len=(20, 300)) -> warpdp.PairHmmBatches:
-    """Random packed batches (bases with a few N, GATK-like quality ranges)."""
-    rng = np.random.default_rng(seed)
-    n_reads = rng.integers(reads[0], reads[1], n_batches, endpoint=True)
-    n_haps = rng.integers(haps[0], haps[1], n_batches, endpoint=True)
-    read_lens = rng.integers(read_len[0], read_len[1], int(n_reads.sum()), endpoint=True)
-    hap_lens = rng.integers(hap_len[0], hap_len[1], int(n_haps.sum()), endpoint=True)
-    alphabet = np.frombuffer(b"ACGTN", dtype=np.uint8)
-    p = [0.245, 0.245, 0.245, 0.245, 0.02]
-    n_read_bases, n_hap_bases = int(read_lens.sum()), int(hap_lens.sum())
-
-    def offsets(lengths: np.ndarray) -> np.ndarray:
-        return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-
-    return warpdp.PairHmmBatches.from_arrays(
-        read_bases=rng.choice(alphabet, n_read_bases, p=p),
-        read_quals=rng.integers(6, 41, n_read_bases).astype(np.uint8),
-        read_ins=rng.integers(20, 50, n_read_bases).astype(np.uint8),
-        read_del=rng.integers(20, 50, n_read_bases).astype(np.uint8),
-        read_gcp=np.full(n_read_bases, 10, dtype=np.uint8),
-        read_offsets=offsets(read_lens),
-        hap_bases=rng.choice(alphabet, n_hap_bases, p=p),
-        hap_offsets=offsets(hap_lens),
-        batch_reads=offsets(n_reads),
-        batch_haps=offsets(n_haps),
-    )
-
-
-def local(batches: warpdp.PairHmmBatches, double: bool = False) -> np.ndarray:
-    return warpdp.pairhmm(batches, backend="cpu", double=double)
-
-
-def request_for(batches: warpdp.PairHmmBatches, double: bool = False) -> warpdp_pb2.PairHmmRequest:
-    return PAIRHMM.request(batches, double)
 
 
 def free_port() -> int:
@@ -801,37 +765,29 @@ def test_address_lists():
 # `warpdp serve`
 
 
-def _parse(*argv: str):
-    import argparse
-
-    parser = argparse.ArgumentParser()
-    add_serve_arguments(parser)
-    return parser.parse_args(list(argv))
-
-
 def test_serve_options():
-    args = _parse()
+    args = parse_serve_args()
     config = config_from_args(args)
     assert (config.host, config.port, config.backend, config.workers) == ("127.0.0.1", 50051, "auto", None)
     assert config.batching and config.max_wait_ms > 0
-    args = _parse("--max-batch-cells", "64M", "--max-request-cells", "2G", "--no-batching", "--max-wait-ms", "0.5")
+    args = parse_serve_args("--max-batch-cells", "64M", "--max-request-cells", "2G", "--no-batching", "--max-wait-ms", "0.5")
     config = config_from_args(args)
     assert (config.max_batch_cells, config.max_request_cells, config.batching, config.max_wait_ms) == \
         (64_000_000, 2_000_000_000, False, 0.5)
     assert count("1_000") == 1000
     with pytest.raises(SystemExit):
-        _parse("--workers", "0")
+        parse_serve_args("--workers", "0")
     with pytest.raises(ValueError, match="both a certificate and a key"):
-        config_from_args(_parse("--tls-cert", "x.pem"))
+        config_from_args(parse_serve_args("--tls-cert", "x.pem"))
 
 
 def test_token_file(tmp_path):
     path = tmp_path / "tokens"
     path.write_text("# rotated weekly\nfirst\n\n  second  \n")
-    assert config_from_args(_parse("--token-file", str(path))).tokens == ("first", "second")
+    assert config_from_args(parse_serve_args("--token-file", str(path))).tokens == ("first", "second")
     path.write_text("# nothing\n")
     with pytest.raises(ValueError, match="holds no token"):
-        config_from_args(_parse("--token-file", str(path)))
+        config_from_args(parse_serve_args("--token-file", str(path)))
 
 
 def test_scoring_commands_server_option(server, tmp_path, monkeypatch):
@@ -893,7 +849,7 @@ def test_serve_process_logs_serves_and_stops_on_sigterm():
 def test_serve_refuses_an_unusable_gpu(capsys):
     from warpdp.grpc.cli import run_serve
 
-    assert run_serve(_parse("--backend", "gpu", "--port", "0")) == 2
+    assert run_serve(parse_serve_args("--backend", "gpu", "--port", "0")) == 2
     assert "backend='gpu' was requested" in capsys.readouterr().err
 
 

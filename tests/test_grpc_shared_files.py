@@ -3,7 +3,7 @@ warpdp.proto): memfds that the client registers over the server's Unix socket.
 
 Servers run in-process on loopback; the client's size threshold and chunk size are lowered so
 that small jobs take the shared-memory path. The two-user and killed-client tests run client
-processes of their own (tests/shm_user_process.py).
+processes of their own (tests/helpers/shm_user_process.py).
 """
 from __future__ import annotations
 
@@ -28,10 +28,11 @@ import numpy as np
 import pytest
 
 import warpdp
-from grpc_support import WAIT, metric_reaches, start_server, stub_for
-from shm_user_process import ALL_SEALS, job_bytes, sealed_memfd
-from test_grpc_service import local, make_batches
-from test_grpc_xdrop_seedext import K, assert_seedext_equal, assert_xdrop_equal, local_xdrop, make_seed_pairs, make_xdrop_pairs
+from helpers.grpc_server import WAIT, metric_reaches, start_server, stub_for
+from helpers.pairhmm import local, make_batches
+from helpers.seedext import assert_seedext_equal, make_seed_pairs
+from helpers.shm import ALL_SEALS, job_bytes, sealed_memfd
+from helpers.xdrop import K, assert_xdrop_equal, local_xdrop, make_xdrop_pairs
 from warpdp.grpc import Client, ServiceError, client as client_module, server as server_module, warpdp_pb2
 from warpdp.grpc import _shm_client, _shm_protocol, _shm_server
 from warpdp.grpc._algorithms import PAIRHMM, SEEDEXT, XDROP, XdropKey
@@ -39,7 +40,7 @@ from warpdp.grpc._packing import concat_pairhmm as _packing_concat
 from warpdp.grpc._shm_client import SharedFilePool, is_local_address
 from warpdp.grpc._shm_server import MappedFiles, Region, SharedFileRejected, is_local_peer, read_arrays
 
-USER_PROCESS = Path(__file__).with_name("shm_user_process.py")
+USER_PROCESS = Path(__file__).with_name("helpers") / "shm_user_process.py"
 
 
 @pytest.fixture

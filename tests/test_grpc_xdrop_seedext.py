@@ -13,93 +13,22 @@ import numpy as np
 import pytest
 
 import warpdp
-from conftest import shared_file
-from grpc_support import WAIT, client, metric_reaches, server, start_server, stub, stub_for  # noqa: F401 (fixtures)
+from helpers.data import shared_file
+from helpers.grpc_server import WAIT, client, metric_reaches, server, start_server, stub, stub_for  # noqa: F401 (fixtures)
+from helpers.seedext import assert_seedext_equal, make_seed_pairs
+from helpers.xdrop import K, assert_xdrop_equal, local_xdrop, make_xdrop_pairs
 from warpdp.cli import main
 from warpdp.grpc import Client, Server, ServerConfig
 from warpdp.grpc import warpdp_pb2, warpdp_pb2_grpc
 from warpdp.grpc._algorithms import SEEDEXT, XDROP, XdropKey
 from warpdp.plugin.xdrop_io import read_xdrop_results
 
-K = 17
 ALT = dict(a=2, b=5, o_del=5, e_del=2, o_ins=7, e_ins=1, w=30, end_bonus=0, zdrop=50)
 LIMITED = dict(max_request_cells=2_000_000, max_message_mb=0.25)
 
 
 # ---------------------------------------------------------------------------------------
 # helpers
-
-
-def _mutate(seq: np.ndarray, rng: np.random.Generator, rate: float) -> np.ndarray:
-    """Substitutions, insertions (a random base after) and deletions in equal parts."""
-    acgt = np.frombuffer(b"ACGT", dtype=np.uint8)
-    r = rng.random(len(seq))
-    out = seq.copy()
-    substituted = r < rate / 3
-    out[substituted] = rng.choice(acgt, int(substituted.sum()))
-    inserted = (r >= rate / 3) & (r < 2 * rate / 3)
-    copies = np.where(inserted, 2, np.where((r >= 2 * rate / 3) & (r < rate), 0, 1))
-    result = np.repeat(out, copies)
-    after = (np.cumsum(copies) - copies)[inserted] + 1
-    result[after] = rng.choice(acgt, len(after))
-    return result
-
-
-def make_xdrop_pairs(seed: int, n: int, length: tuple[int, int] = (0, 300)) -> warpdp.XdropPairs:
-    """Random pairs sharing an exact k-mer seed: related (with errors) or unrelated flanks, some N,
-    seeds at either end (empty flanks) included."""
-    rng = np.random.default_rng(seed)
-    alphabet = np.frombuffer(b"ACGTN", dtype=np.uint8)
-    p = [0.245, 0.245, 0.245, 0.245, 0.02]
-    pairs = []
-    for i in range(n):
-        seed_bases = rng.choice(alphabet[:4], K)
-        left, right = (rng.choice(alphabet, int(rng.integers(*length, endpoint=True)), p=p) for _ in range(2))
-        if i % 7 == 0:
-            left = left[:0]
-        if i % 5 == 0:
-            right = right[:0]
-        if i % 3 == 0:  # unrelated
-            other_left = rng.choice(alphabet, len(left), p=p)
-            other_right = rng.choice(alphabet, len(right), p=p)
-        else:
-            other_left, other_right = _mutate(left, rng, 0.15), _mutate(right, rng, 0.15)
-        h = np.concatenate([left, seed_bases, right])
-        v = np.concatenate([other_left, seed_bases, other_right])
-        pairs.append((h, len(left), v, len(other_left)))
-    return warpdp.pack_xdrop_pairs(pairs)
-
-
-def make_seed_pairs(seed: int, n: int, query: tuple[int, int] = (0, 250)) -> warpdp.SeedExtPairs:
-    """BWA-MEM-like extensions: query of the given lengths, target = query with errors plus up to
-    100 more bases, h0 19..60, some N."""
-    rng = np.random.default_rng(seed)
-    alphabet = np.frombuffer(b"ACGTN", dtype=np.uint8)
-    p = [0.245, 0.245, 0.245, 0.245, 0.02]
-    items = []
-    for _ in range(n):
-        q = rng.choice(alphabet, int(rng.integers(*query, endpoint=True)), p=p)
-        t = np.concatenate([_mutate(q, rng, rng.uniform(0.01, 0.1)), rng.choice(alphabet, int(rng.integers(0, 100)))])
-        items.append((q, t, int(rng.integers(19, 60, endpoint=True))))
-    return warpdp.pack_seed_pairs(items)
-
-
-def local_xdrop(pairs: warpdp.XdropPairs, **params) -> warpdp.XdropResults:
-    return warpdp.xdrop(pairs, backend="cpu", **params)
-
-
-def assert_xdrop_equal(got: warpdp.XdropResults, expected: warpdp.XdropResults) -> None:
-    assert isinstance(got, warpdp.XdropResults)
-    for name in ("score", "begin_h", "end_h", "begin_v", "end_v", "cells"):
-        value = getattr(got, name)
-        assert value.dtype == np.int64 and value.flags.c_contiguous, name
-        np.testing.assert_array_equal(value, getattr(expected, name), err_msg=name)
-
-
-def assert_seedext_equal(got: warpdp.SeedExtResults, expected: warpdp.SeedExtResults) -> None:
-    assert isinstance(got, warpdp.SeedExtResults)
-    assert got.table.dtype == np.int32 and got.table.flags.c_contiguous
-    np.testing.assert_array_equal(got.table, expected.table)
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import warpdp
-from pairhmm_reference import forward_log10
+from references.pairhmm import forward_log10
 
 HAP = "ACGTACGTTAGCATGCAGT"
 READ = "CGTACGTTAGC"
@@ -202,3 +202,15 @@ def test_gkl_facade_checks_like_gkl() -> None:
 def test_malformed_text_names_the_line(text: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         warpdp.read_pairhmm_text(io.StringIO(text))
+
+
+def test_params_object_and_keyword_give_the_same_likelihoods() -> None:
+    batches = warpdp.PairHmmBatches.from_arrays(**good_arrays())
+    by_keyword = warpdp.pairhmm(batches, double=True, backend="cpu")
+    by_params = warpdp.pairhmm(batches, warpdp.PairHmmParams(double=True), backend="cpu")
+    assert isinstance(by_params, warpdp.PairHmmResults) and by_params.dtype == np.float64
+    np.testing.assert_array_equal(by_params, by_keyword)
+    with pytest.raises(TypeError, match="double must be a bool"):
+        warpdp.PairHmmParams(double="yes")
+    with pytest.raises(TypeError, match="either params or keyword parameters"):
+        warpdp.pairhmm(batches, warpdp.PairHmmParams(), double=True, backend="cpu")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from test_pairhmm_gpu import random_batches
+from helpers.pairhmm import random_batches
 from warpdp.kernels import pairhmm as gpu_module
 
 

@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 
 import warpdp
+from helpers.data import SHARED_DATA
+from helpers.pairhmm import random_batches
 from warpdp.plugin.backend import choose_backend, gpu_status
 from warpdp.plugin.pairhmm import PairHmmBatches, pairhmm
 
@@ -22,7 +24,6 @@ pytestmark = [
     pytest.mark.skipif(not _GPU_OK, reason=f"GPU Pair-HMM backend not usable here: {_GPU_WHY}"),
 ]
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 PAIRHMM_DATA = SHARED_DATA / "pairhmm"
 
 FLOAT_TOL = 1e-4
@@ -60,90 +61,6 @@ def assert_matches_cpu(gpu: np.ndarray, cpu: np.ndarray, *, double_mode: bool = 
     assert (err <= tol).all(), (
         f"{int((err > tol).sum())} of {len(err)} pairs differ beyond tolerance; worst: "
         + ", ".join(f"cpu {ref[i]:.8f} gpu {gpu[finite][i]:.8f} err {err[i]:.2e}" for i in worst))
-
-
-def random_batches(rng: np.random.Generator, *, n_batches: int, reads: tuple[int, int],
-                   haps: tuple[int, int], read_len: tuple[int, int], hap_len: tuple[int, int],
-                   n_rate: float = 0.01, related: float = 0.8, qual_high: int = 40,
-                   wild_quals: float = 0.0) -> PairHmmBatches:
-    """Random packed batches: reads mostly taken from a haplotype with errors, some unrelated.
-
-    ``qual_high`` bounds the qualities drawn; ``wild_quals`` is the share of values drawn from
-    0..255 instead (covering GKL's & 127 masking). Any byte other than ACGT is an N.
-    """
-    alphabet = np.frombuffer(b"ACGT", dtype=np.uint8)
-    others = np.frombuffer(b"NnRacgtX", dtype=np.uint8)
-
-    def with_ns(s: np.ndarray) -> np.ndarray:
-        s = s.copy()
-        mask = rng.random(len(s)) < n_rate
-        s[mask] = others[rng.integers(0, len(others), int(mask.sum()))]
-        return s
-
-    def mutate(s: np.ndarray, rate: float) -> np.ndarray:
-        s = s.copy()
-        subs = rng.random(len(s)) < rate
-        s[subs] = alphabet[rng.integers(0, 4, int(subs.sum()))]
-        if len(s) > 2 and rng.random() < 0.5:  # one small indel
-            at = int(rng.integers(1, len(s) - 1))
-            if rng.random() < 0.5:
-                s = np.concatenate([s[:at], alphabet[rng.integers(0, 4, int(rng.integers(1, 4)))], s[at:]])
-            else:
-                s = np.concatenate([s[:at], s[at + int(rng.integers(1, 3)):]])
-        return s
-
-    def quals(n: int, low: int, high: int) -> np.ndarray:
-        q = rng.integers(low, high + 1, n)
-        wild = rng.random(n) < wild_quals
-        q[wild] = rng.integers(0, 256, int(wild.sum()))
-        return q.astype(np.uint8)
-
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("b", "q", "i", "d", "g", "h")}
-    read_lens, hap_lens, n_reads, n_haps = [], [], [], []
-    for _ in range(n_batches):
-        nr = int(rng.integers(reads[0], reads[1] + 1))
-        nh = int(rng.integers(haps[0], haps[1] + 1))
-        # The haplotypes of a batch are variants of one reference, as in an active region.
-        reference = alphabet[rng.integers(0, 4, hap_len[1] + 8)]
-        common = int(rng.integers(hap_len[0], hap_len[1] + 1))
-        batch_haps = []
-        for _ in range(nh):
-            n = int(np.clip(common + rng.integers(-3, 4), hap_len[0], hap_len[1]))
-            hap = with_ns(mutate(reference[:n], 0.01))
-            batch_haps.append(hap if len(hap) else alphabet[:1].copy())
-        for h in batch_haps:
-            parts["h"].append(h)
-            hap_lens.append(len(h))
-        for _ in range(nr):
-            n = int(rng.integers(read_len[0], read_len[1] + 1))
-            source = batch_haps[int(rng.integers(0, nh))]
-            if rng.random() < related and len(source) >= n:
-                start = int(rng.integers(0, len(source) - n + 1))
-                read = mutate(source[start:start + n], 0.02)[:n]
-                if len(read) < n:
-                    read = np.concatenate([read, alphabet[rng.integers(0, 4, n - len(read))]])
-                read = with_ns(read)
-            else:
-                read = with_ns(alphabet[rng.integers(0, 4, n)])
-            parts["b"].append(read)
-            parts["q"].append(quals(n, 2, qual_high))
-            parts["i"].append(quals(n, 10, 60))
-            parts["d"].append(quals(n, 10, 60))
-            parts["g"].append(quals(n, 3, 40))
-            read_lens.append(n)
-        n_reads.append(nr)
-        n_haps.append(nh)
-
-    def cat(key: str) -> np.ndarray:
-        return np.concatenate(parts[key]) if parts[key] else np.zeros(0, np.uint8)
-
-    def offsets(lengths: list[int]) -> np.ndarray:
-        return np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
-
-    return PairHmmBatches.from_arrays(
-        read_bases=cat("b"), read_quals=cat("q"), read_ins=cat("i"), read_del=cat("d"),
-        read_gcp=cat("g"), read_offsets=offsets(read_lens), hap_bases=cat("h"),
-        hap_offsets=offsets(hap_lens), batch_reads=offsets(n_reads), batch_haps=offsets(n_haps))
 
 
 def gpu_and_cpu(batches: PairHmmBatches, *, double: bool = False) -> tuple[np.ndarray, np.ndarray]:

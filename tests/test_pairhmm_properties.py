@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import warpdp
-from pairhmm_reference import forward_log10
+from references.pairhmm import forward_log10
 
 ISAS = warpdp.available_cpu_isas()
 BASES = b"ACGTN"

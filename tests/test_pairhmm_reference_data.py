@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import warpdp
-from conftest import shared_file
-from pairhmm_reference import forward_log10
+from helpers.data import shared_file
+from references.pairhmm import forward_log10
 
 ISAS = warpdp.available_cpu_isas()
 # GKL computes the pair in double when its scaled float result is below 1e-28, i.e. when

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import warpdp
+from helpers.seedext import BROKEN_PAIR_CASES, broken_pairs
 from warpdp.plugin.seedext import SeedExtParams, seedext_cells
 
 ITEMS = [(b"ACGTACGTAC", b"ACGTACGTACGG", 20), ("ACGGT", "ACGT", 5), (b"", b"ACG", 9)]
@@ -111,27 +112,6 @@ def test_scores_that_could_overflow_are_refused() -> None:
         warpdp.seed_extend(pairs, backend="cpu")
 
 
-def broken_pairs(n: int, bad: int, kind: str) -> warpdp.SeedExtPairs:
-    """n one-base pairs, pair `bad` broken in one way (built without from_arrays' checks)."""
-    query_offsets = np.arange(n + 1, dtype=np.int64)
-    h0 = np.full(n, 10, dtype=np.int32)
-    if kind == "decreasing":
-        query_offsets[bad + 1] = query_offsets[bad] - 1
-    elif kind == "h0":
-        h0[bad] = -3
-    elif kind == "score":
-        h0[bad] = 2**30
-    return warpdp.SeedExtPairs(query=np.full(n, ord("A"), np.uint8), query_offsets=query_offsets,
-                               target=np.full(n, ord("A"), np.uint8),
-                               target_offsets=np.arange(n + 1, dtype=np.int64), h0=h0)
-
-
-# broken_pairs(100, 70, kind) and the error it must raise
-BROKEN_PAIR_CASES = [("decreasing", r"query_offsets must not decrease \(pair 70: 70 -> 69\)"),
-                     ("h0", "h0 must be >= 0.*pair 70 has -3"),
-                     ("score", r"pair 70: h0 \+ a \* min")]
-
-
 @pytest.mark.parametrize(("kind", "message"), BROKEN_PAIR_CASES)
 def test_range_checks_name_pairs_by_their_index(kind, message) -> None:
     """The per-pair checks run on a range of pairs (the GPU launcher's chunks) name a bad pair
@@ -188,3 +168,20 @@ def test_gpu_request_without_gpu_kernel() -> None:
 def test_results_table_is_checked() -> None:
     with pytest.raises(TypeError, match=r"\(n_pairs, 6\)"):
         warpdp.SeedExtResults(np.zeros((2, 5), dtype=np.int32))
+
+
+def test_params_object_keywords_and_seed_extend_with_agree() -> None:
+    pairs, params = packed(), SeedExtParams(a=2, w=5)
+    expected = warpdp.seed_extend(pairs, a=2, w=5, backend="cpu").table
+    np.testing.assert_array_equal(warpdp.seed_extend(pairs, params, backend="cpu").table, expected)
+    np.testing.assert_array_equal(warpdp.seed_extend_with(pairs, params, backend="cpu").table, expected)
+    out = warpdp.SeedExtResults(np.zeros((len(pairs), 6), np.int32))
+    assert warpdp.seed_extend(pairs, params, backend="cpu", out=out) is out
+    np.testing.assert_array_equal(out.table, expected)
+    with pytest.raises(ValueError, match="out.table has 2 rows but there are 3 pairs"):
+        warpdp.seed_extend(pairs, params, backend="cpu", out=warpdp.SeedExtResults(np.zeros((2, 6), np.int32)))
+    with pytest.raises(ValueError, match="e_del must be within 1..16383, not 0"):
+        SeedExtParams(e_del=0)
+    assert pairs.validate(params) == 10  # the longest query
+    with pytest.raises(TypeError, match="out must be SeedExtResults, not ndarray"):
+        warpdp.seed_extend(pairs, params, backend="cpu", out=np.zeros((3, 6), np.int32))

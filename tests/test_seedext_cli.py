@@ -5,7 +5,7 @@ import io
 
 import pytest
 
-from conftest import shared_file
+from helpers.data import shared_file
 from warpdp.cli import main
 
 ALT = ["-a", "2", "-b", "5", "--o-del", "5", "--e-del", "2", "--o-ins", "7", "--e-ins", "1", "-w", "30",

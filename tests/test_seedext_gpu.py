@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import warpdp
-from conftest import shared_file
-from test_seedext_api import BROKEN_PAIR_CASES, broken_pairs
+from helpers.data import shared_file
+from helpers.seedext import BROKEN_PAIR_CASES, broken_pairs
 from warpdp.plugin.backend import gpu_status
 
 _GPU_OK, _GPU_WHY = gpu_status("seedext")

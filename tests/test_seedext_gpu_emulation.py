@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import warpdp
-from conftest import shared_file
+from helpers.data import shared_file
 from warpdp.kernels import seedext as gpu_module
 
 CU_SOURCE = Path(gpu_module.__file__).with_name("seedext.cu")

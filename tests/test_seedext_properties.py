@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import warpdp
-from seedext_reference import ksw_extend2
+from references.seedext import ksw_extend2
 
 ISAS = warpdp.seedext_cpu_isas()
 PARAM_NAMES = ("a", "b", "o_del", "e_del", "o_ins", "e_ins", "w", "end_bonus", "zdrop")

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import warpdp
-from conftest import shared_file
-from seedext_reference import ksw_extend2
+from helpers.data import shared_file
+from references.seedext import ksw_extend2
 
 ISAS = warpdp.seedext_cpu_isas()
 # The data README's two parameter sets.

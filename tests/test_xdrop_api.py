@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import warpdp
-from conftest import shared_file
+from helpers.data import shared_file
 from warpdp.cli import main
 from warpdp.plugin.backend import BackendUnavailableError, gpu_status
 from warpdp.plugin.xdrop import XdropPair, XdropPairs, XdropResults, pack_xdrop_pairs, xdrop, xdrop_pair
@@ -219,3 +219,36 @@ def test_cli_errors(tmp_path, capsys) -> None:
     assert "needs both --seqs-h and --seeds" in capsys.readouterr().err
     assert main(["xdrop", str(tmp_path / "missing.tsv"), "-k", "2", "-x", "5"]) == 2
     assert "missing.tsv" in capsys.readouterr().err
+
+
+def test_params_object_and_keywords_give_the_same_results() -> None:
+    pairs = small_pairs()
+    params = warpdp.XdropParams(k=4, x=5, report="best")
+    by_keywords = xdrop(pairs, k=4, x=5, report="best", backend="cpu")
+    by_params = xdrop(pairs, params, backend="cpu")
+    np.testing.assert_array_equal(by_params.as_array(), by_keywords.as_array())
+    out = XdropResults.empty(len(pairs))
+    assert xdrop(pairs, params, backend="cpu", out=out) is out
+    np.testing.assert_array_equal(out.as_array(), by_keywords.as_array())
+    assert xdrop_pair("ACGTACGTAAAA", 4, "ACGTACGTAAAA", 4, params) == tuple(by_params.as_array()[0])
+    with pytest.raises(TypeError, match="either params or keyword parameters"):
+        xdrop(pairs, params, x=6, backend="cpu")
+    with pytest.raises(ValueError, match=r"out.score has 1 entries but there are 2 pairs"):
+        xdrop(pairs, params, backend="cpu", out=XdropResults.empty(1))
+    with pytest.raises(TypeError, match="out must be XdropResults, not ndarray"):
+        xdrop(pairs, params, backend="cpu", out=np.zeros(2, np.int64))
+
+
+def test_params_validate_themselves_naming_the_field() -> None:
+    with pytest.raises(ValueError, match="k \\(the seed length\\) must be at least 1"):
+        warpdp.XdropParams(k=0, x=5)
+    with pytest.raises(ValueError, match="mismatch must be negative"):
+        warpdp.XdropParams(k=4, x=5, mismatch=1)
+    with pytest.raises(ValueError, match="report must be one of"):
+        warpdp.XdropParams(k=4, x=5).replace(report="widest")
+    with pytest.raises(TypeError, match="unexpected keyword argument.*: y"):
+        xdrop(small_pairs(), k=4, x=5, y=1, backend="cpu")
+    params = warpdp.XdropParams(k=np.int64(4), x=np.int32(5))
+    assert type(params.k) is int and type(params.x) is int
+    with pytest.raises(AttributeError):
+        params.k = 5  # frozen

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import shared_file
+from helpers.data import shared_file
 from warpdp.plugin.backend import gpu_status
 
 pytestmark = [
@@ -14,7 +14,7 @@ pytestmark = [
 
 from warpdp.plugin.xdrop import XdropPairs, xdrop  # noqa: E402
 from warpdp.plugin.xdrop_io import read_logan_text, read_xdrop_results  # noqa: E402
-from test_xdrop_wide_emulation import items_of, noisy_copies, random_pairs as mixed_pairs  # noqa: E402
+from helpers.xdrop import items_of, noisy_copies, random_pairs as mixed_pairs  # noqa: E402
 
 CASES = [("logan-example", 5), ("logan-example", 21), ("logan-example", 100),
          ("synthetic-300", 10), ("synthetic-300", 50), ("synthetic-300", 200)]

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from warpdp.plugin.xdrop import XdropPairs, pack_xdrop_pairs, xdrop, xdrop_cpu_isas
-from xdrop_reference import extend_direction, extend_pair, full_matrix_scores
+from references.xdrop import extend_direction, extend_pair, full_matrix_scores
 
 ISAS = xdrop_cpu_isas()
 ALPHABETS = ["AC", "ACGT", "ACGTN", "acgtnACGTN"]

@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import shared_file
+from helpers.data import shared_file
 from warpdp.plugin.xdrop import xdrop, xdrop_cpu_isas
 from warpdp.plugin.xdrop_io import read_logan_text, read_xdrop_results
-from xdrop_reference import extend_pair
+from references.xdrop import extend_pair
 
 K = 17
 CASES = [("logan-example", 5), ("logan-example", 21), ("logan-example", 100),

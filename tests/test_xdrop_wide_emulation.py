@@ -1,6 +1,6 @@
 """The GPU wide-window X-drop kernel's algorithm (emulated in NumPy) against the CPU backend.
 
-tests/xdrop_wide_emulation.py restates ``extend_wide_kernel<W, T>`` lane for lane; here it must
+tests/references/xdrop_wide_emulation.py restates ``extend_wide_kernel<W, T>`` lane for lane; here it must
 give the CPU backend's scores, coordinates and cell counts exactly, in both reporting modes, so
 that logic errors show up without a GPU. Also CPU-only checks of the launcher's side: the
 explicit instantiations in xdrop.cu match the configurations xdrop.py launches, and the rule
@@ -14,35 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers.xdrop import items_of, noisy_copies, random_pairs
+from references.xdrop_wide_emulation import WideBlock, flanks, xdrop_wide
 from warpdp.kernels import xdrop as gpu_xdrop
 from warpdp.plugin.xdrop import XdropPairs, pack_xdrop_pairs, xdrop
-from xdrop_wide_emulation import WideBlock, flanks, xdrop_wide
-
-
-def random_pairs(seed: int, count: int, max_flank: int, k: int = 5) -> XdropPairs:
-    """Identical, unrelated, mutated and lower-case mutated pairs, N-rich ones, and seeds at the
-    ends (empty flanks)."""
-    rng = np.random.default_rng(seed)
-    pairs = []
-    for i in range(count):
-        alphabet = list("ACGTN") if i % 7 == 0 else list("ACGT")
-        v = "".join(rng.choice(alphabet, int(rng.integers(k, max_flank))))
-        kind = i % 4
-        if kind == 0:
-            h = v
-        elif kind == 1:
-            h = "".join(rng.choice(alphabet, int(rng.integers(k, max_flank))))
-        else:
-            h = "".join(c if rng.random() > 0.1 else str(rng.choice(alphabet)) for c in v)
-            if rng.random() < 0.5:  # indels too, so that the best path leaves the diagonal
-                cut = int(rng.integers(0, len(h)))
-                h = h[:cut] + "".join(rng.choice(alphabet, int(rng.integers(0, 4)))) + h[cut + int(rng.integers(0, 4)):]
-                h = h if len(h) >= k else v
-            h = h.lower() if kind == 3 else h
-        pv = int(rng.integers(0, len(v) - k + 1)) if i % 5 else (0 if i % 2 else len(v) - k)
-        ph = min(pv, len(h) - k)
-        pairs.append((h, ph, v, pv))
-    return pack_xdrop_pairs(pairs)
 
 
 def check(pairs: XdropPairs, k: int, report: str, w: int, t: int, block: WideBlock | None = None, **scores) -> None:
@@ -88,40 +63,6 @@ def test_emulated_wide_kernel_full_frame_and_n_runs() -> None:
     for report in ("longest", "best"):
         for x in (0, 3, 50, 10_000):
             check(pairs, 3, report, 2, 4, match=1, mismatch=-1, gap=-1, x=x)
-
-
-def noisy_copies(seed: int, count: int, length: int, k: int = 17, error_rate: float = 0.15) -> XdropPairs:
-    """benchmarks/xdrop.py's workload in small: H = V with substitutions, insertions and
-    deletions, an exact k-mer seed in the middle."""
-    rng = np.random.default_rng(seed)
-    pairs = []
-    for _ in range(count):
-        v = "".join(rng.choice(list("ACGT"), length))
-        at = length // 2 - k // 2
-        h_left, h_right = [], []
-        for part, out in ((v[:at], h_left), (v[at + k:], h_right)):
-            for c in part:
-                u = rng.random()
-                if u < error_rate / 3:
-                    out.append(str(rng.choice([b for b in "ACGT" if b != c])))
-                elif u < 2 * error_rate / 3:
-                    continue
-                elif u < error_rate:
-                    out.extend([str(rng.choice(list("ACGT"))), c])
-                else:
-                    out.append(c)
-        pairs.append(("".join(h_left) + v[at:at + k] + "".join(h_right), len(h_left), v, at))
-    return pack_xdrop_pairs(pairs)
-
-
-def items_of(pairs: XdropPairs, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """(V flank, H flank) per work item, as xdrop.py's plan orders them (2i left, 2i+1 right)."""
-    m = np.empty(2 * pairs.n_pairs, dtype=np.int64)
-    n = np.empty(2 * pairs.n_pairs, dtype=np.int64)
-    m[0::2], n[0::2] = pairs.v_pos, pairs.h_pos
-    m[1::2] = np.diff(pairs.v_offsets) - pairs.v_pos - k
-    n[1::2] = np.diff(pairs.h_offsets) - pairs.h_pos - k
-    return m, n
 
 
 def test_emulated_wide_kernel_benchmark_like_pairs() -> None:

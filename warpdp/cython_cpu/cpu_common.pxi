@@ -1,15 +1,7 @@
 # Shared by every CPU extension (each .pyx includes this file): the names of the SIMD
 # variants, which of them this CPU runs, and small buffer helpers.
-from libc.stdint cimport int64_t, uint8_t
-
-cdef extern from "cpu_common.h":
-    int warpdp_cpu_supports(int isa)
-    int warpdp_cpu_best_isa()
-    ctypedef struct warpdp_bad_argument:
-        int field
-        int64_t index
-    int WARPDP_BAD_ARGUMENT
-    int WARPDP_MAX_THREADS
+# The C declarations these helpers use come from cpu_common_c.pxi, which each family's .pxd includes.
+from libc.stdint cimport uint8_t
 
 ISA_NAMES = ("scalar", "avx2", "avx512")
 

@@ -7,28 +7,10 @@ driver checks the offsets again before it reads through them.
 """
 import numpy as np
 cimport numpy as cnp
-from libc.stdint cimport int64_t, uint8_t
 
 cnp.import_array()
 
 include "cpu_common.pxi"
-
-cdef extern from "pairhmm_kernel.h":
-    ctypedef struct pairhmm_batches:
-        const uint8_t *read_bases
-        const uint8_t *read_quals
-        const uint8_t *read_ins
-        const uint8_t *read_del
-        const uint8_t *read_gcp
-        const int64_t *read_offsets
-        const uint8_t *hap_bases
-        const int64_t *hap_offsets
-        const int64_t *batch_reads
-        const int64_t *batch_haps
-        int64_t n_batches
-        int64_t n_read_bases, n_hap_bases, n_reads, n_haps
-    int pairhmm_forward_batches(const pairhmm_batches *batches, double *out, int64_t n_out, int use_double,
-                                int threads, int isa, warpdp_bad_argument *bad) nogil
 
 # pairhmm_forward_batches' field codes (PAIRHMM_BAD_* in pairhmm_kernel.h), in order (the last:
 # out's length against the batches' pairs).
@@ -37,14 +19,15 @@ PAIRHMM_FIELDS = ("threads", "read_offsets", "hap_offsets", "batch_reads", "batc
 _PAIRHMM_ITEMS = ("", "read", "haplotype", "batch", "batch", "")
 
 
-def forward(batches, double[::1] out not None, *, bint use_double=False, threads=0,
-            str isa=None) -> None:
-    """Fill ``out`` with the log10 likelihood of every pair of ``batches`` (GKL numerics).
+def run(batches, params, double[::1] out not None, *, threads=0, str isa=None) -> None:
+    """Fill ``out`` (float64, one per pair) with the log10 likelihood of every pair of
+    ``batches`` (PairHmmBatches) with ``params`` (PairHmmParams), GKL's numerics.
 
     ``batches`` were validated by the plugin layer; the C driver checks the offsets and out's
     length again before it reads through them (ValueError naming the field)."""
     cdef int code = isa_code(isa)
     cdef int n_threads = threads_arg(threads)
+    cdef bint use_double = params.double
     cdef const uint8_t[::1] read_bases = batches.read_bases
     cdef const uint8_t[::1] read_quals = batches.read_quals
     cdef const uint8_t[::1] read_ins = batches.read_ins
@@ -93,18 +76,6 @@ def forward(batches, double[::1] out not None, *, bint use_double=False, threads
     if status == -2:
         raise ValueError(f"warpdp: the {ISA_NAMES[code]!r} CPU variant cannot run on this CPU "
                          f"(available: {', '.join(available_isas())})")
-
-
-cdef extern from "pairhmm_tables.h":
-    float pairhmm_ph2pr_f[128]
-    double pairhmm_ph2pr_d[128]
-    float pairhmm_mm_f[8256]
-    double pairhmm_mm_d[8256]
-    float pairhmm_initial_f
-    float pairhmm_log10_initial_f
-    double pairhmm_initial_d
-    double pairhmm_log10_initial_d
-    void pairhmm_tables_init()
 
 
 def gkl_tables() -> dict:

@@ -8,30 +8,10 @@ driver checks offsets, h0 and the parameters again before it reads through them.
 """
 import numpy as np
 cimport numpy as cnp
-from libc.stdint cimport int32_t, int64_t, uint8_t
 
 cnp.import_array()
 
 include "cpu_common.pxi"
-
-cdef extern from "seedext_kernel.h":
-    ctypedef struct seedext_params:
-        int32_t a, b, o_del, e_del, o_ins, e_ins, w, end_bonus, zdrop
-    ctypedef struct seedext_result:
-        int32_t score, qle, tle, gtle, gscore, max_off
-    ctypedef struct seedext_batch:
-        const uint8_t *query
-        const uint8_t *target
-        const int64_t *query_offsets
-        const int64_t *target_offsets
-        const int32_t *h0
-        int64_t n_pairs
-        int64_t query_total, target_total
-    int seedext_extend_batch(const seedext_batch *batch, const seedext_params *p, seedext_result *out,
-                             int threads, int isa, warpdp_bad_argument *bad) nogil
-    int seedext_count_cells(const seedext_batch *batch, const seedext_params *p, seedext_result *out,
-                            int64_t *cells, int threads, warpdp_bad_argument *bad) nogil
-    int SEEDEXT_INT16_LIMIT
 
 # The drivers' field codes (SEEDEXT_BAD_* in seedext_kernel.h), in order.
 SEEDEXT_FIELDS = ("threads", "a", "b", "o_del", "e_del", "o_ins", "e_ins", "w", "end_bonus", "zdrop",
@@ -88,16 +68,16 @@ cdef seedext_result* _rows(int32_t[:, ::1] out, int64_t n_pairs) except? NULL:
     return <seedext_result *> &out[0, 0] if n_pairs > 0 else NULL
 
 
-def extend(pairs, params, int32_t[:, ::1] out not None, *, threads=0, str isa=None) -> None:
-    """Fill ``out`` (n_pairs x 6: score, qle, tle, gtle, gscore, max_off) for every pair.
-
-    ``pairs`` has the packed arrays of SeedExtPairs; ``params`` the attributes a, b, o_del,
-    e_del, o_ins, e_ins, w, end_bonus, zdrop (already validated).
+def run(pairs, params, out, *, threads=0, str isa=None) -> None:
+    """Fill ``out`` (a SeedExtResults: its n_pairs x 6 int32 table of score, qle, tle, gtle,
+    gscore, max_off) for every pair of ``pairs`` (SeedExtPairs) with ``params``
+    (SeedExtParams), both validated by the plugin layer; the C driver checks offsets, h0 and the
+    parameters again (ValueError naming the field).
     """
     cdef int code = isa_code(isa)
     cdef int n_threads = threads_arg(threads)
     cdef _Packed packed = _Packed(pairs, params)
-    cdef seedext_result *rows = _rows(out, packed.batch.n_pairs)
+    cdef seedext_result *rows = _rows(out.table, packed.batch.n_pairs)
     cdef int status
     cdef warpdp_bad_argument bad
     with nogil:

@@ -6,32 +6,7 @@ plugin layer (seeds inside their sequences, bases ACGTN, scores checked); this m
 their buffers to C with the GIL released, and the C driver checks offsets, seeds, k and scores
 again before it reads through them (an error, never a wild read, for a caller that skipped them).
 """
-from libc.stdint cimport int64_t, uint8_t
-
 include "cpu_common.pxi"
-
-cdef extern from "xdrop_kernel.h":
-    ctypedef struct xdrop_params:
-        int64_t match, mismatch, gap, x
-        int best_mode
-    ctypedef struct xdrop_pairs:
-        const uint8_t *h_bases
-        const uint8_t *v_bases
-        const int64_t *h_offsets
-        const int64_t *v_offsets
-        const int64_t *h_pos
-        const int64_t *v_pos
-        int64_t n_pairs
-        int64_t h_total, v_total
-    ctypedef struct xdrop_outputs:
-        int64_t *score
-        int64_t *begin_h
-        int64_t *end_h
-        int64_t *begin_v
-        int64_t *end_v
-        int64_t *cells
-    int xdrop_run(const xdrop_pairs *pairs, int64_t k, const xdrop_params *p, xdrop_outputs *out,
-                  int threads, int isa, int64_t *bad_pair, warpdp_bad_argument *bad) nogil
 
 # xdrop_run's field codes (XDROP_BAD_* in xdrop_kernel.h), in order.
 XDROP_FIELDS = ("threads", "k", "match", "mismatch", "gap", "x", "h_offsets", "v_offsets", "h_pos", "v_pos")
@@ -40,19 +15,23 @@ cdef int64_t* _out_ptr(int64_t[::1] view):
     return &view[0] if view.shape[0] > 0 else NULL
 
 
-def extend(pairs, int64_t k, int64_t match, int64_t mismatch, int64_t gap, int64_t x, bint best_mode,
-           int64_t[::1] score not None, int64_t[::1] begin_h not None, int64_t[::1] end_h not None,
-           int64_t[::1] begin_v not None, int64_t[::1] end_v not None, int64_t[::1] cells not None,
-           *, threads=0, str isa=None) -> int:
-    """Fill the six per-pair output arrays for every pair of ``pairs`` (validated by the plugin
-    layer; the C driver checks offsets, seeds, k, scores and threads again, ValueError naming
-    the field).
+def run(pairs, params, out, *, threads=0, str isa=None) -> int:
+    """Fill ``out`` (an XdropResults: six int64 columns of n_pairs) for every pair of ``pairs``
+    (XdropPairs) with ``params`` (XdropParams), both validated by the plugin layer; the C driver
+    checks offsets, seeds, k, scores and threads again (ValueError naming the field).
 
     Returns -1, or the first pair with a byte other than A, C, G, T, N (either case), whose
     outputs are then left as they were.
     """
     cdef int code = isa_code(isa)
     cdef int n_threads = threads_arg(threads)
+    cdef int64_t[::1] score = out.score
+    cdef int64_t[::1] begin_h = out.begin_h
+    cdef int64_t[::1] end_h = out.end_h
+    cdef int64_t[::1] begin_v = out.begin_v
+    cdef int64_t[::1] end_v = out.end_v
+    cdef int64_t[::1] cells = out.cells
+    cdef int64_t k = params.k
     cdef const uint8_t[::1] h_bases = pairs.h_bases
     cdef const uint8_t[::1] v_bases = pairs.v_bases
     cdef const int64_t[::1] h_offsets = pairs.h_offsets
@@ -77,24 +56,24 @@ def extend(pairs, int64_t k, int64_t match, int64_t mismatch, int64_t gap, int64
     c_pairs.n_pairs = n
     c_pairs.h_total = h_bases.shape[0]
     c_pairs.v_total = v_bases.shape[0]
-    cdef xdrop_params params
-    params.match = match
-    params.mismatch = mismatch
-    params.gap = gap
-    params.x = x
-    params.best_mode = best_mode
-    cdef xdrop_outputs out
-    out.score = _out_ptr(score)
-    out.begin_h = _out_ptr(begin_h)
-    out.end_h = _out_ptr(end_h)
-    out.begin_v = _out_ptr(begin_v)
-    out.end_v = _out_ptr(end_v)
-    out.cells = _out_ptr(cells)
+    cdef xdrop_params c_params
+    c_params.match = params.match
+    c_params.mismatch = params.mismatch
+    c_params.gap = params.gap
+    c_params.x = params.x
+    c_params.best_mode = params.report == "best"
+    cdef xdrop_outputs c_out
+    c_out.score = _out_ptr(score)
+    c_out.begin_h = _out_ptr(begin_h)
+    c_out.end_h = _out_ptr(end_h)
+    c_out.begin_v = _out_ptr(begin_v)
+    c_out.end_v = _out_ptr(end_v)
+    c_out.cells = _out_ptr(cells)
     cdef int status
     cdef int64_t bad_pair = -1
     cdef warpdp_bad_argument bad
     with nogil:
-        status = xdrop_run(&c_pairs, k, &params, &out, n_threads, code, &bad_pair, &bad)
+        status = xdrop_run(&c_pairs, k, &c_params, &c_out, n_threads, code, &bad_pair, &bad)
     if status == WARPDP_BAD_ARGUMENT:
         raise bad_argument_error(XDROP_FIELDS, "pair", bad)
     if status == -1:

@@ -1,9 +1,11 @@
 """warpdp's public API: scoring functions, data model, formats and the GKL-compatible facade."""
-from .backend import BackendUnavailableError, choose_backend, gpu_status
+from .core.backend import BackendUnavailableError, choose_backend, gpu_status
 from .gkl import GklPairHmm, HaplotypeDataHolder, ReadDataHolder
 from .pairhmm import (
     PairHmmBatches,
+    PairHmmParams,
     PairHmmRead,
+    PairHmmResults,
     available_cpu_isas,
     pack_batches,
     pairhmm,
@@ -23,6 +25,7 @@ from .seedext_io import read_seedext_fasta, read_seedext_tsv, write_seedext_resu
 from .xdrop import (
     XdropPair,
     XdropPairs,
+    XdropParams,
     XdropResults,
     pack_xdrop_pairs,
     xdrop,
@@ -36,13 +39,16 @@ __all__ = [
     "GklPairHmm",
     "HaplotypeDataHolder",
     "PairHmmBatches",
+    "PairHmmParams",
     "PairHmmRead",
+    "PairHmmResults",
     "ReadDataHolder",
     "SeedExtPairs",
     "SeedExtParams",
     "SeedExtResults",
     "XdropPair",
     "XdropPairs",
+    "XdropParams",
     "XdropResults",
     "available_cpu_isas",
     "choose_backend",

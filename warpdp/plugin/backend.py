@@ -1,98 +1,18 @@
-"""Backend choice shared by every algorithm: "auto" = GPU if usable, else CPU."""
-from __future__ import annotations
+"""Kept so that imports of this path keep working: the code lives in
+:mod:`warpdp.plugin.core.backend`."""
+from .core.backend import (
+    BACKENDS,
+    MAX_THREADS,
+    BackendUnavailableError,
+    choose_backend,
+    cpu_name,
+    gpu_status,
+    logger,
+    resolve_cpu_isa,
+    resolve_threads,
+)
 
-import functools
-import importlib.util
-import logging
-import os
-
-logger = logging.getLogger("warpdp")
-
-BACKENDS = ("auto", "cpu", "gpu")
-
-# The most CPU threads one call may ask for; the C drivers refuse more (WARPDP_MAX_THREADS in
-# cpu_common.h): OpenMP aborts the process when it cannot start the threads it is asked for.
-MAX_THREADS = 1024
-
-
-class BackendUnavailableError(RuntimeError):
-    """The requested backend cannot run here (no GPU kernel, no CuPy, no usable device)."""
-
-
-@functools.cache
-def gpu_status(algorithm: str) -> tuple[bool, str]:
-    """Whether the GPU backend of `algorithm` can run here, and why not when it cannot."""
-    try:
-        has_kernel = importlib.util.find_spec(f"warpdp.kernels.{algorithm}") is not None
-    except ModuleNotFoundError:  # no warpdp.kernels package at all
-        has_kernel = False
-    if not has_kernel:
-        return False, f"this version of warpdp has no GPU kernel for {algorithm}"
-    try:
-        import cupy
-    except Exception as exc:  # ImportError, or CUDA libraries that fail to load
-        return False, f"CuPy is not usable ({exc.__class__.__name__}: {exc}); install warpdp[gpu]"
-    try:
-        count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as exc:
-        return False, f"no usable CUDA device ({exc})"
-    if count < 1:
-        return False, "no CUDA device found"
-    return True, f"{count} CUDA device(s)"
-
-
-def choose_backend(requested: str, algorithm: str) -> str:
-    """Resolve "auto" | "cpu" | "gpu" to the backend that will run `algorithm`."""
-    if requested not in BACKENDS:
-        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {requested!r}")
-    if requested == "cpu":
-        return "cpu"
-    usable, reason = gpu_status(algorithm)
-    if requested == "gpu":
-        if not usable:
-            raise BackendUnavailableError(f"backend='gpu' was requested for {algorithm}, but {reason}")
-        return "gpu"
-    chosen = "gpu" if usable else "cpu"
-    _log_auto_choice(algorithm, chosen, reason)
-    return chosen
-
-
-@functools.cache
-def _log_auto_choice(algorithm: str, chosen: str, reason: str) -> None:
-    # Said once per process and algorithm, not on every call.
-    logger.info("warpdp %s: backend 'auto' picked %s (%s)", algorithm, chosen.upper(), reason)
-
-
-def resolve_threads(threads: int | None) -> int:
-    """CPU threads to use: all cores available to this process unless told otherwise."""
-    if threads is None:
-        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if isinstance(threads, bool) or not isinstance(threads, int):
-        raise TypeError(f"threads must be an int or None, not {type(threads).__name__}")
-    if threads < 1:
-        raise ValueError(f"threads must be at least 1, not {threads}")
-    if threads > MAX_THREADS:
-        raise ValueError(f"threads must be at most {MAX_THREADS}, not {threads}")
-    return threads
-
-
-def resolve_cpu_isa(cpu_isa: str | None, isa_names: tuple[str, ...]) -> str | None:
-    """The CPU variant asked for (argument, else $WARPDP_CPU_ISA), or None for the best one."""
-    cpu_isa = cpu_isa or os.environ.get("WARPDP_CPU_ISA") or None
-    if cpu_isa is not None and cpu_isa not in isa_names:
-        raise ValueError(f"cpu_isa (or WARPDP_CPU_ISA) must be one of {', '.join(isa_names)}, not {cpu_isa!r}")
-    return cpu_isa
-
-
-def cpu_name() -> str:
-    """The CPU's model name, for logs, server info and benchmark reports."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-
-    return platform.processor() or platform.machine() or "unknown CPU"
+__all__ = [
+    "BACKENDS", "MAX_THREADS", "BackendUnavailableError", "choose_backend", "cpu_name",
+    "gpu_status", "logger", "resolve_cpu_isa", "resolve_threads",
+]

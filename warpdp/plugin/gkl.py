@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .packed import offsets_of
+from .core.packed import offsets_of
 from .pairhmm import PairHmmBatches, check_output_array, pairhmm
 
 

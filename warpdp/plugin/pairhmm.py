@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from .backend import choose_backend, resolve_cpu_isa, resolve_threads
 from .cancel import CancelCheck
-from .packed import byte_array, check_array, check_offsets, concat, int64_array, offsets_of
+from .core.backend import choose_backend, resolve_cpu_isa, resolve_threads
+from .core.packed import (SequenceInput, byte_array, check_array, check_offsets, concat, int64_array, offsets_of,
+                          sequence_bytes)
+from .core.params import Params
 
 # GATK's defaults when a read carries no BI/BD tags, and its constant gap continuation penalty.
 DEFAULT_INSERTION_QUAL = 45
@@ -19,7 +22,6 @@ DEFAULT_DELETION_QUAL = 45
 DEFAULT_GCP = 10
 
 QualityInput = str | bytes | bytearray | Sequence[int] | np.ndarray
-SequenceInput = str | bytes | bytearray | np.ndarray
 
 
 @dataclass(frozen=True)
@@ -120,8 +122,10 @@ class PairHmmBatches:
         batches.validate()
         return batches
 
-    def validate(self) -> None:
-        """Raise ValueError/TypeError naming the field when the arrays are inconsistent."""
+    def validate(self, params: PairHmmParams | None = None) -> None:
+        """Raise ValueError/TypeError naming the field when the arrays are inconsistent (no
+        Pair-HMM parameter constrains the batches; ``params`` is taken as every family's
+        ``validate`` takes it)."""
         for name in _BYTE_FIELDS:
             check_array(getattr(self, name), name, np.uint8)
         for name in _OFFSET_FIELDS:
@@ -158,20 +162,6 @@ class PairHmmRead:
     ins_quals: QualityInput | None = None
     del_quals: QualityInput | None = None
     gcp: QualityInput | None = None
-
-
-def sequence_bytes(value: object, what: str) -> np.ndarray:
-    """Bases as uint8 (ASCII); str, bytes or a uint8 array."""
-    if isinstance(value, str):
-        try:
-            return np.frombuffer(value.encode("ascii"), dtype=np.uint8)
-        except UnicodeEncodeError:
-            raise ValueError(f"{what} has non-ASCII characters") from None
-    if isinstance(value, (bytes, bytearray)):
-        return np.frombuffer(bytes(value), dtype=np.uint8)
-    if isinstance(value, np.ndarray) and value.dtype == np.uint8 and value.ndim == 1:
-        return value
-    raise TypeError(f"{what} must be str, bytes or a 1-D uint8 array, not {type(value).__name__}")
 
 
 def quality_bytes(value: object, what: str, length: int, default: int | None = None) -> np.ndarray:
@@ -234,36 +224,62 @@ def pack_batches(batches: Iterable[tuple[Sequence[PairHmmRead], Sequence[Sequenc
     )
 
 
+# The log10 likelihoods, one float64 per pair (batch after batch, read-major inside a batch).
+# A plain ndarray, not a results class: callers index, reshape and compare it as one.
+PairHmmResults = np.ndarray
+
+
+@dataclass(frozen=True)
+class PairHmmParams(Params):
+    """Pair-HMM parameters. ``double``: every pair in double precision (GATK's
+    ``--native-pair-hmm-use-double-precision``); otherwise float, with pairs whose float result
+    falls below 1e-28 recomputed in double, as GKL does."""
+
+    double: bool = False
+
+    def validate(self) -> None:
+        if not isinstance(self.double, (bool, np.bool_)) and self.double not in (0, 1):
+            raise TypeError(f"double must be a bool, not {type(self.double).__name__}")
+        object.__setattr__(self, "double", bool(self.double))
+
+
 def pairhmm(
     batches: PairHmmBatches,
+    params: PairHmmParams | None = None,
     *,
     backend: str = "auto",
     threads: int | None = None,
-    double: bool = False,
-    out: np.ndarray | None = None,
     cpu_isa: str | None = None,
-) -> np.ndarray:
+    out: np.ndarray | None = None,
+    cancelled: CancelCheck | None = None,
+    **legacy: Any,
+) -> PairHmmResults:
     """Log10 likelihoods of every (read, haplotype) pair of every batch, GKL's numerics.
 
-    ``double=True`` computes every pair in double precision (GATK's
-    ``--native-pair-hmm-use-double-precision``); otherwise float, with pairs whose float
-    result falls below 1e-28 recomputed in double, as GKL does. ``threads`` bounds CPU
-    threads (default: all cores). ``out`` may be a float64 array of ``n_pairs`` to fill.
-    ``cpu_isa`` forces a CPU variant ("scalar", "avx2", "avx512"; default: the environment
-    variable ``WARPDP_CPU_ISA`` if set, else the best one this CPU supports).
+    ``params`` is a :class:`PairHmmParams`; its fields may be given as keywords instead
+    (``pairhmm(batches, double=True)``). ``threads`` bounds CPU threads (default: all cores).
+    ``out`` may be a float64 array of ``n_pairs`` to fill. ``cpu_isa`` forces a CPU variant
+    ("scalar", "avx2", "avx512"; default: the environment variable ``WARPDP_CPU_ISA`` if set,
+    else the best one this CPU supports). ``cancelled`` is checked between GPU chunks
+    (warpdp.plugin.cancel).
     """
+    params = PairHmmParams.from_kwargs(params, **legacy)
     if not isinstance(batches, PairHmmBatches):
         raise TypeError(f"batches must be PairHmmBatches, not {type(batches).__name__} (see pack_batches)")
     batches.validate()
-    return pairhmm_validated(batches, backend=backend, threads=threads, double=double, out=out, cpu_isa=cpu_isa)
+    return _run(batches, params, backend, threads, cpu_isa, out, cancelled)
 
 
 def pairhmm_validated(batches: PairHmmBatches, *, backend: str = "auto", threads: int | None = None,
                       double: bool = False, out: np.ndarray | None = None, cpu_isa: str | None = None,
-                      cancelled: CancelCheck | None = None) -> np.ndarray:
-    """:func:`pairhmm` for batches already validated. The gRPC server validates every request
-    as it decodes it; validating each of a large job's chunks again cost its GPU path about
-    0.2 ms per chunk. ``cancelled`` is checked between GPU chunks (warpdp.plugin.cancel)."""
+                      cancelled: CancelCheck | None = None) -> PairHmmResults:
+    """:func:`pairhmm` for batches already validated: the gRPC server validates every request
+    as it decodes it, and a large job's chunks need not be checked once each again."""
+    return _run(batches, PairHmmParams(double=double), backend, threads, cpu_isa, out, cancelled)
+
+
+def _run(batches: PairHmmBatches, params: PairHmmParams, backend: str, threads: int | None, cpu_isa: str | None,
+         out: np.ndarray | None, cancelled: CancelCheck | None) -> PairHmmResults:
     n_threads = resolve_threads(threads)
     if out is None:
         out = np.empty(batches.n_pairs, dtype=np.float64)
@@ -273,12 +289,12 @@ def pairhmm_validated(batches: PairHmmBatches, *, backend: str = "auto", threads
     if chosen == "gpu":
         from ..kernels import pairhmm as gpu_pairhmm
 
-        gpu_pairhmm.forward(batches, out, use_double=bool(double), cancelled=cancelled)
+        gpu_pairhmm.forward(batches, out, use_double=params.double, cancelled=cancelled)
     else:
         from ..cython_cpu import pairhmm as cpu_pairhmm
 
         cpu_isa = resolve_cpu_isa(cpu_isa, cpu_pairhmm.ISA_NAMES)
-        cpu_pairhmm.forward(batches, out, use_double=bool(double), threads=n_threads, isa=cpu_isa)
+        cpu_pairhmm.run(batches, params, out, threads=n_threads, isa=cpu_isa)
     return out
 
 
@@ -296,14 +312,18 @@ def check_output_array(out: object, n_pairs: int) -> None:
 def score_reads(
     reads: Sequence[PairHmmRead],
     haplotypes: Sequence[SequenceInput],
+    params: PairHmmParams | None = None,
     *,
     backend: str = "auto",
     threads: int | None = None,
-    double: bool = False,
+    cpu_isa: str | None = None,
+    **legacy: Any,
 ) -> np.ndarray:
-    """One batch from Python objects: a (n_reads, n_haplotypes) array of log10 likelihoods."""
+    """One batch from Python objects: a (n_reads, n_haplotypes) array of log10 likelihoods
+    (``params`` or its fields as keywords, as for :func:`pairhmm`)."""
+    params = PairHmmParams.from_kwargs(params, **legacy)
     batches = pack_batches([(reads, haplotypes)])
-    values = pairhmm(batches, backend=backend, threads=threads, double=double)
+    values = pairhmm(batches, params, backend=backend, threads=threads, cpu_isa=cpu_isa)
     return values.reshape(len(reads), len(haplotypes))
 
 

@@ -11,21 +11,14 @@ import os
 
 import numpy as np
 
-from .packed import offsets_of
+from .core.packed import offsets_of
+from .core.text import require_pysam
 from .pairhmm import DEFAULT_DELETION_QUAL, DEFAULT_GCP, DEFAULT_INSERTION_QUAL, PairHmmBatches
 
 logger = logging.getLogger("warpdp")
 
 # HaplotypeCaller's default mapping-quality read filter.
 DEFAULT_MIN_MAPPING_QUALITY = 20
-
-
-def _require_pysam():
-    try:
-        import pysam
-    except ImportError:
-        raise RuntimeError("reading BAM/CRAM/FASTA needs pysam: pip install 'warpdp[bam]'") from None
-    return pysam
 
 
 def _tag_quals(read, tag: str, default: int, length: int) -> bytes:
@@ -42,7 +35,7 @@ def _tag_quals(read, tag: str, default: int, length: int) -> bytes:
 
 def read_haplotypes_fasta(path: str | os.PathLike) -> tuple[list[str], list[bytes]]:
     """Names and upper-cased sequences of every record of a FASTA (plain or gzipped)."""
-    pysam = _require_pysam()
+    pysam = require_pysam("reading FASTA")
     names, sequences = [], []
     with pysam.FastxFile(os.fspath(path)) as fasta:
         for record in fasta:
@@ -69,7 +62,7 @@ def read_bam_region(
     are reads below ``min_mapping_quality`` and reads without base qualities. Whole reads
     are scored (no clipping to the region). Returns the batch, read names and haplotype names.
     """
-    pysam = _require_pysam()
+    pysam = require_pysam("reading BAM/CRAM")
     hap_names, haplotypes = read_haplotypes_fasta(haplotypes_path)
     columns: dict[str, list[bytes]] = {"bases": [], "quals": [], "ins": [], "del": []}
     read_names, skipped_no_quals = [], 0

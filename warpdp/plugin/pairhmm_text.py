@@ -6,38 +6,17 @@ against every haplotype of that record.
 """
 from __future__ import annotations
 
-import io
-import os
 from collections.abc import Iterator
-from typing import IO, TextIO
 
 import numpy as np
 
-from .packed import check_int, offsets_of
+from .core.packed import check_int, offsets_of
+from .core.text import NumberedLines, PathOrFile, open_text
 from .pairhmm import PairHmmBatches
-
-PathOrFile = str | os.PathLike | IO[str]
 
 # The test harnesses that come with the format (GATK's and GKL's) raise base qualities
 # below 6 to 6 before scoring; the published reference outputs were made that way.
 FORMAT_MIN_BASE_QUAL = 6
-
-
-class _Lines:
-    """Numbered lines of a text input, for error messages that name the line."""
-
-    def __init__(self, stream: TextIO, name: str) -> None:
-        self.stream, self.name, self.number = stream, name, 0
-
-    def next(self) -> str | None:
-        for line in self.stream:
-            self.number += 1
-            if line.strip():
-                return line
-        return None
-
-    def error(self, message: str) -> ValueError:
-        return ValueError(f"{self.name}, line {self.number}: {message}")
 
 
 def read_pairhmm_text(source: PathOrFile, *, min_base_qual: int = FORMAT_MIN_BASE_QUAL) -> PairHmmBatches:
@@ -47,8 +26,8 @@ def read_pairhmm_text(source: PathOrFile, *, min_base_qual: int = FORMAT_MIN_BAS
     harnesses and the reference outputs do; 0 leaves them unchanged).
     """
     min_base_qual = check_int(min_base_qual, "min_base_qual", 0, 127)
-    with _open_text(source) as (stream, name):
-        lines = _Lines(stream, name)
+    with open_text(source) as (stream, name):
+        lines = NumberedLines(stream, name)
         bases, quals, ins, dels, gcps, read_lens = [], [], [], [], [], []
         haps, hap_lens, batch_reads, batch_haps = [], [], [], []
         for n_reads, n_haps in _records(lines):
@@ -103,7 +82,7 @@ def read_pairhmm_text(source: PathOrFile, *, min_base_qual: int = FORMAT_MIN_BAS
     )
 
 
-def _records(lines: _Lines) -> Iterator[tuple[int, int]]:
+def _records(lines: NumberedLines) -> Iterator[tuple[int, int]]:
     while (line := lines.next()) is not None:
         fields = line.split()
         if len(fields) != 2 or not all(f.isdigit() for f in fields):
@@ -123,7 +102,7 @@ def write_pairhmm_text(batches: PairHmmBatches, destination: PathOrFile) -> None
             raise ValueError(f"{name} has a value above 93, which phred+33 text cannot hold")
     if (np.diff(batches.batch_reads) < 1).any() or (np.diff(batches.batch_haps) < 1).any():
         raise ValueError("the text format cannot hold a batch without reads or haplotypes")
-    with _open_text(destination, write=True) as (stream, _):
+    with open_text(destination, write=True) as (stream, _):
         ro, ho = batches.read_offsets, batches.hap_offsets
 
         def text(array: np.ndarray, start: int, stop: int, shift: int = 0) -> str:
@@ -149,7 +128,7 @@ def write_likelihoods(values: np.ndarray, destination: PathOrFile, *, layout: st
     ``records`` = gpuPairHMM's layout, per batch a line ``R H`` then R lines of H values."""
     if layout not in ("lines", "records"):
         raise ValueError(f"layout must be 'lines' or 'records', not {layout!r}")
-    with _open_text(destination, write=True) as (stream, _):
+    with open_text(destination, write=True) as (stream, _):
         if layout == "lines":
             stream.writelines(f"{v:.8f}\n" for v in values)
             return
@@ -161,23 +140,3 @@ def write_likelihoods(values: np.ndarray, destination: PathOrFile, *, layout: st
             block = values[start:start + n_reads * n_haps].reshape(n_reads, n_haps)
             stream.writelines(" ".join(f"{v:.8f}" for v in row) + "\n" for row in block)
             start += n_reads * n_haps
-
-
-class _open_text:
-    """Context manager over a path (opened and closed here) or an already open text stream."""
-
-    def __init__(self, target: PathOrFile, write: bool = False) -> None:
-        self.target, self.write, self.owned = target, write, None
-
-    def __enter__(self) -> tuple[TextIO, str]:
-        if isinstance(self.target, (str, os.PathLike)):
-            self.owned = open(self.target, "w" if self.write else "r", encoding="ascii",
-                              errors="replace", newline="\n" if self.write else None)
-            return self.owned, os.fspath(self.target)
-        if isinstance(self.target, io.TextIOBase) or hasattr(self.target, "write" if self.write else "read"):
-            return self.target, getattr(self.target, "name", "<stream>")
-        raise TypeError(f"expected a path or a text stream, not {type(self.target).__name__}")
-
-    def __exit__(self, *exc: object) -> None:
-        if self.owned is not None:
-            self.owned.close()

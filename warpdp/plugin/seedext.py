@@ -13,16 +13,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import numpy as np
 
-from .backend import choose_backend, resolve_cpu_isa, resolve_threads
 from .cancel import CancelCheck
-from .packed import (byte_array, check_array, check_int, check_offset_ends, check_offset_steps, concat,
-                     int64_array, offsets_of)
-from .pairhmm import sequence_bytes
-
-SequenceInput = str | bytes | bytearray | np.ndarray
+from .core.backend import choose_backend, resolve_cpu_isa, resolve_threads
+from .core.packed import (SequenceInput, byte_array, check_array, check_int, check_offset_ends, check_offset_steps,
+                          concat, int64_array, offsets_of, sequence_bytes)
+from .core.params import Params
 
 # Bounds that keep every variant's arithmetic exact (BWA's own types: an int8 matrix, int scores).
 MAX_MATCH_SCORE = 127
@@ -31,7 +30,7 @@ MAX_SCORE = 2**30
 
 
 @dataclass(frozen=True)
-class SeedExtParams:
+class SeedExtParams(Params):
     """Scoring and search parameters (BWA-MEM's defaults).
 
     a: match score; b: mismatch penalty (a pair with N scores -1); o_del/e_del and o_ins/e_ins:
@@ -61,11 +60,12 @@ class SeedExtParams:
         for name, (low, high) in limits.items():
             value = getattr(self, name)
             if name == "zdrop":
-                check_int(value, name)  # the type first, then the range with its hint
+                value = check_int(value, name)  # the type first, then the range with its hint
                 if not low <= value <= high:
                     raise ValueError(f"{name} must be within {low}..{high} (0 disables z-drop), not {value}")
             else:
-                check_int(value, name, low, high)
+                value = check_int(value, name, low, high)
+            object.__setattr__(self, name, value)  # numpy ints become ints
 
 
 @dataclass(frozen=True)
@@ -125,11 +125,15 @@ class SeedExtPairs:
         pairs.validate()
         return pairs
 
-    def validate(self) -> int:
-        """Raise ValueError/TypeError naming the field when the arrays are inconsistent; return
-        the longest query's length."""
+    def validate(self, params: SeedExtParams | None = None) -> int:
+        """Raise ValueError/TypeError naming the field when the arrays are inconsistent, and,
+        with ``params``, when a pair's best possible score could overflow; return the longest
+        query's length."""
         self.validate_layout()
-        return self.validate_range(0, self.n_pairs)
+        longest_query = self.validate_range(0, self.n_pairs)
+        if params is not None:
+            check_score_range(self, params, longest_query)
+        return longest_query
 
     def validate_layout(self) -> None:
         """The checks that do not look at every pair: dtypes, lengths, where the offsets start and end."""
@@ -215,6 +219,13 @@ class SeedExtResults:
     def max_off(self) -> np.ndarray:
         return self.table[:, 5]
 
+    def check_output(self, n_pairs: int) -> None:
+        """ValueError unless the table can take n_pairs results (C-contiguous, writeable)."""
+        if not self.table.flags.c_contiguous or not self.table.flags.writeable:
+            raise ValueError("out.table must be C-contiguous and writeable")
+        if len(self.table) != n_pairs:
+            raise ValueError(f"out.table has {len(self.table)} rows but there are {n_pairs} pairs")
+
 
 def pack_seed_pairs(items: Iterable[tuple[SequenceInput, SequenceInput, int]]) -> SeedExtPairs:
     """Pack ``[(query, target, h0), ...]`` (str, bytes or uint8 arrays) into the packed form."""
@@ -255,30 +266,51 @@ def check_score_range(pairs: SeedExtPairs, params: SeedExtParams, longest_query:
 
 def seed_extend(
     pairs: SeedExtPairs,
+    params: SeedExtParams | None = None,
     *,
-    a: int = 1,
-    b: int = 4,
-    o_del: int = 6,
-    e_del: int = 1,
-    o_ins: int = 6,
-    e_ins: int = 1,
-    w: int = 100,
-    end_bonus: int = 5,
-    zdrop: int = 100,
     backend: str = "auto",
     threads: int | None = None,
     cpu_isa: str | None = None,
+    out: SeedExtResults | None = None,
+    cancelled: CancelCheck | None = None,
+    **legacy: Any,
 ) -> SeedExtResults:
     """Extend every pair as BWA's ``ksw_extend2`` does; results in input order.
 
-    Parameters are BWA-MEM's (defaults shown; see :class:`SeedExtParams`). ``threads`` bounds
-    CPU threads (default: all cores). ``cpu_isa`` forces a CPU variant ("scalar", "avx2",
-    "avx512"; default: the environment variable ``WARPDP_CPU_ISA`` if set, else the best one
-    this CPU supports). Every backend and variant gives the same answers.
+    ``params`` is a :class:`SeedExtParams` (BWA-MEM's defaults); its fields may be given as
+    keywords instead (``seed_extend(pairs, a=2, w=50)``). ``threads`` bounds CPU threads
+    (default: all cores). ``cpu_isa`` forces a CPU variant ("scalar", "avx2", "avx512";
+    default: the environment variable ``WARPDP_CPU_ISA`` if set, else the best one this CPU
+    supports). ``out`` may be a :class:`SeedExtResults` of ``n_pairs`` to fill. Every backend
+    and variant gives the same answers. ``cancelled`` is checked between GPU chunks (see
+    warpdp.plugin.cancel).
     """
-    params = SeedExtParams(a=a, b=b, o_del=o_del, e_del=e_del, o_ins=o_ins, e_ins=e_ins, w=w,
-                           end_bonus=end_bonus, zdrop=zdrop)
-    return seed_extend_with(pairs, params, backend=backend, threads=threads, cpu_isa=cpu_isa)
+    params = SeedExtParams.from_kwargs(params, **legacy)
+    check_seed_job(pairs, params)
+    n_threads = resolve_threads(threads)
+    if out is None:
+        results = SeedExtResults(np.empty((pairs.n_pairs, 6), dtype=np.int32))
+    elif isinstance(out, SeedExtResults):
+        out.check_output(pairs.n_pairs)
+        results = out
+    else:
+        raise TypeError(f"out must be SeedExtResults, not {type(out).__name__}")
+    table = results.table
+    chosen = choose_backend(backend, "seedext")
+    if chosen == "gpu":
+        from ..kernels import seedext as gpu_seedext
+
+        # The launcher checks each chunk's pairs on its planning threads, before that chunk's
+        # launch, so that checking overlaps the GPU's work instead of coming before it all.
+        gpu_seedext.extend(pairs, params, table, check_range=partial(check_pair_range, pairs, params),
+                           cancelled=cancelled)
+    else:
+        from ..cython_cpu import seedext as cpu_seedext
+
+        check_pair_range(pairs, params, 0, pairs.n_pairs)
+        cpu_isa = resolve_cpu_isa(cpu_isa, cpu_seedext.ISA_NAMES)
+        cpu_seedext.run(pairs, params, results, threads=n_threads, isa=cpu_isa)
+    return results
 
 
 def check_seed_extension(pairs: SeedExtPairs, params: SeedExtParams) -> None:
@@ -312,26 +344,10 @@ def seed_extend_with(
     cpu_isa: str | None = None,
     cancelled: CancelCheck | None = None,
 ) -> SeedExtResults:
-    """:func:`seed_extend` with the parameters as one :class:`SeedExtParams` (for services);
-    ``cancelled`` is checked between GPU chunks (see warpdp.plugin.cancel)."""
-    check_seed_job(pairs, params)
-    n_threads = resolve_threads(threads)
-    table = np.empty((pairs.n_pairs, 6), dtype=np.int32)
-    chosen = choose_backend(backend, "seedext")
-    if chosen == "gpu":
-        from ..kernels import seedext as gpu_seedext
-
-        # The launcher checks each chunk's pairs on its planning threads, before that chunk's
-        # launch, so that checking overlaps the GPU's work instead of coming before it all.
-        gpu_seedext.extend(pairs, params, table, check_range=partial(check_pair_range, pairs, params),
-                           cancelled=cancelled)
-    else:
-        from ..cython_cpu import seedext as cpu_seedext
-
-        check_pair_range(pairs, params, 0, pairs.n_pairs)
-        cpu_isa = resolve_cpu_isa(cpu_isa, cpu_seedext.ISA_NAMES)
-        cpu_seedext.extend(pairs, params, table, threads=n_threads, isa=cpu_isa)
-    return SeedExtResults(table)
+    """:func:`seed_extend` with ``params`` required (the form services and the CLI use)."""
+    if not isinstance(params, SeedExtParams):
+        raise TypeError(f"params must be SeedExtParams, not {type(params).__name__}")
+    return seed_extend(pairs, params, backend=backend, threads=threads, cpu_isa=cpu_isa, cancelled=cancelled)
 
 
 def seedext_cpu_isas() -> list[str]:
@@ -346,8 +362,7 @@ def seedext_cells(pairs: SeedExtPairs, params: SeedExtParams | None = None, *,
     """The DP cells ksw_extend2 computes for each pair (int64): the work GCUPS figures count."""
     params = params or SeedExtParams()
     params.validate()
-    longest_query = pairs.validate()
-    check_score_range(pairs, params, longest_query)
+    pairs.validate(params)
     from ..cython_cpu import seedext as cpu_seedext
 
     return cpu_seedext.count_cells(pairs, params, threads=resolve_threads(threads))

@@ -15,21 +15,14 @@ from __future__ import annotations
 import io
 import os
 import re
-from typing import IO, TextIO
 
 import numpy as np
 
-from .packed import offsets_of
+from .core.packed import offsets_of
+from .core.text import PathOrFile, open_text, require_pysam
 from .seedext import MAX_SCORE, SeedExtPairs, SeedExtResults
 
-PathOrFile = str | os.PathLike | IO[str]
 _H0_WORD = re.compile(r"(?:^|\s)h0=(\S+)")
-
-
-def _open_text(source: PathOrFile) -> tuple[TextIO, bool, str]:
-    if isinstance(source, (str, os.PathLike)):
-        return open(source, encoding="ascii", errors="replace"), True, str(source)
-    return source, False, getattr(source, "name", "<input>")
 
 
 def _packed(queries: list[bytes], targets: list[bytes], h0s: list[int]) -> SeedExtPairs:
@@ -53,9 +46,8 @@ def _parse_h0(text: str, where: str) -> int:
 
 def read_seedext_tsv(source: PathOrFile) -> SeedExtPairs:
     """Read ``query <TAB> target <TAB> h0`` lines into packed pairs."""
-    stream, owned, name = _open_text(source)
     queries, targets, h0s = [], [], []
-    try:
+    with open_text(source) as (stream, name):
         for number, line in enumerate(stream, 1):
             line = line.rstrip("\r\n")
             if not line.strip() or line.startswith("#"):
@@ -68,18 +60,12 @@ def read_seedext_tsv(source: PathOrFile) -> SeedExtPairs:
             queries.append(query.strip().encode("ascii", errors="replace"))
             targets.append(target.strip().encode("ascii", errors="replace"))
             h0s.append(_parse_h0(h0.strip(), where))
-    finally:
-        if owned:
-            stream.close()
     return _packed(queries, targets, h0s)
 
 
 def read_seedext_fasta(queries: str | os.PathLike, targets: str | os.PathLike, *, h0: int | None = None) -> SeedExtPairs:
     """Pair the k-th record of ``queries`` with the k-th record of ``targets`` (FASTA/FASTQ)."""
-    try:
-        import pysam
-    except ImportError:
-        raise RuntimeError("reading FASTA pairs needs pysam (pip install warpdp[bam])") from None
+    pysam = require_pysam("reading FASTA pairs")
     for path in (queries, targets):
         if not os.path.exists(path):
             raise FileNotFoundError(f"no such file: {path}")

@@ -26,14 +26,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from .backend import choose_backend, resolve_cpu_isa, resolve_threads
 from .cancel import CancelCheck
-from .packed import (INT64_MAX, MAX_SEQUENCE_LENGTH, byte_array, check_array, check_int, check_offsets, concat,
-                     int64_array, offsets_of)
-from .pairhmm import SequenceInput, sequence_bytes
+from .core.backend import choose_backend, resolve_cpu_isa, resolve_threads
+from .core.packed import (INT64_MAX, MAX_SEQUENCE_LENGTH, SequenceInput, byte_array, check_array, check_int,
+                          check_offsets, concat, int64_array, offsets_of, sequence_bytes)
+from .core.params import Params
 
 REPORTS = ("longest", "best")
 
@@ -110,12 +111,14 @@ class XdropPairs:
         pairs.validate()
         return pairs
 
-    def validate(self, k: int | None = None) -> None:
+    def validate(self, params: XdropParams | int | None = None) -> None:
         """Raise TypeError/ValueError naming the field when the arrays are inconsistent.
 
-        With ``k``, also check that every seed lies inside both its sequences. Bases are
-        checked during extension (where they are read anyway), or by :meth:`check_bases`.
+        With ``params`` (or just the seed length k), also check that every seed lies inside
+        both its sequences. Bases are checked during extension (where they are read anyway), or
+        by :meth:`check_bases`.
         """
+        k = params.k if isinstance(params, XdropParams) else params
         for name in _BYTE_FIELDS:
             check_array(getattr(self, name), name, np.uint8)
         for name in _INT_FIELDS:
@@ -134,7 +137,7 @@ class XdropPairs:
                 i = int(np.flatnonzero(pos < 0)[0])
                 raise ValueError(f"seed of pair {i} lies outside its sequence: {name}[{i}] = {pos[i]} is negative")
         if k is not None:
-            k = _check_k(k)
+            k = check_k(k)
             for name, lengths in (("h_pos", self.h_lengths()), ("v_pos", self.v_lengths())):
                 pos = getattr(self, name)
                 # pos > length - k, not pos + k > length: pos may be near 2^63 (k and the
@@ -164,13 +167,17 @@ _BYTE_FIELDS = ("h_bases", "v_bases")
 _INT_FIELDS = ("h_offsets", "v_offsets", "h_pos", "v_pos")
 
 
-def _check_k(k: object) -> int:
+def check_k(k: object) -> int:
+    """The seed length k as an int within 1..MAX_SEQUENCE_LENGTH; TypeError/ValueError naming k."""
     k = check_int(k, "k")
     if k <= 0:
         raise ValueError(f"k (the seed length) must be at least 1, not {k}")
     if k > MAX_SEQUENCE_LENGTH:  # no seed fits then; also keeps k * match and pos + k exact
         raise ValueError(f"k (the seed length) must be at most {MAX_SEQUENCE_LENGTH}, not {k}")
     return k
+
+
+_check_k = check_k  # the name warpdp.grpc imports
 
 
 def check_scores(match: object, mismatch: object, gap: object, x: object) -> tuple[int, int, int, int]:
@@ -189,6 +196,32 @@ def check_scores(match: object, mismatch: object, gap: object, x: object) -> tup
     if not 0 <= x <= _MAX_X:
         raise ValueError(f"x (the X-drop) must be within 0..2^62, not {x}")
     return match, mismatch, gap, x
+
+
+@dataclass(frozen=True)
+class XdropParams(Params):
+    """X-drop parameters: ``k`` the seed length, ``x`` the X-drop, linear scores ``match`` > 0 >
+    ``mismatch``, ``gap``; ``report`` "longest" (SeqAn/BELLA/LOGAN) or "best" (module doc)."""
+
+    k: int
+    x: int
+    match: int = 1
+    mismatch: int = -1
+    gap: int = -1
+    report: str = "longest"
+
+    def validate(self) -> None:
+        checked = {"k": check_k(self.k)}
+        checked["match"], checked["mismatch"], checked["gap"], checked["x"] = check_scores(
+            self.match, self.mismatch, self.gap, self.x)
+        if self.report not in REPORTS:
+            raise ValueError(f"report must be one of {', '.join(REPORTS)}, not {self.report!r}")
+        for name, value in checked.items():  # numpy ints become ints, as the kernels' launch structs want
+            object.__setattr__(self, name, value)
+
+    @property
+    def best(self) -> bool:
+        return self.report == "best"
 
 
 @dataclass(frozen=True)
@@ -262,40 +295,53 @@ class XdropResults:
     def empty(cls, n_pairs: int) -> XdropResults:
         return cls(*(np.zeros(n_pairs, dtype=np.int64) for _ in range(6)))
 
+    def check_output(self, n_pairs: int) -> None:
+        """TypeError/ValueError naming the column unless every column can take n_pairs results."""
+        for name in self.COLUMNS + ("cells",):
+            column = getattr(self, name)
+            check_array(column, f"out.{name}", np.int64)
+            if not column.flags.writeable:
+                raise ValueError(f"out.{name} must be writeable")
+            if len(column) != n_pairs:
+                raise ValueError(f"out.{name} has {len(column)} entries but there are {n_pairs} pairs")
+
 
 def xdrop(
     pairs: XdropPairs,
+    params: XdropParams | None = None,
     *,
-    k: int,
-    x: int,
-    match: int = 1,
-    mismatch: int = -1,
-    gap: int = -1,
-    report: str = "longest",
     backend: str = "auto",
     threads: int | None = None,
     cpu_isa: str | None = None,
+    out: XdropResults | None = None,
     devices: Sequence[int] | None = None,
     cancelled: CancelCheck | None = None,
+    **legacy: Any,
 ) -> XdropResults:
     """Extend the seed of every pair in both directions with gapped X-drop (see the module doc).
 
-    ``k`` is the seed length, ``x`` the X-drop; ``report`` is "longest" (SeqAn/BELLA/LOGAN) or
-    "best". ``threads`` bounds CPU threads (default: all cores). ``cpu_isa`` forces a CPU
-    variant ("scalar", "avx2", "avx512"; default: the environment variable ``WARPDP_CPU_ISA``
-    if set, else the best one this CPU supports). ``devices`` lists the GPUs to spread the
-    pairs over (default: the current one). Both backends give the same results. ``cancelled``
-    is checked between GPU chunks (see warpdp.plugin.cancel).
+    ``params`` is an :class:`XdropParams`; its fields may be given as keywords instead
+    (``xdrop(pairs, k=17, x=20)``). ``threads`` bounds CPU threads (default: all cores).
+    ``cpu_isa`` forces a CPU variant ("scalar", "avx2", "avx512"; default: the environment
+    variable ``WARPDP_CPU_ISA`` if set, else the best one this CPU supports). ``out`` may be an
+    :class:`XdropResults` of ``n_pairs`` to fill. ``devices`` lists the GPUs to spread the pairs
+    over (default: the current one). Both backends give the same results. ``cancelled`` is
+    checked between GPU chunks (see warpdp.plugin.cancel).
     """
     if not isinstance(pairs, XdropPairs):
         raise TypeError(f"pairs must be XdropPairs, not {type(pairs).__name__} (see pack_xdrop_pairs)")
-    k = _check_k(k)
-    match, mismatch, gap, x = check_scores(match, mismatch, gap, x)
-    if report not in REPORTS:
-        raise ValueError(f"report must be one of {', '.join(REPORTS)}, not {report!r}")
-    pairs.validate(k)
+    params = XdropParams.from_kwargs(params, **legacy)
+    k, x, match, mismatch, gap, report = (params.k, params.x, params.match, params.mismatch, params.gap,
+                                          params.report)
+    pairs.validate(params)
     n_threads = resolve_threads(threads)
-    results = XdropResults.empty(pairs.n_pairs)
+    if out is None:
+        results = XdropResults.empty(pairs.n_pairs)
+    elif isinstance(out, XdropResults):
+        out.check_output(pairs.n_pairs)
+        results = out
+    else:
+        raise TypeError(f"out must be XdropResults, not {type(out).__name__}")
     chosen = choose_backend(backend, "xdrop")
     if chosen == "gpu":
         from ..kernels import xdrop as gpu_xdrop
@@ -306,9 +352,7 @@ def xdrop(
     from ..cython_cpu import xdrop as cpu_xdrop
 
     cpu_isa = resolve_cpu_isa(cpu_isa, cpu_xdrop.ISA_NAMES)
-    bad = cpu_xdrop.extend(pairs, k, match, mismatch, gap, x, report == "best", results.score,
-                           results.begin_h, results.end_h, results.begin_v, results.end_v, results.cells,
-                           threads=n_threads, isa=cpu_isa)
+    bad = cpu_xdrop.run(pairs, params, results, threads=n_threads, isa=cpu_isa)
     if bad >= 0:
         pairs.check_bases()  # names the byte; the kernel only knows the pair
         raise ValueError(f"pair {bad} has a byte other than A, C, G, T and N")
@@ -320,18 +364,15 @@ def xdrop_pair(
     pos_h: int,
     seq_v: SequenceInput,
     pos_v: int,
+    params: XdropParams | None = None,
     *,
-    k: int,
-    x: int,
-    match: int = 1,
-    mismatch: int = -1,
-    gap: int = -1,
-    report: str = "longest",
     backend: str = "cpu",
+    **legacy: Any,
 ) -> tuple[int, int, int, int, int]:
-    """One pair: ``(score, begin_h, end_h, begin_v, end_v)``."""
-    results = xdrop(pack_xdrop_pairs([(seq_h, pos_h, seq_v, pos_v)]), k=k, x=x, match=match,
-                    mismatch=mismatch, gap=gap, report=report, backend=backend, threads=1)
+    """One pair: ``(score, begin_h, end_h, begin_v, end_v)`` (``params`` or its fields as
+    keywords, as for :func:`xdrop`)."""
+    params = XdropParams.from_kwargs(params, **legacy)
+    results = xdrop(pack_xdrop_pairs([(seq_h, pos_h, seq_v, pos_v)]), params, backend=backend, threads=1)
     return tuple(int(v) for v in results.as_array()[0])  # type: ignore[return-value]
 
 

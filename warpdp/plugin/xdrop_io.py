@@ -21,9 +21,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from .packed import offsets_of
-from .pairhmm_text import PathOrFile, _open_text
-from .xdrop import XdropPairs, XdropResults, _check_k
+from .core.packed import offsets_of
+from .core.text import PathOrFile, open_text, require_pysam
+from .xdrop import XdropPairs, XdropResults, check_k
 
 _COMPLEMENT = bytes.maketrans(b"ACGTNacgtn", b"TGCANtgcan")
 _BASES = b"ACGTNacgtn"
@@ -73,9 +73,9 @@ class _Pairs:
 
 def read_logan_text(source: PathOrFile, *, k: int) -> XdropPairs:
     """Parse LOGAN's text format (see the module doc) into packed pairs; blank lines are skipped."""
-    k = _check_k(k)
+    k = check_k(k)
     pairs = _Pairs(k)
-    with _open_text(source) as (stream, name):
+    with open_text(source) as (stream, name):
         for number, line in enumerate(stream, start=1):
             fields = line.split()
             if not fields:
@@ -88,16 +88,8 @@ def read_logan_text(source: PathOrFile, *, k: int) -> XdropPairs:
     return pairs.packed()
 
 
-def _require_pysam():
-    try:
-        import pysam
-    except ImportError:
-        raise RuntimeError("reading FASTA/FASTQ needs pysam: pip install 'warpdp[bam]'") from None
-    return pysam
-
-
 def _fastx_sequences(path: str | os.PathLike) -> Iterator[tuple[str, bytes]]:
-    pysam = _require_pysam()
+    pysam = require_pysam("reading FASTA/FASTQ")
     if not os.path.exists(path):
         raise FileNotFoundError(f"no such file: {path}")
     with pysam.FastxFile(os.fspath(path)) as records:
@@ -108,10 +100,10 @@ def _fastx_sequences(path: str | os.PathLike) -> Iterator[tuple[str, bytes]]:
 def read_xdrop_fastx(seqs_v: str | os.PathLike, seqs_h: str | os.PathLike, seeds: PathOrFile, *,
                      k: int) -> XdropPairs:
     """Pairs from two FASTA/FASTQ files paired in order plus a seeds file (see the module doc)."""
-    k = _check_k(k)
+    k = check_k(k)
     pairs = _Pairs(k)
     v_records, h_records = _fastx_sequences(seqs_v), _fastx_sequences(seqs_h)
-    with _open_text(seeds) as (stream, name):
+    with open_text(seeds) as (stream, name):
         number = 0
         for number, line in enumerate(stream, start=1):
             fields = line.split()
@@ -135,13 +127,13 @@ def read_xdrop_fastx(seqs_v: str | os.PathLike, seqs_h: str | os.PathLike, seeds
 def write_xdrop_results(results: XdropResults, destination: PathOrFile) -> None:
     """One line per pair: ``score beginH endH beginV endV``."""
     table = results.as_array()
-    with _open_text(destination, write=True) as (stream, _):
+    with open_text(destination, write=True) as (stream, _):
         stream.writelines(f"{s} {bh} {eh} {bv} {ev}\n" for s, bh, eh, bv, ev in table.tolist())
 
 
 def read_xdrop_results(source: PathOrFile) -> np.ndarray:
     """An (n, 5) int64 array from result lines (e.g. ``*.seqan.out``)."""
-    with _open_text(source) as (stream, name):
+    with open_text(source) as (stream, name):
         rows = [line.split() for line in stream if line.strip()]
     if any(len(row) != 5 for row in rows):
         raise ValueError(f"{name}: every line needs 5 integers (score beginH endH beginV endV)")

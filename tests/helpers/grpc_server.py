@@ -1,7 +1,9 @@
-"""What the gRPC tests share: in-process servers on ephemeral loopback ports, raw stubs, and
-the module-scoped server / client / stub fixtures (imported by each test module)."""
+"""What the gRPC tests share: in-process servers on ephemeral loopback ports, raw stubs, the
+module-scoped server / client / stub fixtures (imported by each test module), and the
+`warpdp serve` options parsed as the CLI parses them."""
 from __future__ import annotations
 
+import argparse
 import time
 
 import grpc
@@ -9,6 +11,7 @@ import pytest
 
 from warpdp.grpc import Client, Server, ServerConfig
 from warpdp.grpc import warpdp_pb2_grpc
+from warpdp.grpc.cli import add_serve_arguments
 
 WAIT = 30  # seconds: upper bound for anything a test waits on (never reached when it works)
 
@@ -53,3 +56,10 @@ def stub(server):
     channel, stub = stub_for(server)
     yield stub
     channel.close()
+
+
+def parse_serve_args(*argv: str) -> argparse.Namespace:
+    """The options of `warpdp serve` parsed from argv."""
+    parser = argparse.ArgumentParser()
+    add_serve_arguments(parser)
+    return parser.parse_args(list(argv))

@@ -1,5 +1,5 @@
 """A process of the shared-memory tests (tests/test_grpc_shared_files.py), run as
-``python3 shm_user_process.py ROLE UID GID ADDRESS [ARG]``: it imports everything it needs,
+``python3 tests/helpers/shm_user_process.py ROLE UID GID ADDRESS [ARG]``: it imports everything it needs,
 then becomes user UID (a user who may not read the interpreter's installation under /root),
 then plays its role against the server at ADDRESS and prints one JSON line of findings.
 
@@ -8,8 +8,6 @@ Roles:
   against in-process scoring, until a line arrives on standard input.
 - ``attacker`` (ARG: the victim's pid): tries every way in to another user's shared memory.
 - ``killed``: one call through shared memory, prints ``ready``, then waits to be killed.
-
-Also what the tests share about memfds (:func:`sealed_memfd`).
 """
 from __future__ import annotations
 
@@ -27,29 +25,16 @@ import grpc._common  # noqa: F401
 import grpc._utilities  # noqa: F401
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# tests/, so that the helpers package imports as the test modules import it.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from test_grpc_service import local, make_batches  # noqa: E402
+from helpers.pairhmm import local, make_batches  # noqa: E402
+from helpers.shm import job_bytes, sealed_memfd  # noqa: E402
 from warpdp.grpc import Client, client as client_module, warpdp_pb2, warpdp_pb2_grpc  # noqa: E402
 from warpdp.grpc import _shm_client  # noqa: E402
 from warpdp.grpc._algorithms import PAIRHMM  # noqa: E402
 
 WAIT = 30
-ALL_SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
-
-
-def sealed_memfd(data: bytes, room: int = 0, seals: int = ALL_SEALS) -> int:
-    """A memfd holding data and room more zero bytes, with these seals (what a client registers)."""
-    fd = os.memfd_create("warpdp-test", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-    os.ftruncate(fd, len(data) + room)
-    os.pwrite(fd, data, 0)
-    if seals:
-        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals)
-    return fd
-
-
-def job_bytes(arrays) -> bytes:
-    return b"".join(np.ascontiguousarray(a).tobytes() for a in arrays)
 
 
 def become(uid: int, gid: int) -> None:
