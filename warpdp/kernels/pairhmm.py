@@ -11,7 +11,7 @@ The plugin layer (:func:`warpdp.plugin.pairhmm.pairhmm`) validates the packed ba
   output), grouped by read-length bin and longest first inside a bin;
 * launches one templated kernel configuration per non-empty bin, each on its own stream (a
   chunk's copies, launches and stream waits are made in one go without the interpreter lock,
-  see :mod:`warpdp.cython_cpu.cuda_calls`); and
+  see :mod:`warpdp.kernels.runtime.cuda_calls`); and
 * runs GKL's float-then-double rule on the GPU: the float kernels queue the pairs whose result is
   below 1e-28 and one double-precision launch per chunk recomputes them.
 
@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..plugin.cancel import CancelCheck, check_cancelled
-from .chunk_slot import ChunkSlot, Held, SlotRing, cupy_pinned, round_up
+from .runtime.slots import ChunkSlot, Held, SlotRing, cupy_pinned, round_up
 from .host_copy import copy_arrays
 
 __all__ = ["forward", "device_info", "KERNEL_CONFIGS"]
@@ -482,7 +482,7 @@ class _CupyDevice:
     def __init__(self) -> None:
         import cupy
 
-        from ..cython_cpu.cuda_calls import CallList
+        from .runtime.cuda_calls import CallList
 
         self.cupy = cupy
         self.device_id = cupy.cuda.runtime.getDevice()

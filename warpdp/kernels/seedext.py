@@ -36,9 +36,9 @@ from typing import Any
 
 import numpy as np
 
-from ..cython_cpu.ordering import KEY_VALUES, stable_order_u16
+from .runtime.ordering import KEY_VALUES, stable_order_u16
 from ..plugin.cancel import CancelCheck, check_cancelled
-from .chunk_slot import ChunkSlot, Held, SlotRing, cupy_pinned, round_up
+from .runtime.slots import ChunkSlot, Held, SlotRing, cupy_pinned, round_up
 from .host_copy import copy_arrays
 
 __all__ = ["extend", "KERNEL_CONFIGS", "BINS", "GLOBAL_CONFIG", "LANE_KERNEL", "LANE_BOUNDS"]

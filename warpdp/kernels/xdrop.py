@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..plugin.cancel import CancelCheck, check_cancelled
-from .chunk_slot import ALIGN, ChunkSlot, Held, SlotRing, cupy_pinned, round_up
+from .runtime.slots import ALIGN, ChunkSlot, Held, SlotRing, cupy_pinned, round_up
 from .host_copy import copy_arrays
 
 __all__ = ["extend", "KERNEL_NAMES", "SHARED_FLANK_BINS", "SHARED_MIN_WINDOW", "WIDE_CONFIGS", "WIDE_MIN_WINDOW",
