@@ -95,8 +95,8 @@ class KernelConfig:
 # Float bins by read length (each takes reads up to max_read_len, in one strip of G*T rows), then
 # the general multi-strip configuration that takes any longer read. Kept in step with the
 # WARPDP_NVCC_CHECK list in the .cu. T=16 configurations (and 16 x 12) use 2-warp blocks: their
-# shared memory, not registers, limits occupancy, and smaller blocks pack the SM better. Measured
-# on the H200 (kernel only, reads of 192): 16 x 12 gives 2.36 TCUPS where 16 x 16 gave 1.7.
+# shared memory, not registers, limits occupancy, and smaller blocks pack the SM better (the
+# choice of bins is measured in BENCHMARKS.md, Pair-HMM GPU backend).
 FLOAT_BINS: tuple[KernelConfig, ...] = (
     KernelConfig("float", 4, 8, False, 32),
     KernelConfig("float", 8, 8, False, 64),
@@ -182,13 +182,12 @@ _CHUNK_GROWTH = 1.5                 # and the next ones grow (see split_work)
 # Chunks in flight. Two keep one call's GPU busy. The gRPC server runs a large job's chunks as
 # consecutive calls on three workers, and the third slot lets a chunk be enqueued (and its
 # upload start) while the two before it still compute: with two, the next chunk's upload
-# often waited for the GPU to finish the one before (H200 probe, GATK-like 1e11 cells through
-# the service: +31 % over in-process with two workers and slots, +20 % with three).
+# often waited for the GPU to finish the one before (BENCHMARKS.md, gRPC service).
 _SLOTS = 3
 _ITEMS_PER_SM = 512                 # target work items per SM before runs of haplotypes are split
 _MAX_ITEM_STREAM = 16384            # columns of one item (bounds the MULTI scratch per subwarp)
-# Item latency model (H200): a subwarp steps one column in about 0.3 us; the whole input runs at
-# roughly 2e12 cells/s; an item should take at most a quarter of that.
+# Item latency model, its constants fitted on the H200: a subwarp's time per column step, the
+# whole input's cells per second, and an item should take at most a quarter of the input's time.
 _SECONDS_PER_COLUMN = 0.3e-6
 _EXPECTED_CELLS_PER_SECOND = 2e12
 _ITEM_SHARE_OF_TIME = 4.0
@@ -216,7 +215,7 @@ def item_limits(n_pairs: int, longest_hap: int, mean_hap: float, total_cells: in
 def _reads_per_float_bin(read_lens: np.ndarray) -> np.ndarray:
     """How many reads each float bin takes (bin b: lengths up to its max_read_len, over the bin
     before's; the last bin: the rest). Counted through a histogram of the lengths, clipped
-    above the last bound: a binary search per read took 4x as long (0.3 ms for 32,000 reads)."""
+    above the last bound: a binary search per read was slower (BENCHMARKS.md, gRPC service)."""
     if not len(_FLOAT_BOUNDS):  # one bin takes every read
         return np.array([len(read_lens)])
     top = int(_FLOAT_BOUNDS[-1])

@@ -509,8 +509,8 @@ struct TargetReader {
     }
 };
 
-/* Columns the row-pair loop unrolls. On the H200, a 262,144-pair chunk's lane bins one after
-   another: 582 GCUPS with 8, 548 with 4, 517 with 2. */
+/* Columns the row-pair loop unrolls: 8 was the fastest of 2, 4 and 8 (BENCHMARKS.md, seed
+   extension). */
 #ifndef WARPDP_LANE_UNROLL
 #define WARPDP_LANE_UNROLL 8
 #endif

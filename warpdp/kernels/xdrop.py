@@ -75,10 +75,9 @@ _CHUNK_BYTES = 512 << 20       # sequence bytes per chunk
 # Each row has its instantiation in xdrop.cu's WARPDP_NVCC_CHECK list
 # (tests/test_xdrop_wide_emulation.py checks).
 WIDE_CONFIGS = ((1024, 2, 16, 8), (2048, 4, 16, 4), (4096, 8, 16, 2))
-# Items go wide when their window is expected to span at least this many columns. Measured on
-# the H200 (issue 6 workload, 100,000 pairs): the wide kernel takes ~6.5 s whatever X (its cost
-# is per anti-diagonal), the narrow one 0.7 s at X = 100 (window ~67), 3.9 s at X = 1000 (~667)
-# and 12.7 s at X = 5000 (~3,334): the two cross between X = 1000 and 5000.
+# Items go wide when their window is expected to span at least this many columns. The wide
+# kernel's time hardly depends on X (its cost is per anti-diagonal), the narrow one's grows with
+# the window: the two cross between X = 1000 and 5000 (BENCHMARKS.md, X-drop).
 WIDE_MIN_WINDOW = 1500
 # Overrides for experiments and tests (read at each call):
 #   WARPDP_XDROP_WIDE=auto|1|0       the rule of wide_frames (default) | every item that can | none
