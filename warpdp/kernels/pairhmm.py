@@ -30,11 +30,12 @@ import numpy as np
 from ..plugin.cancel import CancelCheck
 from .host_copy import copy_arrays
 from .runtime.launch_params import POINTER, launch_struct, struct_rows
+from .runtime.device import CupyDevice, device_info
 from .runtime.layout import sections
-from .runtime.module_cache import ModuleSpec, load_module
+from .runtime.module_cache import ModuleSpec
 from .runtime.occupancy import resident_blocks_per_sm
-from .runtime.runner import ChunkRunner, CopyOut, Runners, device_properties, new_event, new_stream
-from .runtime.slots import ChunkSlot, cupy_pinned, round_up
+from .runtime.runner import ChunkRunner, CopyOut, Runners
+from .runtime.slots import ChunkSlot, round_up
 
 __all__ = ["forward", "device_info", "KERNEL_CONFIGS"]
 
@@ -150,7 +151,6 @@ _HELPER_KERNELS = ("warpdp_pairhmm::hap_codes_kernel", "warpdp_pairhmm::plan_cou
 
 _READ_FIELDS = ("read_bases", "read_quals", "read_ins", "read_del", "read_gcp")  # the read planes, in order
 _UPLOADED_FIELDS = (*_READ_FIELDS, "hap_bases")  # the input arrays a chunk uploads
-_CUDA_MEMORY_TYPE_HOST = 1   # cudaMemoryTypeHost: page-locked host memory
 PLAN_BUCKETS = 64            # item-length buckets per bin (pairhmm.cu)
 ITEM_INTS = 8                # int32 fields of struct Item
 CODE_NONE = 0x84            # "no column" code (pairhmm.cu), pads the stream
@@ -485,24 +485,11 @@ class _ChunkPlan:
 # Device side (CuPy)
 # --------------------------------------------------------------------------------------------
 
-class _CupyDevice:
-    """The few device operations the runner needs, over CuPy. Copies, launches, event records
-    and stream waits are recorded (:meth:`h2d` ... :meth:`wait`) and made by :meth:`issue`, all
-    at once without the interpreter lock; the runner records and issues under its lock."""
+class _CupyDevice(CupyDevice):
+    """The Pair-HMM module's kernels on the current device, launched through the recorded calls."""
 
     def __init__(self) -> None:
-        import cupy
-
-        from .runtime.cuda_calls import CallList
-
-        self.cupy = cupy
-        self.device_id = cupy.cuda.runtime.getDevice()
-        props = device_properties(self.device_id)
-        self.props = props
-        self.sm_count = int(props["multiProcessorCount"])
-        self.smem_per_sm = int(props.get("sharedMemPerMultiprocessor", 228 * 1024))
-        self.regs_per_sm = int(props.get("regsPerMultiprocessor", 65536))
-        self.module = load_module(MODULE, self.device_id)
+        super().__init__(MODULE)
         self.codes_kernel, self.count_kernel, self.prefix_kernel, self.scatter_kernel = (
             self.module.get_function(name) for name in _HELPER_KERNELS)
         self.kernels = {}
@@ -514,8 +501,6 @@ class _CupyDevice:
         self.functions = {config: self.kernels[config].kernel.ptr for config in KERNEL_CONFIGS}
         self.helper_functions = [kernel.kernel.ptr for kernel in
                                  (self.codes_kernel, self.count_kernel, self.prefix_kernel, self.scatter_kernel)]
-        self.calls = CallList()
-        self.context = cupy.cuda.driver.ctxGetCurrent()  # the context CuPy made its module in
 
     def resident_blocks(self, config: KernelConfig) -> int:
         return resident_blocks_per_sm(self.kernels[config], config.threads, config.shared_bytes,
@@ -524,39 +509,6 @@ class _CupyDevice:
     def kernel_attributes(self) -> dict[str, dict[str, int]]:
         return {c.name: dict(self.kernels[c].attributes, resident_blocks_per_sm=self.resident_blocks(c))
                 for c in KERNEL_CONFIGS}
-
-    def alloc_device(self, nbytes: int) -> Any:
-        return self.cupy.cuda.alloc(max(nbytes, 1))
-
-    def alloc_pinned(self, nbytes: int) -> tuple[Any, np.ndarray]:
-        return cupy_pinned(self.cupy, nbytes)
-
-    def stream(self) -> Any:
-        return new_stream(self.cupy)
-
-    def event(self) -> Any:
-        return new_event(self.cupy)
-
-    def timing_event(self) -> Any:
-        return new_event(self.cupy, timing=True)
-
-    def page_locked(self, array: np.ndarray) -> bool:
-        """Whether CUDA knows the array's memory as page-locked: the GPU then copies it
-        directly. (Asked of the first byte only: were the rest pageable, the copy from it would
-        still be right, only synchronous.)"""
-        if not array.nbytes:
-            return False
-        runtime = self.cupy.cuda.runtime
-        try:
-            return runtime.pointerGetAttributes(array.ctypes.data).type == _CUDA_MEMORY_TYPE_HOST
-        except runtime.CUDARuntimeError:  # memory CUDA has never seen (older CUDA versions)
-            return False
-
-    def h2d(self, dst: int, src: np.ndarray, nbytes: int, stream: Any) -> None:
-        self.calls.to_device(dst, src.ctypes.data, nbytes, stream.ptr)
-
-    def d2h(self, dst: np.ndarray, src: int, nbytes: int, stream: Any) -> None:
-        self.calls.to_host(dst.ctypes.data, src, nbytes, stream.ptr)
 
     def launch(self, config: KernelConfig, grid: int, params_address: int, stream: Any) -> None:
         self.calls.launch(self.functions[config], grid, config.threads, config.shared_bytes, stream.ptr,
@@ -572,20 +524,6 @@ class _CupyDevice:
         self.calls.launch(count, grid, 256, 0, stream.ptr, (plan_params,))
         self.calls.launch(prefix, 1, 32, 0, stream.ptr, (plan_params,))
         self.calls.launch(scatter, grid, 256, 0, stream.ptr, (plan_params,))
-
-    def record(self, event: Any, stream: Any) -> None:
-        self.calls.record(event.ptr, stream.ptr)
-
-    def wait(self, stream: Any, event: Any) -> None:
-        self.calls.wait(stream.ptr, event.ptr)
-
-    def issue(self) -> None:
-        """Make the calls recorded since the last issue (or discard)."""
-        self.calls.issue(self.context)
-
-    def discard(self) -> None:
-        """Forget the calls recorded since the last issue (their enqueueing failed half-way)."""
-        self.calls.clear()
 
     def upload_tables(self) -> tuple[dict[str, Any], dict[str, Any]]:
         from ..cython_cpu.pairhmm import gkl_tables
@@ -826,24 +764,3 @@ def kernel_seconds(batches: Any, *, use_double: bool = False, repeats: int = 5,
     with ``per_launch``, per repeat a list of (kernel, items, grid, seconds) for each launch."""
     return _runner().kernel_seconds(batches, use_double=use_double, repeats=repeats,
                                     per_launch=per_launch)
-
-
-def device_info() -> dict[str, Any]:
-    """Name, memory and shape of the CUDA device the GPU backend uses."""
-    import cupy
-
-    runtime = cupy.cuda.runtime
-    device_id = runtime.getDevice()
-    props = runtime.getDeviceProperties(device_id)
-    free, total = runtime.memGetInfo()
-    name = props["name"]
-    return {
-        "name": name.decode() if isinstance(name, bytes) else str(name),
-        "device_id": device_id,
-        "compute_capability": f"{props['major']}.{props['minor']}",
-        "multiprocessors": int(props["multiProcessorCount"]),
-        "total_memory_bytes": int(total),
-        "free_memory_bytes": int(free),
-        "cuda_runtime_version": runtime.runtimeGetVersion(),
-        "cupy_version": cupy.__version__,
-    }

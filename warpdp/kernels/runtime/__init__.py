@@ -5,6 +5,7 @@
 * :mod:`.launch_params`: launch structs as numpy structured dtypes (C layout), filled by name;
 * :mod:`.layout`: the sections of a chunk's packed buffers;
 * :mod:`.occupancy`: blocks of a kernel resident on the device;
+* :mod:`.device`: the current device over CuPy, its calls recorded and made in one go;
 * :mod:`.runner`: per-device runners, the chunk loop (slots, cancel checks) and streams;
 * :mod:`.slots`: pinned host and device buffers of the chunks in flight;
 * ``cuda_calls`` (Cython): asynchronous CUDA calls made in one go without the interpreter lock;
