@@ -270,3 +270,17 @@ def test_compiled_modules_report_the_launchers_struct_sizes(spec: ModuleSpec) ->
     module = load_module(spec, cupy.cuda.runtime.getDevice())  # raises when a size differs
     sizes = module_cache.CupyCompiler().struct_sizes(module, spec.sizes_kernel, len(spec.structs))
     assert sizes == [dtype.itemsize for _, dtype in spec.structs]
+
+
+def test_set_row_writes_every_field_by_name() -> None:
+    from warpdp.kernels.runtime.launch_params import set_row
+
+    dtype = launch_struct([("a", POINTER), ("x", np.float64), ("n", np.int32), ("bounds", np.int64, 2)])
+    rows = struct_rows(np.zeros(2 * dtype.itemsize, np.uint8), 0, dtype, 2)
+    set_row(rows, 1, {"n": -3, "a": 1 << 50, "x": 0.5, "bounds": [7, 8]})
+    assert rows[1]["a"] == 1 << 50 and rows[1]["x"] == 0.5 and rows[1]["n"] == -3
+    assert rows[1]["bounds"].tolist() == [7, 8] and rows[0]["a"] == 0
+    with pytest.raises(KeyError):
+        set_row(rows, 0, {"a": 1, "x": 0.5, "n": 1})  # bounds missing
+    with pytest.raises(KeyError):
+        set_row(rows, 0, {"a": 1, "x": 0.5, "n": 1, "bound": [1, 2]})  # a misspelt field

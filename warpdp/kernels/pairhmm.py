@@ -29,7 +29,7 @@ import numpy as np
 
 from ..plugin.cancel import CancelCheck
 from .host_copy import copy_arrays
-from .runtime.launch_params import POINTER, launch_struct, struct_rows
+from .runtime.launch_params import POINTER, launch_struct, set_row, struct_rows
 from .runtime.device import CupyDevice, device_info
 from .runtime.layout import sections
 from .runtime.module_cache import ModuleSpec
@@ -428,54 +428,41 @@ class _ChunkPlan:
         self.uploads += [(offset, src) for name, offset, src in sources if name in page_locked and len(src)]
 
         counters = device_base + at["counters"]
-        blob[at["plan"]:at["plan"] + PLAN_PARAMS.itemsize] = 0
-        plan = struct_rows(blob, at["plan"], PLAN_PARAMS, 1)[0]
-        for name in ("read_offsets", "batch_reads", "batch_haps", "pair_base", "hap_starts", "items"):
-            plan[name] = device_base + at[name]
-        plan["bin_count"] = counters + 4 * _C_BIN_COUNT
-        plan["bin_start"] = counters + 4 * _C_BIN_START
-        plan["bucket_count"] = counters + 4 * _C_BUCKET_COUNT
-        plan["bucket_cursor"] = counters + 4 * _C_BUCKET_CURSOR
-        plan["bucket_start"] = counters + 4 * _C_BUCKET_START
-        plan["n_reads"], plan["n_batches"], plan["n_bins"] = self.n_reads, self.n_batches, len(self.configs)
-        plan["cap"] = self.cap
-        plan["multi_from"] = FLOAT_BINS[-2].max_read_len
-        plan["strip_rows"] = FLOAT_BINS[-1].strip_rows
-        plan["columns"] = self.columns
-        plan["mean_hap_len"] = max(self.mean_hap, 1.0)
-        plan["bucket_scale"] = PLAN_BUCKETS / (self.longest_item + 1.0)
-        plan["bounds"][:len(self.configs) - 1] = [c.max_read_len for c in self.configs[:-1]]
+        bounds = [c.max_read_len for c in self.configs[:-1]]
+        set_row(struct_rows(blob, at["plan"], PLAN_PARAMS, 1), 0, {
+            "read_offsets": device_base + at["read_offsets"], "batch_reads": device_base + at["batch_reads"],
+            "batch_haps": device_base + at["batch_haps"], "pair_base": device_base + at["pair_base"],
+            "hap_starts": device_base + at["hap_starts"], "items": device_base + at["items"],
+            "bin_count": counters + 4 * _C_BIN_COUNT, "bin_start": counters + 4 * _C_BIN_START,
+            "bucket_count": counters + 4 * _C_BUCKET_COUNT, "bucket_cursor": counters + 4 * _C_BUCKET_CURSOR,
+            "bucket_start": counters + 4 * _C_BUCKET_START,
+            "n_reads": self.n_reads, "n_batches": self.n_batches, "n_bins": len(self.configs), "cap": self.cap,
+            "multi_from": FLOAT_BINS[-2].max_read_len, "strip_rows": FLOAT_BINS[-1].strip_rows,
+            "columns": self.columns, "mean_hap_len": max(self.mean_hap, 1.0),
+            "bucket_scale": PLAN_BUCKETS / (self.longest_item + 1.0),
+            "bounds": bounds + [0] * (MAX_BINS - len(bounds))})
 
         params = struct_rows(blob, at["params"], PARAMS, self.n_params)
         for launch in self.launches + ([self.fallback] if self.fallback else []):
             config, row = launch.config, launch.param_index
-            p = params[row]
             if launch is self.fallback:  # the queue the float launches filled
-                p["items"] = device_base + at["fb_items"]
-                p["n_items"] = counters + 4 * _C_FB_COUNT
-                p["work_counter"] = counters + 4 * _C_FB_WORK
-                p["items_offset"] = 0
+                items, n_items, work_counter, items_offset = (
+                    device_base + at["fb_items"], counters + 4 * _C_FB_COUNT, counters + 4 * _C_FB_WORK, 0)
             else:
-                p["items"] = device_base + at["items"]
-                p["n_items"] = counters + 4 * (_C_BIN_COUNT + row)
-                p["work_counter"] = counters + 4 * (_C_WORK + row)
-                p["items_offset"] = counters + 4 * (_C_BIN_START + row)
-            p["reads"] = device_base + at["reads"]
-            p["read_plane"] = self.read_plane
-            p["codes"] = device_base + at["codes"]
-            p["hap_starts"] = device_base + at["hap_starts"]
+                items, n_items, work_counter, items_offset = (
+                    device_base + at["items"], counters + 4 * (_C_BIN_COUNT + row), counters + 4 * (_C_WORK + row),
+                    counters + 4 * (_C_BIN_START + row))
             suffix = "f" if config.real == "float" else "d"
-            p["ph2pr"] = tables["ph2pr_" + suffix]
-            p["mm"] = tables["mm_" + suffix]
-            p["out"] = device_base + at["out"]
-            p["fb_items"] = device_base + at["fb_items"]
-            p["fb_count"] = counters + 4 * _C_FB_COUNT
-            if config.real == "float":
-                p["scratch"], p["scratch_stride"] = device_base + at["scratch_f"], self.stride_f
-            else:
-                p["scratch"], p["scratch_stride"] = device_base + at["scratch_d"], self.stride_d
-            p["initial"] = float(tables["initial_" + suffix])
-            p["log10_initial"] = float(tables["log10_initial_" + suffix])
+            set_row(params, row, {
+                "items": items, "n_items": n_items, "work_counter": work_counter,
+                "reads": device_base + at["reads"], "read_plane": self.read_plane, "codes": device_base + at["codes"],
+                "hap_starts": device_base + at["hap_starts"],
+                "ph2pr": tables["ph2pr_" + suffix], "mm": tables["mm_" + suffix], "out": device_base + at["out"],
+                "fb_items": device_base + at["fb_items"], "fb_count": counters + 4 * _C_FB_COUNT,
+                "scratch": device_base + at["scratch_" + suffix],
+                "scratch_stride": self.stride_f if config.real == "float" else self.stride_d,
+                "initial": float(tables["initial_" + suffix]), "log10_initial": float(tables["log10_initial_" + suffix]),
+                "items_offset": items_offset, "unused": 0})
 
     def param_address(self, device_base: int, launch: _Launch) -> int:
         return device_base + self.at["params"] + launch.param_index * PARAMS.itemsize

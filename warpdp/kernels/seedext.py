@@ -36,7 +36,7 @@ import numpy as np
 
 from ..plugin.cancel import CancelCheck
 from .host_copy import copy_arrays
-from .runtime.launch_params import POINTER, launch_struct, struct_rows
+from .runtime.launch_params import POINTER, launch_struct, set_row, struct_rows
 from .runtime.layout import sections
 from .runtime.module_cache import ModuleSpec, load_module
 from .runtime.occupancy import resident_blocks_per_sm
@@ -264,18 +264,15 @@ class _ChunkPlan:
         blob[at["order"]:at["order"] + 4 * self.n].view(np.int32)[:] = self.order
         blob[at["params"]:at["params"] + PARAMS.itemsize * len(self.launches)] = 0  # the padding too
         rows = struct_rows(blob, at["params"], PARAMS, len(self.launches))
-        rows["query"], rows["target"] = base + at["query"], base + at["target"]
-        rows["query_offsets"], rows["target_offsets"] = base + at["qoff"], base + at["toff"]
-        rows["h0"], rows["out"] = base + at["h0"], base + at["out"]
-        for name in ("a", "b", "o_del", "e_del", "o_ins", "e_ins", "w", "end_bonus", "zdrop"):
-            rows[name] = getattr(params, name)
         for launch in self.launches:
-            row = rows[launch.index]
-            row["order"] = base + at["order"] + 4 * launch.first
-            row["counter"] = base + at["counters"] + 4 * launch.index
-            row["scratch"] = base + at["scratch"] + launch.scratch
-            row["state_ints"] = launch.state
-            row["n"], row["qmax"] = launch.count, launch.qmax
+            set_row(rows, launch.index, {
+                "query": base + at["query"], "target": base + at["target"],
+                "query_offsets": base + at["qoff"], "target_offsets": base + at["toff"], "h0": base + at["h0"],
+                "order": base + at["order"] + 4 * launch.first, "counter": base + at["counters"] + 4 * launch.index,
+                "out": base + at["out"], "scratch": base + at["scratch"] + launch.scratch,
+                "state_ints": launch.state, "n": launch.count, "qmax": launch.qmax, "a": params.a, "b": params.b,
+                "o_del": params.o_del, "e_del": params.e_del, "o_ins": params.o_ins, "e_ins": params.e_ins,
+                "w": params.w, "end_bonus": params.end_bonus, "zdrop": params.zdrop})
 
     def params_address(self, base: int, launch: _Launch) -> int:
         return base + self.at["params"] + PARAMS.itemsize * launch.index

@@ -37,7 +37,7 @@ import numpy as np
 
 from ..plugin.cancel import CancelCheck
 from .host_copy import copy_arrays
-from .runtime.launch_params import POINTER, launch_struct, struct_rows
+from .runtime.launch_params import POINTER, launch_struct, set_row, struct_rows
 from .runtime.layout import sections
 from .runtime.module_cache import ModuleSpec, load_module
 from .runtime.occupancy import resident_blocks_per_sm
@@ -348,18 +348,16 @@ class _ChunkPlan:
         blob[at["v_pos"]:at["v_pos"] + 8 * self.n].view(np.int64)[:] = pairs.v_pos[s:e]
         blob[at["order"]:at["order"] + 8 * self.n].view(np.int32)[:] = self.order
         rows = struct_rows(blob, at["params"], PARAMS, len(self.launches), _PARAMS_STRIDE)
-        for name in ("h_bases", "v_bases", "h_offsets", "v_offsets", "h_pos", "v_pos", "scratch"):
-            rows[name] = base + at[name]
-        rows["out"] = base + at["out"] + ALIGN  # after the bad-base flag
-        rows["k"], rows["match"], rows["mismatch"], rows["gap"], rows["x"] = (
-            scores.k, scores.match, scores.mismatch, scores.gap, scores.x)
-        rows["best_mode"] = int(scores.best)
         for launch in self.launches:
-            row = rows[launch.index]
-            row["order"] = base + at["order"] + 4 * launch.first
-            row["counter"] = base + at["counters"] + 4 * launch.index
-            row["stride"] = launch.stride
-            row["n_items"] = launch.count
+            set_row(rows, launch.index, {
+                "h_bases": base + at["h_bases"], "v_bases": base + at["v_bases"],
+                "h_offsets": base + at["h_offsets"], "v_offsets": base + at["v_offsets"],
+                "h_pos": base + at["h_pos"], "v_pos": base + at["v_pos"],
+                "order": base + at["order"] + 4 * launch.first, "counter": base + at["counters"] + 4 * launch.index,
+                "out": base + at["out"] + ALIGN,  # after the bad-base flag
+                "scratch": base + at["scratch"], "stride": launch.stride, "k": scores.k, "match": scores.match,
+                "mismatch": scores.mismatch, "gap": scores.gap, "x": scores.x, "n_items": launch.count,
+                "best_mode": int(scores.best)})
 
     def params_address(self, base: int, launch: _Launch) -> int:
         return base + self.at["params"] + _PARAMS_STRIDE * launch.index

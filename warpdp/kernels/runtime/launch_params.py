@@ -8,11 +8,12 @@ side only fails at load instead of corrupting launches.
 """
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["POINTER", "launch_struct", "struct_rows", "check_struct_sizes"]
+__all__ = ["POINTER", "launch_struct", "struct_rows", "set_row", "check_struct_sizes"]
 
 POINTER = np.uint64  # a device address
 
@@ -32,6 +33,22 @@ def struct_rows(blob: np.ndarray, offset: int, dtype: np.dtype, count: int, stri
     if count and offset + stride * (count - 1) + dtype.itemsize > blob.nbytes:
         raise ValueError("the structs run past the end of the buffer")
     return np.ndarray((count,), dtype=dtype, buffer=blob, offset=offset, strides=(stride,))
+
+
+def set_row(rows: np.ndarray, index: int, values: dict[str, object]) -> None:
+    """Write struct ``index`` of ``rows`` from ``values``, which names every field (KeyError
+    otherwise). One assignment of the whole record: field by field costs several times more,
+    and launchers fill rows on the way to every launch."""
+    names = rows.dtype.names
+    in_order = _IN_ORDER.get(names)
+    if in_order is None:
+        in_order = _IN_ORDER.setdefault(names, operator.itemgetter(*names))
+    if len(values) != len(names):
+        raise KeyError(f"no field or no value for {sorted(set(names) ^ set(values))}")
+    rows[index] = in_order(values)
+
+
+_IN_ORDER: dict[tuple[str, ...], operator.itemgetter] = {}  # a struct's values in field order
 
 
 def check_struct_sizes(family: str, dtypes: dict[str, np.dtype], reported: Sequence[int]) -> None:
