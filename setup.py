@@ -1,8 +1,9 @@
 """Builds the CPU backend: Cython over C, one extension per algorithm.
 
 Every `warpdp/cython_cpu/<algorithm>.pyx` becomes the extension `warpdp.cython_cpu.<algorithm>`,
-compiled with its C sources `<algorithm>_*.c` and the shared `cpu_common.c` (`ordering.pyx` and
-`cuda_calls.pyx` are no algorithms: they hold host-side helpers of the GPU launchers). Every SIMD
+compiled with its C sources `<algorithm>_*.c` and the shared `cpu_common.c`. The GPU runtime's
+host-side helpers (`warpdp/kernels/runtime/*.pyx`: CUDA calls without the interpreter lock, a
+counting sort) are extensions of their own, with no C sources. Every SIMD
 variant is compiled into the same extension (per-file `#pragma GCC target`), and the variant
 to run is chosen at run time from the CPU found, so the build itself never needs AVX-512 or
 AVX2 and the result runs on any x86-64 CPU.
@@ -14,6 +15,7 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 CPU_DIR = Path("warpdp/cython_cpu")
+RUNTIME_DIR = Path("warpdp/kernels/runtime")
 # -ffp-contract=off keeps a*b+c as two roundings in every variant, so they agree to the bit.
 C_FLAGS = ["-O3", "-fopenmp", "-ffp-contract=off", "-fno-strict-aliasing", "-std=gnu11"]
 
@@ -27,14 +29,23 @@ def cpu_extension(pyx: Path) -> Extension:
         include_dirs=[str(CPU_DIR), np.get_include()],
         extra_compile_args=C_FLAGS,
         extra_link_args=["-fopenmp"],
-        libraries=["dl"],  # cuda_calls opens the CUDA driver at run time (in libc itself from glibc 2.34)
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+    )
+
+
+def runtime_extension(pyx: Path) -> Extension:
+    return Extension(
+        f"warpdp.kernels.runtime.{pyx.stem}",
+        sources=[str(pyx)],
+        extra_compile_args=["-O3", "-fno-strict-aliasing", "-std=gnu11"],
+        libraries=["dl"],  # cuda_calls opens the CUDA driver at run time (in libc itself from glibc 2.34)
     )
 
 
 setup(
     ext_modules=cythonize(
-        [cpu_extension(pyx) for pyx in sorted(CPU_DIR.glob("*.pyx"))],
+        [cpu_extension(pyx) for pyx in sorted(CPU_DIR.glob("*.pyx"))]
+        + [runtime_extension(pyx) for pyx in sorted(RUNTIME_DIR.glob("*.pyx"))],
         compiler_directives={"language_level": "3"},
     )
 )

@@ -1,4 +1,4 @@
-"""warpdp.cython_cpu.cuda_calls: asynchronous CUDA calls recorded, then made in one go."""
+"""warpdp.kernels.runtime.cuda_calls: asynchronous CUDA calls recorded, then made in one go."""
 from __future__ import annotations
 
 import ctypes
@@ -6,7 +6,7 @@ import ctypes
 import numpy as np
 import pytest
 
-from warpdp.cython_cpu.cuda_calls import CallList
+from warpdp.kernels.runtime.cuda_calls import CallList
 from warpdp.plugin.backend import gpu_status
 
 
@@ -51,7 +51,7 @@ _GPU_OK, _GPU_WHY = gpu_status("pairhmm")
 def test_copies_and_an_event_go_through_the_driver_in_order():
     import cupy
 
-    from warpdp.kernels.chunk_slot import cupy_pinned
+    from warpdp.kernels.runtime.slots import cupy_pinned
 
     n = 1 << 20
     _keep_in, source = cupy_pinned(cupy, n)

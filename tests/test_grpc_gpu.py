@@ -23,7 +23,7 @@ from warpdp.grpc import client as client_module
 from warpdp.grpc import server as server_module
 from warpdp.grpc._algorithms import PAIRHMM
 from warpdp.grpc._packing import decode_pairhmm
-from warpdp.kernels.chunk_slot import register_read_only
+from warpdp.kernels.runtime.slots import register_read_only
 from warpdp.plugin.backend import gpu_status
 
 _GPU_OK, _GPU_WHY = gpu_status("pairhmm")

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from warpdp.cython_cpu.ordering import KEY_VALUES, stable_order_u16
+from warpdp.kernels.runtime.ordering import KEY_VALUES, stable_order_u16
 
 
 def order_and_counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -284,7 +284,7 @@ def test_page_locked_input_is_uploaded_where_it_lies() -> None:
     # directly instead of copying it into its own buffers first: same results, in one chunk
     # or many, with some fields page-locked and others not.
     from warpdp.kernels import pairhmm as gpu_module
-    from warpdp.kernels.chunk_slot import pinned_empty
+    from warpdp.kernels.runtime.slots import pinned_empty
 
     rng = np.random.default_rng(17)
     batches = random_batches(rng, n_batches=25, reads=(2, 12), haps=(1, 5), read_len=(5, 600),

@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from warpdp.kernels.chunk_slot import SlotRing
+from warpdp.kernels.runtime.slots import SlotRing
 
 
 class FakeEvent:

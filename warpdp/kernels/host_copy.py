@@ -1,10 +1,10 @@
 """Copies of packed input arrays into the GPU launchers' pinned host buffers.
 
-One thread copies host memory at about 9-14 GB/s on the GPU machine, eight threads at about
-30 GB/s, and the pinned-to-device transfer runs at about 54 GB/s, so a chunk's copies are
-shared out: the bytes of all its arrays are cut into one contiguous share per thread, the
-calling thread takes the first share itself, and pool threads the others (numpy releases the
-GIL while it copies plain arrays).
+One thread copies host memory well below the pinned-to-device transfer rate, eight threads come
+close to it (BENCHMARKS.md, the table at the top), so a chunk's copies are shared out: the bytes
+of all its arrays are cut into one contiguous share per thread, the calling thread takes the
+first share itself, and pool threads the others (numpy releases the GIL while it copies plain
+arrays).
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ __all__ = ["copy_arrays"]
 
 PARALLEL_FROM_BYTES = 16 << 20  # below this one thread copies: waking the pool threads costs more
 SHARE_BYTES = 1 << 20           # no thread gets less than this
-MAX_THREADS = 8                 # more hardly add bandwidth (measured on the GPU machine's host)
+MAX_THREADS = 8                 # more hardly add bandwidth on the GPU machine's host
 
 _THREADS = max(1, min(MAX_THREADS, len(os.sched_getaffinity(0))))
 _pool: ThreadPoolExecutor | None = None

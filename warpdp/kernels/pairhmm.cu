@@ -135,6 +135,17 @@ struct PlanParams {
     long long bounds[MAX_BINS];  /* bin b takes reads up to bounds[b] (the last bin: any) */
 };
 
+/* The launcher writes these layouts by field name (pairhmm.py, PARAMS and PLAN_PARAMS); it
+   checks the sizes the kernel below reports when the module loads. */
+static_assert(sizeof(Params) == 144, "Params layout changed: update PARAMS in warpdp/kernels/pairhmm.py");
+static_assert(sizeof(PlanParams) == 288, "PlanParams layout changed: update PLAN_PARAMS in warpdp/kernels/pairhmm.py");
+
+extern "C" __global__ void pairhmm_struct_sizes(unsigned long long *out)
+{
+    out[0] = sizeof(Params);
+    out[1] = sizeof(PlanParams);
+}
+
 struct __align__(16) CellF { float m, x, y, unused; };
 struct __align__(16) CellD { double m, x, y, unused; };
 

@@ -11,7 +11,7 @@ The plugin layer (:func:`warpdp.plugin.pairhmm.pairhmm`) validates the packed ba
   output), grouped by read-length bin and longest first inside a bin;
 * launches one templated kernel configuration per non-empty bin, each on its own stream (a
   chunk's copies, launches and stream waits are made in one go without the interpreter lock,
-  see :mod:`warpdp.cython_cpu.cuda_calls`); and
+  see :mod:`warpdp.kernels.runtime.cuda_calls`); and
 * runs GKL's float-then-double rule on the GPU: the float kernels queue the pairs whose result is
   below 1e-28 and one double-precision launch per chunk recomputes them.
 
@@ -21,17 +21,21 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..plugin.cancel import CancelCheck, check_cancelled
-from .chunk_slot import ChunkSlot, Held, SlotRing, cupy_pinned, round_up
+from ..plugin.cancel import CancelCheck
 from .host_copy import copy_arrays
+from .runtime.launch_params import POINTER, launch_struct, set_row, struct_rows
+from .runtime.device import CupyDevice, device_info
+from .runtime.layout import sections
+from .runtime.module_cache import ModuleSpec
+from .runtime.occupancy import resident_blocks_per_sm
+from .runtime.runner import ChunkRunner, CopyOut, Runners
+from .runtime.slots import ChunkSlot, round_up
 
 __all__ = ["forward", "device_info", "KERNEL_CONFIGS"]
 
@@ -92,8 +96,8 @@ class KernelConfig:
 # Float bins by read length (each takes reads up to max_read_len, in one strip of G*T rows), then
 # the general multi-strip configuration that takes any longer read. Kept in step with the
 # WARPDP_NVCC_CHECK list in the .cu. T=16 configurations (and 16 x 12) use 2-warp blocks: their
-# shared memory, not registers, limits occupancy, and smaller blocks pack the SM better. Measured
-# on the H200 (kernel only, reads of 192): 16 x 12 gives 2.36 TCUPS where 16 x 16 gave 1.7.
+# shared memory, not registers, limits occupancy, and smaller blocks pack the SM better (the
+# choice of bins is measured in BENCHMARKS.md, Pair-HMM GPU backend).
 FLOAT_BINS: tuple[KernelConfig, ...] = (
     KernelConfig("float", 4, 8, False, 32),
     KernelConfig("float", 8, 8, False, 64),
@@ -126,14 +130,27 @@ if os.environ.get("WARPDP_PAIRHMM_FLOAT_BINS"):
 DOUBLE_CONFIG = KernelConfig("double", 8, 4, True, 0)
 KERNEL_CONFIGS: tuple[KernelConfig, ...] = FLOAT_BINS + (DOUBLE_CONFIG,)
 _FLOAT_BOUNDS = np.array([c.max_read_len for c in FLOAT_BINS[:-1]], dtype=np.int64)
+MAX_BINS = 16                # bins the planner kernels know (pairhmm.cu)
+# struct Params of pairhmm.cu: one launch of forward_kernel.
+PARAMS = launch_struct([
+    ("items", POINTER), ("n_items", POINTER), ("work_counter", POINTER), ("reads", POINTER),
+    ("read_plane", np.int64), ("codes", POINTER), ("hap_starts", POINTER), ("ph2pr", POINTER), ("mm", POINTER),
+    ("out", POINTER), ("fb_items", POINTER), ("fb_count", POINTER), ("scratch", POINTER),
+    ("scratch_stride", np.int64), ("initial", np.float64), ("log10_initial", np.float64),
+    ("items_offset", POINTER), ("unused", np.int64)])
+# struct PlanParams of pairhmm.cu: the planner kernels' input.
+PLAN_PARAMS = launch_struct([
+    ("read_offsets", POINTER), ("batch_reads", POINTER), ("batch_haps", POINTER), ("pair_base", POINTER),
+    ("hap_starts", POINTER), ("items", POINTER), ("bin_count", POINTER), ("bin_start", POINTER),
+    ("bucket_count", POINTER), ("bucket_cursor", POINTER), ("bucket_start", POINTER),
+    ("n_reads", np.int64), ("n_batches", np.int64), ("n_bins", np.int64), ("cap", np.int64),
+    ("multi_from", np.int64), ("strip_rows", np.int64), ("columns", np.float64), ("mean_hap_len", np.float64),
+    ("bucket_scale", np.float64), ("bounds", np.int64, MAX_BINS)])
 _HELPER_KERNELS = ("warpdp_pairhmm::hap_codes_kernel", "warpdp_pairhmm::plan_count_kernel",
                    "warpdp_pairhmm::plan_prefix_kernel", "warpdp_pairhmm::plan_scatter_kernel")
 
 _READ_FIELDS = ("read_bases", "read_quals", "read_ins", "read_del", "read_gcp")  # the read planes, in order
 _UPLOADED_FIELDS = (*_READ_FIELDS, "hap_bases")  # the input arrays a chunk uploads
-_CUDA_MEMORY_TYPE_HOST = 1   # cudaMemoryTypeHost: page-locked host memory
-PARAM_WORDS = 18             # 8-byte fields of struct Params
-PLAN_WORDS = 36              # 8-byte fields of struct PlanParams
 PLAN_BUCKETS = 64            # item-length buckets per bin (pairhmm.cu)
 ITEM_INTS = 8                # int32 fields of struct Item
 CODE_NONE = 0x84            # "no column" code (pairhmm.cu), pads the stream
@@ -165,13 +182,12 @@ _CHUNK_GROWTH = 1.5                 # and the next ones grow (see split_work)
 # Chunks in flight. Two keep one call's GPU busy. The gRPC server runs a large job's chunks as
 # consecutive calls on three workers, and the third slot lets a chunk be enqueued (and its
 # upload start) while the two before it still compute: with two, the next chunk's upload
-# often waited for the GPU to finish the one before (H200 probe, GATK-like 1e11 cells through
-# the service: +31 % over in-process with two workers and slots, +20 % with three).
+# often waited for the GPU to finish the one before (BENCHMARKS.md, gRPC service).
 _SLOTS = 3
 _ITEMS_PER_SM = 512                 # target work items per SM before runs of haplotypes are split
 _MAX_ITEM_STREAM = 16384            # columns of one item (bounds the MULTI scratch per subwarp)
-# Item latency model (H200): a subwarp steps one column in about 0.3 us; the whole input runs at
-# roughly 2e12 cells/s; an item should take at most a quarter of that.
+# Item latency model, its constants fitted on the H200: a subwarp's time per column step, the
+# whole input's cells per second, and an item should take at most a quarter of the input's time.
 _SECONDS_PER_COLUMN = 0.3e-6
 _EXPECTED_CELLS_PER_SECOND = 2e12
 _ITEM_SHARE_OF_TIME = 4.0
@@ -199,7 +215,7 @@ def item_limits(n_pairs: int, longest_hap: int, mean_hap: float, total_cells: in
 def _reads_per_float_bin(read_lens: np.ndarray) -> np.ndarray:
     """How many reads each float bin takes (bin b: lengths up to its max_read_len, over the bin
     before's; the last bin: the rest). Counted through a histogram of the lengths, clipped
-    above the last bound: a binary search per read took 4x as long (0.3 ms for 32,000 reads)."""
+    above the last bound: a binary search per read was slower (BENCHMARKS.md, gRPC service)."""
     if not len(_FLOAT_BOUNDS):  # one bin takes every read
         return np.array([len(read_lens)])
     top = int(_FLOAT_BOUNDS[-1])
@@ -349,25 +365,19 @@ class _ChunkPlan:
         self.n_params = len(self.configs) + 1
 
         plane = round_up(max(self.read_bytes, 1), 16)
-        off = 0
-        sections = {}
-        for name, size in (("params", self.n_params * PARAM_WORDS * 8), ("plan", PLAN_WORDS * 8),
-                           ("counters", _N_COUNTERS * 4),
-                           ("read_offsets", (self.n_reads + 1) * 4), ("batch_reads", (self.n_batches + 1) * 4),
-                           ("batch_haps", (self.n_batches + 1) * 4), ("pair_base", (self.n_batches + 1) * 4),
-                           ("hap_starts", (self.n_haps + 2) * 4),
-                           ("reads", 5 * plane), ("codes", self.code_bytes + CODE_PAD)):
-            sections[name] = off
-            off = round_up(off + size)
-        self.blob_bytes = off
-        for name, size in (("items", self.n_out * ITEM_INTS * 4), ("out", self.n_out * 8),
-                           ("fb_items", (0 if use_double else self.n_out) * ITEM_INTS * 4),
-                           ("scratch_f", scratch_f), ("scratch_d", scratch_d)):
-            sections[name] = off
-            off = round_up(off + size)
-        self.device_bytes = off
+        self.at, self.blob_bytes = sections(
+            (("params", self.n_params * PARAMS.itemsize), ("plan", PLAN_PARAMS.itemsize),
+             ("counters", _N_COUNTERS * 4),
+             ("read_offsets", (self.n_reads + 1) * 4), ("batch_reads", (self.n_batches + 1) * 4),
+             ("batch_haps", (self.n_batches + 1) * 4), ("pair_base", (self.n_batches + 1) * 4),
+             ("hap_starts", (self.n_haps + 2) * 4),
+             ("reads", 5 * plane), ("codes", self.code_bytes + CODE_PAD)))
+        device_at, self.device_bytes = sections(
+            (("items", self.n_out * ITEM_INTS * 4), ("out", self.n_out * 8),
+             ("fb_items", (0 if use_double else self.n_out) * ITEM_INTS * 4),
+             ("scratch_f", scratch_f), ("scratch_d", scratch_d)), start=self.blob_bytes)
+        self.at.update(device_at)
         self.read_plane = plane
-        self.at = sections
 
     def fill(self, blob: np.ndarray, batches: Any, device_base: int, tables: dict[str, Any],
              page_locked: frozenset[str] = frozenset()) -> None:
@@ -418,82 +428,55 @@ class _ChunkPlan:
         self.uploads += [(offset, src) for name, offset, src in sources if name in page_locked and len(src)]
 
         counters = device_base + at["counters"]
-        plan = blob[at["plan"]:at["plan"] + PLAN_WORDS * 8].view(np.int64)
-        plan[:] = 0
-        plan[0:11] = (device_base + at["read_offsets"], device_base + at["batch_reads"],
-                      device_base + at["batch_haps"], device_base + at["pair_base"],
-                      device_base + at["hap_starts"], device_base + at["items"],
-                      counters + 4 * _C_BIN_COUNT, counters + 4 * _C_BIN_START,
-                      counters + 4 * _C_BUCKET_COUNT, counters + 4 * _C_BUCKET_CURSOR,
-                      counters + 4 * _C_BUCKET_START)
-        multi = FLOAT_BINS[-1]
-        plan[11:17] = (self.n_reads, self.n_batches, len(self.configs), self.cap,
-                       FLOAT_BINS[-2].max_read_len, multi.strip_rows)
-        plan[17:20].view(np.float64)[:] = (self.columns, max(self.mean_hap, 1.0),
-                                           PLAN_BUCKETS / (self.longest_item + 1.0))
-        plan[20:20 + len(self.configs) - 1] = [c.max_read_len for c in self.configs[:-1]]
+        bounds = [c.max_read_len for c in self.configs[:-1]]
+        set_row(struct_rows(blob, at["plan"], PLAN_PARAMS, 1), 0, {
+            "read_offsets": device_base + at["read_offsets"], "batch_reads": device_base + at["batch_reads"],
+            "batch_haps": device_base + at["batch_haps"], "pair_base": device_base + at["pair_base"],
+            "hap_starts": device_base + at["hap_starts"], "items": device_base + at["items"],
+            "bin_count": counters + 4 * _C_BIN_COUNT, "bin_start": counters + 4 * _C_BIN_START,
+            "bucket_count": counters + 4 * _C_BUCKET_COUNT, "bucket_cursor": counters + 4 * _C_BUCKET_CURSOR,
+            "bucket_start": counters + 4 * _C_BUCKET_START,
+            "n_reads": self.n_reads, "n_batches": self.n_batches, "n_bins": len(self.configs), "cap": self.cap,
+            "multi_from": FLOAT_BINS[-2].max_read_len, "strip_rows": FLOAT_BINS[-1].strip_rows,
+            "columns": self.columns, "mean_hap_len": max(self.mean_hap, 1.0),
+            "bucket_scale": PLAN_BUCKETS / (self.longest_item + 1.0),
+            "bounds": bounds + [0] * (MAX_BINS - len(bounds))})
 
-        params = blob[at["params"]:at["params"] + self.n_params * PARAM_WORDS * 8].view(np.int64)
-        params = params.reshape(self.n_params, PARAM_WORDS)
-        params_f = params.view(np.float64)
+        params = struct_rows(blob, at["params"], PARAMS, self.n_params)
         for launch in self.launches + ([self.fallback] if self.fallback else []):
             config, row = launch.config, launch.param_index
-            p = params[row]
-            if launch is self.fallback:
-                p[0] = device_base + at["fb_items"]
-                p[1] = counters + 4 * _C_FB_COUNT
-                p[2] = counters + 4 * _C_FB_WORK
-                p[16] = 0
+            if launch is self.fallback:  # the queue the float launches filled
+                items, n_items, work_counter, items_offset = (
+                    device_base + at["fb_items"], counters + 4 * _C_FB_COUNT, counters + 4 * _C_FB_WORK, 0)
             else:
-                p[0] = device_base + at["items"]
-                p[1] = counters + 4 * (_C_BIN_COUNT + row)
-                p[2] = counters + 4 * (_C_WORK + row)
-                p[16] = counters + 4 * (_C_BIN_START + row)
-            p[3] = device_base + at["reads"]
-            p[4] = self.read_plane
-            p[5] = device_base + at["codes"]
-            p[6] = device_base + at["hap_starts"]
+                items, n_items, work_counter, items_offset = (
+                    device_base + at["items"], counters + 4 * (_C_BIN_COUNT + row), counters + 4 * (_C_WORK + row),
+                    counters + 4 * (_C_BIN_START + row))
             suffix = "f" if config.real == "float" else "d"
-            p[7] = tables["ph2pr_" + suffix]
-            p[8] = tables["mm_" + suffix]
-            p[9] = device_base + at["out"]
-            p[10] = device_base + at["fb_items"]
-            p[11] = counters + 4 * _C_FB_COUNT
-            if config.real == "float":
-                p[12], p[13] = device_base + at["scratch_f"], self.stride_f
-            else:
-                p[12], p[13] = device_base + at["scratch_d"], self.stride_d
-            params_f[row, 14] = float(tables["initial_" + suffix])
-            params_f[row, 15] = float(tables["log10_initial_" + suffix])
+            set_row(params, row, {
+                "items": items, "n_items": n_items, "work_counter": work_counter,
+                "reads": device_base + at["reads"], "read_plane": self.read_plane, "codes": device_base + at["codes"],
+                "hap_starts": device_base + at["hap_starts"],
+                "ph2pr": tables["ph2pr_" + suffix], "mm": tables["mm_" + suffix], "out": device_base + at["out"],
+                "fb_items": device_base + at["fb_items"], "fb_count": counters + 4 * _C_FB_COUNT,
+                "scratch": device_base + at["scratch_" + suffix],
+                "scratch_stride": self.stride_f if config.real == "float" else self.stride_d,
+                "initial": float(tables["initial_" + suffix]), "log10_initial": float(tables["log10_initial_" + suffix]),
+                "items_offset": items_offset, "unused": 0})
 
     def param_address(self, device_base: int, launch: _Launch) -> int:
-        return device_base + self.at["params"] + launch.param_index * PARAM_WORDS * 8
+        return device_base + self.at["params"] + launch.param_index * PARAMS.itemsize
 
 
 # --------------------------------------------------------------------------------------------
 # Device side (CuPy)
 # --------------------------------------------------------------------------------------------
 
-class _CupyDevice:
-    """The few device operations the runner needs, over CuPy. Copies, launches, event records
-    and stream waits are recorded (:meth:`h2d` ... :meth:`wait`) and made by :meth:`issue`, all
-    at once without the interpreter lock; the runner records and issues under its lock."""
+class _CupyDevice(CupyDevice):
+    """The Pair-HMM module's kernels on the current device, launched through the recorded calls."""
 
     def __init__(self) -> None:
-        import cupy
-
-        from ..cython_cpu.cuda_calls import CallList
-
-        self.cupy = cupy
-        self.device_id = cupy.cuda.runtime.getDevice()
-        props = cupy.cuda.runtime.getDeviceProperties(self.device_id)
-        self.props = props
-        self.sm_count = int(props["multiProcessorCount"])
-        self.smem_per_sm = int(props.get("sharedMemPerMultiprocessor", 228 * 1024))
-        self.regs_per_sm = int(props.get("regsPerMultiprocessor", 65536))
-        source = (Path(__file__).with_name("pairhmm.cu")).read_text()
-        self.module = cupy.RawModule(code=source, options=NVRTC_OPTIONS,
-                                     name_expressions=[c.name for c in KERNEL_CONFIGS] + list(_HELPER_KERNELS))
+        super().__init__(MODULE)
         self.codes_kernel, self.count_kernel, self.prefix_kernel, self.scatter_kernel = (
             self.module.get_function(name) for name in _HELPER_KERNELS)
         self.kernels = {}
@@ -505,58 +488,14 @@ class _CupyDevice:
         self.functions = {config: self.kernels[config].kernel.ptr for config in KERNEL_CONFIGS}
         self.helper_functions = [kernel.kernel.ptr for kernel in
                                  (self.codes_kernel, self.count_kernel, self.prefix_kernel, self.scatter_kernel)]
-        self.calls = CallList()
-        self.context = cupy.cuda.driver.ctxGetCurrent()  # the context CuPy made its module in
 
     def resident_blocks(self, config: KernelConfig) -> int:
-        kernel = self.kernels[config]
-        try:
-            from cupy.cuda import driver
-
-            per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(
-                kernel.kernel.ptr, config.threads, config.shared_bytes)
-        except Exception:  # older CuPy: estimate from registers and shared memory
-            regs = round_up(max(kernel.num_regs, 1), 8) * config.threads
-            per_sm = min(self.regs_per_sm // regs,
-                         self.smem_per_sm // (config.shared_bytes + 1024), 2048 // config.threads)
-        return max(1, int(per_sm))
+        return resident_blocks_per_sm(self.kernels[config], config.threads, config.shared_bytes,
+                                      regs_per_sm=self.regs_per_sm, shared_per_sm=self.smem_per_sm)
 
     def kernel_attributes(self) -> dict[str, dict[str, int]]:
         return {c.name: dict(self.kernels[c].attributes, resident_blocks_per_sm=self.resident_blocks(c))
                 for c in KERNEL_CONFIGS}
-
-    def alloc_device(self, nbytes: int) -> Any:
-        return self.cupy.cuda.alloc(max(nbytes, 1))
-
-    def alloc_pinned(self, nbytes: int) -> tuple[Any, np.ndarray]:
-        return cupy_pinned(self.cupy, nbytes)
-
-    def stream(self) -> Any:
-        return self.cupy.cuda.Stream(non_blocking=True)
-
-    def event(self) -> Any:
-        return self.cupy.cuda.Event(block=False, disable_timing=True)
-
-    def timing_event(self) -> Any:
-        return self.cupy.cuda.Event(block=False, disable_timing=False)
-
-    def page_locked(self, array: np.ndarray) -> bool:
-        """Whether CUDA knows the array's memory as page-locked: the GPU then copies it
-        directly. (Asked of the first byte only: were the rest pageable, the copy from it would
-        still be right, only synchronous.)"""
-        if not array.nbytes:
-            return False
-        runtime = self.cupy.cuda.runtime
-        try:
-            return runtime.pointerGetAttributes(array.ctypes.data).type == _CUDA_MEMORY_TYPE_HOST
-        except runtime.CUDARuntimeError:  # memory CUDA has never seen (older CUDA versions)
-            return False
-
-    def h2d(self, dst: int, src: np.ndarray, nbytes: int, stream: Any) -> None:
-        self.calls.to_device(dst, src.ctypes.data, nbytes, stream.ptr)
-
-    def d2h(self, dst: np.ndarray, src: int, nbytes: int, stream: Any) -> None:
-        self.calls.to_host(dst.ctypes.data, src, nbytes, stream.ptr)
 
     def launch(self, config: KernelConfig, grid: int, params_address: int, stream: Any) -> None:
         self.calls.launch(self.functions[config], grid, config.threads, config.shared_bytes, stream.ptr,
@@ -572,20 +511,6 @@ class _CupyDevice:
         self.calls.launch(count, grid, 256, 0, stream.ptr, (plan_params,))
         self.calls.launch(prefix, 1, 32, 0, stream.ptr, (plan_params,))
         self.calls.launch(scatter, grid, 256, 0, stream.ptr, (plan_params,))
-
-    def record(self, event: Any, stream: Any) -> None:
-        self.calls.record(event.ptr, stream.ptr)
-
-    def wait(self, stream: Any, event: Any) -> None:
-        self.calls.wait(stream.ptr, event.ptr)
-
-    def issue(self) -> None:
-        """Make the calls recorded since the last issue (or discard)."""
-        self.calls.issue(self.context)
-
-    def discard(self) -> None:
-        """Forget the calls recorded since the last issue (their enqueueing failed half-way)."""
-        self.calls.clear()
 
     def upload_tables(self) -> tuple[dict[str, Any], dict[str, Any]]:
         from ..cython_cpu.pairhmm import gkl_tables
@@ -603,10 +528,15 @@ class _CupyDevice:
         return keep, values
 
 
-class _Runner:
+MODULE = ModuleSpec("pairhmm", NVRTC_OPTIONS, tuple(c.name for c in KERNEL_CONFIGS) + _HELPER_KERNELS,
+                    (("Params", PARAMS), ("PlanParams", PLAN_PARAMS)))
+
+
+class _Runner(ChunkRunner):
     """Per-process GPU state: compiled kernels, tables, streams and reusable buffers."""
 
     def __init__(self, device: Any) -> None:
+        super().__init__(_SLOTS, device.alloc_pinned, device.alloc_device)
         self.device = device
         self.sm_count = device.sm_count
         self._resident = {c: device.resident_blocks(c) * device.sm_count for c in KERNEL_CONFIGS}
@@ -619,15 +549,12 @@ class _Runner:
         # Events are re-recorded chunk after chunk (a wait uses the record made before it).
         self.uploaded_events = [device.event() for _ in range(_SLOTS)]
         self.bin_events = [[device.event() for _ in FLOAT_BINS] for _ in range(_SLOTS)]
-        self.ring = SlotRing(_SLOTS)
-        self.lock = threading.Lock()
 
     def resident_blocks(self, config: KernelConfig) -> int:
         return self._resident[config]
 
     def _ensure(self, slot: ChunkSlot, plan: _ChunkPlan) -> None:
-        slot.ensure(plan.blob_bytes, plan.n_out * 8, plan.device_bytes, self.device.alloc_pinned,
-                    self.device.alloc_device)
+        self.grow(slot, plan.blob_bytes, plan.n_out * 8, plan.device_bytes)
 
     def _enqueue(self, slot: ChunkSlot, plan: _ChunkPlan, parity: int) -> None:
         """Upload the slot's blob and launch the chunk's kernels (all asynchronous)."""
@@ -685,20 +612,18 @@ class _Runner:
         if not chunks:
             return
         stats = _input_stats(batches)
-        mine: list[tuple[int, Held]] = []
-        try:
-            with self.lock:  # one call at a time enqueues; its chunks finish after it lets go
-                for chunk in chunks:
-                    check_cancelled(cancelled)  # what is enqueued finishes (collected below)
-                    # Planned here, not up front: the GPU works on the previous chunk meanwhile.
-                    plan = _ChunkPlan(batches, chunk, use_double, self, *stats)
-                    index, slot = self.ring.take()
-                    self._ensure(slot, plan)
-                    plan.fill(slot.pinned_in, batches, int(slot.device.ptr), self.tables, page_locked)
-                    self._enqueue(slot, plan, index)
-                    mine.append((index, self.ring.hold(index, partial(_copy_out, out, plan.out_lo, plan.n_out))))
-        finally:
-            self.ring.collect(mine)  # also after an error: nothing enqueued is left running
+
+        def plan(chunk: _Chunk) -> _ChunkPlan:
+            # Planned chunk by chunk, not up front: the GPU works on the previous chunk meanwhile.
+            return _ChunkPlan(batches, chunk, use_double, self, *stats)
+
+        def enqueue(plan: _ChunkPlan, index: int, slot: ChunkSlot) -> CopyOut:
+            self._ensure(slot, plan)
+            plan.fill(slot.pinned_in, batches, int(slot.device.ptr), self.tables, page_locked)
+            self._enqueue(slot, plan, index)
+            return partial(_copy_out, out, plan.out_lo, plan.n_out)
+
+        self.run_chunks(chunks, plan, enqueue, cancelled)
 
     # Benchmark support: the kernels alone, on data already on the device.
     def kernel_seconds(self, batches: Any, use_double: bool = False, repeats: int = 5,
@@ -771,21 +696,16 @@ def _input_stats(batches: Any) -> tuple[int, int, float]:
     return int(batches.n_cells), int(hap_lens.max()), float(hap_lens.mean())
 
 
-_RUNNER: _Runner | None = None
-_RUNNER_LOCK = threading.Lock()
-
-
 def _device() -> Any:
     """The device backend (tests on machines without a GPU may substitute an emulator)."""
     return _CupyDevice()
 
 
+_RUNNERS: Runners[_Runner] = Runners(lambda: _Runner(_device()))
+
+
 def _runner() -> _Runner:
-    global _RUNNER
-    with _RUNNER_LOCK:
-        if _RUNNER is None:
-            _RUNNER = _Runner(_device())
-        return _RUNNER
+    return _RUNNERS.get()  # one per process, on the device current at its first use
 
 
 def _check_inputs(batches: Any, out: np.ndarray) -> None:
@@ -831,24 +751,3 @@ def kernel_seconds(batches: Any, *, use_double: bool = False, repeats: int = 5,
     with ``per_launch``, per repeat a list of (kernel, items, grid, seconds) for each launch."""
     return _runner().kernel_seconds(batches, use_double=use_double, repeats=repeats,
                                     per_launch=per_launch)
-
-
-def device_info() -> dict[str, Any]:
-    """Name, memory and shape of the CUDA device the GPU backend uses."""
-    import cupy
-
-    runtime = cupy.cuda.runtime
-    device_id = runtime.getDevice()
-    props = runtime.getDeviceProperties(device_id)
-    free, total = runtime.memGetInfo()
-    name = props["name"]
-    return {
-        "name": name.decode() if isinstance(name, bytes) else str(name),
-        "device_id": device_id,
-        "compute_capability": f"{props['major']}.{props['minor']}",
-        "multiprocessors": int(props["multiProcessorCount"]),
-        "total_memory_bytes": int(total),
-        "free_memory_bytes": int(free),
-        "cuda_runtime_version": runtime.runtimeGetVersion(),
-        "cupy_version": cupy.__version__,
-    }

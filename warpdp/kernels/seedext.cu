@@ -68,8 +68,11 @@ struct Params {
     int qmax;                      /* longest query of the launch */
     int a, b, o_del, e_del, o_ins, e_ins, w, end_bonus, zdrop;
 };
-/* The launcher writes this layout: 9 pointers, state_ints, then 11 ints (seedext.py). */
-static_assert(sizeof(Params) == 128, "Params layout changed: update warpdp/kernels/seedext.py");
+/* The launcher writes this layout by field name (seedext.py, PARAMS); it checks the size the
+   kernel below reports when the module loads. */
+static_assert(sizeof(Params) == 128, "Params layout changed: update PARAMS in warpdp/kernels/seedext.py");
+
+extern "C" __global__ void seedext_struct_sizes(unsigned long long *out) { out[0] = sizeof(Params); }
 
 __device__ __forceinline__ int imax(int x, int y) { return x > y ? x : y; }
 __device__ __forceinline__ int imin(int x, int y) { return x < y ? x : y; }
@@ -506,8 +509,8 @@ struct TargetReader {
     }
 };
 
-/* Columns the row-pair loop unrolls. On the H200, a 262,144-pair chunk's lane bins one after
-   another: 582 GCUPS with 8, 548 with 4, 517 with 2. */
+/* Columns the row-pair loop unrolls: 8 was the fastest of 2, 4 and 8 (BENCHMARKS.md, seed
+   extension). */
 #ifndef WARPDP_LANE_UNROLL
 #define WARPDP_LANE_UNROLL 8
 #endif

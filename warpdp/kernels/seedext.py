@@ -24,22 +24,25 @@ CuPy is imported only when a GPU function runs, so importing this module needs n
 from __future__ import annotations
 
 import os
-import threading
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..cython_cpu.ordering import KEY_VALUES, stable_order_u16
-from ..plugin.cancel import CancelCheck, check_cancelled
-from .chunk_slot import ChunkSlot, Held, SlotRing, cupy_pinned, round_up
+from ..plugin.cancel import CancelCheck
 from .host_copy import copy_arrays
+from .runtime.launch_params import POINTER, launch_struct, set_row, struct_rows
+from .runtime.layout import sections
+from .runtime.module_cache import ModuleSpec, load_module
+from .runtime.occupancy import resident_blocks_per_sm
+from .runtime.ordering import KEY_VALUES, stable_order_u16
+from .runtime.runner import ChunkRunner, CopyOut, Runners, device_properties, new_stream, pinned_allocator
+from .runtime.slots import ChunkSlot
 
 __all__ = ["extend", "KERNEL_CONFIGS", "BINS", "GLOBAL_CONFIG", "LANE_KERNEL", "LANE_BOUNDS"]
 
@@ -102,7 +105,12 @@ _SUBWARP_BIN_OF_WIDTH = (np.searchsorted(_BOUNDS, np.arange(_BOUNDS[-1] + 2)) + 
 _BIN_KEY_EDGES = np.array([0] + [(bound + 1) << 7 for bound in LANE_BOUNDS]
                           + [_SUBWARP_KEYS | b << 11 for b in range(1, len(BINS) + 1)], dtype=np.int64)
 
-PARAMS_BYTES = 128              # sizeof(struct Params), see seedext.cu
+# struct Params of seedext.cu (one launch: its extensions and the scoring).
+PARAMS = launch_struct([
+    ("query", POINTER), ("target", POINTER), ("query_offsets", POINTER), ("target_offsets", POINTER),
+    ("h0", POINTER), ("order", POINTER), ("counter", POINTER), ("out", POINTER), ("scratch", POINTER),
+    ("state_ints", np.int64), *((name, np.int32) for name in (
+        "n", "qmax", "a", "b", "o_del", "e_del", "o_ins", "e_ins", "w", "end_bonus", "zdrop"))])
 _N_COUNTERS = 32
 _CHUNK_PAIRS = 1 << 18          # pairs per chunk (bounds pinned and device memory)
 _CHUNK_BYTES = 96 << 20         # sequence bytes per chunk
@@ -233,20 +241,14 @@ class _ChunkPlan:
             first += count
         # Longest queries first: their warps take longest, so they start before the short ones.
         self.launches.reverse()
-        sections = {}
-        off = 0
-        for name, size in (("params", PARAMS_BYTES * max(1, len(self.launches))), ("counters", _N_COUNTERS * 4),
-                           ("query", self.q1 - self.q0), ("target", self.t1 - self.t0),
-                           ("qoff", 8 * (self.n + 1)), ("toff", 8 * (self.n + 1)), ("h0", 4 * self.n),
-                           ("order", 4 * self.n)):
-            sections[name] = off
-            off = round_up(off + max(size, 1))
-        self.blob_bytes = off
-        for name, size in (("out", 24 * self.n), ("scratch", 4 * scratch_ints)):
-            sections[name] = off
-            off = round_up(off + max(size, 1))
-        self.device_bytes = off
-        self.at = sections
+        self.at, self.blob_bytes = sections(
+            (("params", PARAMS.itemsize * max(1, len(self.launches))), ("counters", _N_COUNTERS * 4),
+             ("query", self.q1 - self.q0), ("target", self.t1 - self.t0),
+             ("qoff", 8 * (self.n + 1)), ("toff", 8 * (self.n + 1)), ("h0", 4 * self.n), ("order", 4 * self.n)),
+            min_size=1)
+        device_at, self.device_bytes = sections((("out", 24 * self.n), ("scratch", 4 * scratch_ints)),
+                                                start=self.blob_bytes, min_size=1)
+        self.at.update(device_at)
 
     def fill(self, blob: np.ndarray, pairs: Any, params: Any, base: int) -> None:
         """Write the upload part of the chunk into ``blob`` (pinned), pointing at ``base``."""
@@ -260,40 +262,37 @@ class _ChunkPlan:
         np.subtract(pairs.target_offsets[s:e + 1], self.t0, out=toff)
         blob[at["h0"]:at["h0"] + 4 * self.n].view(np.int32)[:] = pairs.h0[s:e]
         blob[at["order"]:at["order"] + 4 * self.n].view(np.int32)[:] = self.order
+        blob[at["params"]:at["params"] + PARAMS.itemsize * len(self.launches)] = 0  # the padding too
+        rows = struct_rows(blob, at["params"], PARAMS, len(self.launches))
         for launch in self.launches:
-            row = blob[at["params"] + PARAMS_BYTES * launch.index:at["params"] + PARAMS_BYTES * (launch.index + 1)]
-            words, ints = row.view(np.int64), row.view(np.int32)
-            words[0] = base + at["query"]
-            words[1] = base + at["target"]
-            words[2] = base + at["qoff"]
-            words[3] = base + at["toff"]
-            words[4] = base + at["h0"]
-            words[5] = base + at["order"] + 4 * launch.first
-            words[6] = base + at["counters"] + 4 * launch.index
-            words[7] = base + at["out"]
-            words[8] = base + at["scratch"] + launch.scratch
-            words[9] = launch.state
-            ints[20:31] = (launch.count, launch.qmax, params.a, params.b, params.o_del, params.e_del,
-                           params.o_ins, params.e_ins, params.w, params.end_bonus, params.zdrop)
-            ints[31] = 0
+            set_row(rows, launch.index, {
+                "query": base + at["query"], "target": base + at["target"],
+                "query_offsets": base + at["qoff"], "target_offsets": base + at["toff"], "h0": base + at["h0"],
+                "order": base + at["order"] + 4 * launch.first, "counter": base + at["counters"] + 4 * launch.index,
+                "out": base + at["out"], "scratch": base + at["scratch"] + launch.scratch,
+                "state_ints": launch.state, "n": launch.count, "qmax": launch.qmax, "a": params.a, "b": params.b,
+                "o_del": params.o_del, "e_del": params.e_del, "o_ins": params.o_ins, "e_ins": params.e_ins,
+                "w": params.w, "end_bonus": params.end_bonus, "zdrop": params.zdrop})
 
     def params_address(self, base: int, launch: _Launch) -> int:
-        return base + self.at["params"] + PARAMS_BYTES * launch.index
+        return base + self.at["params"] + PARAMS.itemsize * launch.index
 
 
-class _Runner:
+MODULE = ModuleSpec("seedext", NVRTC_OPTIONS, tuple(c.name for c in KERNEL_CONFIGS) + (LANE_KERNEL,),
+                    (("Params", PARAMS),))
+
+
+class _Runner(ChunkRunner):
     """Per-process GPU state: compiled kernels, streams and reusable buffers."""
 
     def __init__(self) -> None:
         import cupy
 
+        super().__init__(_SLOTS, pinned_allocator(cupy), cupy.cuda.alloc)
         self.cupy = cupy
         self.device_id = device_id = cupy.cuda.runtime.getDevice()
-        props = cupy.cuda.runtime.getDeviceProperties(device_id)
-        self.sm_count = int(props["multiProcessorCount"])
-        source = Path(__file__).with_name("seedext.cu").read_text()
-        self.module = cupy.RawModule(code=source, options=NVRTC_OPTIONS,
-                                     name_expressions=[c.name for c in KERNEL_CONFIGS] + [LANE_KERNEL])
+        self.sm_count = int(device_properties(device_id)["multiProcessorCount"])
+        self.module = load_module(MODULE, device_id)
         self.kernels = {c: self.module.get_function(c.name) for c in KERNEL_CONFIGS}
         for config in BINS:
             self.kernels[config].max_dynamic_shared_size_bytes = MAX_SHARED_BYTES
@@ -304,36 +303,21 @@ class _Runner:
         except (AttributeError, cupy.cuda.driver.CUDADriverError):
             pass
         self._resident: dict[tuple[KernelConfig, int], int] = {}
-        self.ring = SlotRing(_SLOTS)
         for slot in self.ring.slots:
-            slot.stream = cupy.cuda.Stream(non_blocking=True)
+            slot.stream = new_stream(cupy)
         # Per slot, a stream per bin: a chunk's bins run side by side.
-        self.bin_streams = [[cupy.cuda.Stream(non_blocking=True) for _ in range(_N_BINS)] for _ in range(_SLOTS)]
-        self.lock = threading.Lock()
-        # Plans are made ahead, on threads, so that the calling thread only fills and enqueues:
-        # planning a 262,144-pair chunk took 3.2 ms on the H200's host (the sort in C and
-        # numpy's big steps let go of the GIL), the GPU about 5.5 ms for it.
+        self.bin_streams = [[new_stream(cupy) for _ in range(_N_BINS)] for _ in range(_SLOTS)]
+        # Plans are made ahead, on threads, so that the calling thread only fills and enqueues
+        # (the sort in C and numpy's big steps let go of the GIL; see BENCHMARKS.md).
         self.planners = ThreadPoolExecutor(max_workers=_PLAN_WORKERS, thread_name_prefix="warpdp-seedext-plan")
 
     def resident_blocks(self, config: KernelConfig, shared_bytes: int) -> int:
         """Blocks of the configuration that fit on the whole device at once."""
         key = (config, shared_bytes)
         if key not in self._resident:
-            kernel = self.kernels[config]
-            try:
-                from cupy.cuda import driver
-
-                per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, THREADS_PER_BLOCK,
-                                                                          shared_bytes)
-            except Exception:  # older CuPy: a conservative estimate from registers
-                regs = round_up(max(kernel.num_regs, 1), 8) * THREADS_PER_BLOCK
-                per_sm = max(1, 65536 // regs)
-            self._resident[key] = max(1, int(per_sm)) * self.sm_count
+            per_sm = resident_blocks_per_sm(self.kernels[config], THREADS_PER_BLOCK, shared_bytes)
+            self._resident[key] = per_sm * self.sm_count
         return self._resident[key]
-
-    def _ensure(self, slot: ChunkSlot, plan: _ChunkPlan) -> None:
-        slot.ensure(plan.blob_bytes, 24 * plan.n, plan.device_bytes, lambda n: cupy_pinned(self.cupy, n),
-                    self.cupy.cuda.alloc)
 
     def _enqueue(self, slot: ChunkSlot, plan: _ChunkPlan, index: int) -> None:
         cupy = self.cupy
@@ -377,39 +361,34 @@ class _Runner:
                     return
                 planned.append(self.planners.submit(self._plan, pairs, params, *chunk, check_range))
 
-        mine: list[tuple[int, Held]] = []
+        def plan(_chunk: tuple[int, int]) -> _ChunkPlan:
+            plan_ahead(1)  # the first chunk's plan alone: nothing competes with it
+            chunk_plan = planned.popleft().result()
+            plan_ahead(_PLAN_WORKERS)
+            return chunk_plan
+
+        def enqueue(plan: _ChunkPlan, index: int, slot: ChunkSlot) -> CopyOut:
+            self.grow(slot, plan.blob_bytes, 24 * plan.n, plan.device_bytes)
+            plan.fill(slot.pinned_in, pairs, params, int(slot.device.ptr))
+            self._enqueue(slot, plan, index)
+            return partial(_copy_out, table, plan.start, plan.n)
+
         try:
-            with self.lock:  # one call at a time enqueues; its chunks finish after it lets go
-                for start, stop in chunks:
-                    check_cancelled(cancelled)  # what is enqueued finishes (collected below)
-                    plan_ahead(1)  # the first chunk's plan alone: nothing competes with it
-                    plan = planned.popleft().result()
-                    plan_ahead(_PLAN_WORKERS)
-                    index, slot = self.ring.take()
-                    self._ensure(slot, plan)
-                    plan.fill(slot.pinned_in, pairs, params, int(slot.device.ptr))
-                    self._enqueue(slot, plan, index)
-                    mine.append((index, self.ring.hold(index, partial(_copy_out, table, start, plan.n))))
+            self.run_chunks(chunks, plan, enqueue, cancelled)
         finally:
             for future in planned:
                 future.cancel()
-            self.ring.collect(mine)  # also after an error: nothing enqueued is left running
 
 
 def _copy_out(table: np.ndarray, start: int, n: int, slot: ChunkSlot) -> None:
     table[start:start + n] = slot.pinned_out[:24 * n].view(np.int32).reshape(n, 6)
 
 
-_RUNNER: _Runner | None = None
-_RUNNER_LOCK = threading.Lock()
+_RUNNERS: Runners[_Runner] = Runners(_Runner)
 
 
 def _runner() -> _Runner:
-    global _RUNNER
-    with _RUNNER_LOCK:
-        if _RUNNER is None:
-            _RUNNER = _Runner()
-        return _RUNNER
+    return _RUNNERS.get()  # one per process, on the device current at its first use
 
 
 def extend(pairs: Any, params: Any, table: np.ndarray, check_range: RangeCheck | None = None,

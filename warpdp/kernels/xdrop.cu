@@ -51,8 +51,11 @@ struct Params {
     i64 k, match, mismatch, gap, x;
     int n_items, best_mode;
 };
-/* The launcher writes this layout: 10 pointers, 6 int64, 2 int32 (xdrop.py, PARAMS_LAYOUT). */
-static_assert(sizeof(Params) == 136, "Params layout changed: update warpdp/kernels/xdrop.py");
+/* The launcher writes this layout by field name (xdrop.py, PARAMS); it checks the size the
+   kernel below reports when the module loads. */
+static_assert(sizeof(Params) == 136, "Params layout changed: update PARAMS in warpdp/kernels/xdrop.py");
+
+extern "C" __global__ void xdrop_struct_sizes(unsigned long long *out) { out[0] = sizeof(Params); }
 
 template <typename Cell> struct Undefined;
 template <> struct Undefined<int> { static constexpr int value = -(1 << 30); };

@@ -27,19 +27,22 @@ CuPy is imported only when a GPU function runs, so importing this module needs n
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..plugin.cancel import CancelCheck, check_cancelled
-from .chunk_slot import ALIGN, ChunkSlot, Held, SlotRing, cupy_pinned, round_up
+from ..plugin.cancel import CancelCheck
 from .host_copy import copy_arrays
+from .runtime.launch_params import POINTER, launch_struct, set_row, struct_rows
+from .runtime.layout import sections
+from .runtime.module_cache import ModuleSpec, load_module
+from .runtime.occupancy import resident_blocks_per_sm
+from .runtime.runner import ChunkRunner, CopyOut, Runners, device_properties, new_stream, pinned_allocator
+from .runtime.slots import ALIGN, ChunkSlot, round_up
 
 __all__ = ["extend", "KERNEL_NAMES", "SHARED_FLANK_BINS", "SHARED_MIN_WINDOW", "WIDE_CONFIGS", "WIDE_MIN_WINDOW",
            "all_kernel_names", "fits_int16", "fits_int32", "shared_items", "wide_configs", "wide_frames"]
@@ -48,8 +51,13 @@ THREADS_PER_BLOCK = 256        # as __launch_bounds__ in xdrop.cu
 WARPS_PER_BLOCK = THREADS_PER_BLOCK // 32
 KERNEL_NAMES = {4: "warpdp_xdrop::extend_kernel<int>", 8: "warpdp_xdrop::extend_kernel<long long>"}
 NVRTC_OPTIONS = ("-std=c++17",)
-PARAMS_BYTES = 136             # sizeof(struct Params), see xdrop.cu
-_PARAMS_STRIDE = 256
+# struct Params of xdrop.cu (one launch: its work items and the scores).
+PARAMS = launch_struct([
+    ("h_bases", POINTER), ("v_bases", POINTER), ("h_offsets", POINTER), ("v_offsets", POINTER),
+    ("h_pos", POINTER), ("v_pos", POINTER), ("order", POINTER), ("counter", POINTER), ("out", POINTER),
+    ("scratch", POINTER), ("stride", np.int64), ("k", np.int64), ("match", np.int64), ("mismatch", np.int64),
+    ("gap", np.int64), ("x", np.int64), ("n_items", np.int32), ("best_mode", np.int32)])
+_PARAMS_STRIDE = 256           # a launch's Params row in the upload (rows stay ALIGN-aligned)
 _INT32_LIMIT = 1 << 29         # xdrop_fits in warpdp/cython_cpu/xdrop_kernel.h
 # Work items are binned by their V flank: the scratch of a warp holds 3 x (flank + 34) cells.
 FLANK_BINS = np.array([1 << 11, 1 << 13, 1 << 15, 1 << 17, 1 << 19], dtype=np.int64)
@@ -67,10 +75,9 @@ _CHUNK_BYTES = 512 << 20       # sequence bytes per chunk
 # Each row has its instantiation in xdrop.cu's WARPDP_NVCC_CHECK list
 # (tests/test_xdrop_wide_emulation.py checks).
 WIDE_CONFIGS = ((1024, 2, 16, 8), (2048, 4, 16, 4), (4096, 8, 16, 2))
-# Items go wide when their window is expected to span at least this many columns. Measured on
-# the H200 (issue 6 workload, 100,000 pairs): the wide kernel takes ~6.5 s whatever X (its cost
-# is per anti-diagonal), the narrow one 0.7 s at X = 100 (window ~67), 3.9 s at X = 1000 (~667)
-# and 12.7 s at X = 5000 (~3,334): the two cross between X = 1000 and 5000.
+# Items go wide when their window is expected to span at least this many columns. The wide
+# kernel's time hardly depends on X (its cost is per anti-diagonal), the narrow one's grows with
+# the window: the two cross between X = 1000 and 5000 (BENCHMARKS.md, X-drop).
 WIDE_MIN_WINDOW = 1500
 # Overrides for experiments and tests (read at each call):
 #   WARPDP_XDROP_WIDE=auto|1|0       the rule of wide_frames (default) | every item that can | none
@@ -316,22 +323,16 @@ class _ChunkPlan:
             self.launches.append(_Launch(cell_bytes, first, count, stride, grid, THREADS_PER_BLOCK,
                                          len(self.launches)))
             first += count
-        sections, off = {}, 0
-        for name, size in (("params", _PARAMS_STRIDE * max(1, len(self.launches))),
-                           ("counters", 4 * max(1, len(self.launches))),
-                           ("h_bases", self.h1 - self.h0), ("v_bases", self.v1 - self.v0),
-                           ("h_offsets", 8 * (self.n + 1)), ("v_offsets", 8 * (self.n + 1)),
-                           ("h_pos", 8 * self.n), ("v_pos", 8 * self.n), ("order", 4 * 2 * self.n)):
-            sections[name] = off
-            off = round_up(off + max(size, 1))
-        self.blob_bytes = off
+        self.at, self.blob_bytes = sections(
+            (("params", _PARAMS_STRIDE * max(1, len(self.launches))), ("counters", 4 * max(1, len(self.launches))),
+             ("h_bases", self.h1 - self.h0), ("v_bases", self.v1 - self.v0),
+             ("h_offsets", 8 * (self.n + 1)), ("v_offsets", 8 * (self.n + 1)),
+             ("h_pos", 8 * self.n), ("v_pos", 8 * self.n), ("order", 4 * 2 * self.n)), min_size=1)
         # Device only: the bad-base flag and the results come back; the scratch stays.
-        sections["out"] = off
         self.out_bytes = ALIGN + 32 * 2 * self.n
-        off = round_up(off + self.out_bytes)
-        sections["scratch"] = off
-        self.device_bytes = off + max(scratch, 1)
-        self.at = sections
+        device_at, scratch_at = sections((("out", self.out_bytes),), start=self.blob_bytes, min_size=1)
+        self.at.update(device_at, scratch=scratch_at)
+        self.device_bytes = scratch_at + max(scratch, 1)
 
     def fill(self, blob: np.ndarray, pairs: Any, scores: Scores, base: int) -> None:
         """Write the upload part of the chunk into ``blob`` (pinned), pointing at ``base``."""
@@ -346,22 +347,17 @@ class _ChunkPlan:
         blob[at["h_pos"]:at["h_pos"] + 8 * self.n].view(np.int64)[:] = pairs.h_pos[s:e]
         blob[at["v_pos"]:at["v_pos"] + 8 * self.n].view(np.int64)[:] = pairs.v_pos[s:e]
         blob[at["order"]:at["order"] + 8 * self.n].view(np.int32)[:] = self.order
+        rows = struct_rows(blob, at["params"], PARAMS, len(self.launches), _PARAMS_STRIDE)
         for launch in self.launches:
-            row = blob[at["params"] + _PARAMS_STRIDE * launch.index:
-                       at["params"] + _PARAMS_STRIDE * launch.index + PARAMS_BYTES]
-            words, ints = row.view(np.int64), row.view(np.int32)
-            words[0] = base + at["h_bases"]
-            words[1] = base + at["v_bases"]
-            words[2] = base + at["h_offsets"]
-            words[3] = base + at["v_offsets"]
-            words[4] = base + at["h_pos"]
-            words[5] = base + at["v_pos"]
-            words[6] = base + at["order"] + 4 * launch.first
-            words[7] = base + at["counters"] + 4 * launch.index
-            words[8] = base + at["out"] + ALIGN
-            words[9] = base + at["scratch"]
-            words[10:16] = (launch.stride, scores.k, scores.match, scores.mismatch, scores.gap, scores.x)
-            ints[32:34] = (launch.count, int(scores.best))
+            set_row(rows, launch.index, {
+                "h_bases": base + at["h_bases"], "v_bases": base + at["v_bases"],
+                "h_offsets": base + at["h_offsets"], "v_offsets": base + at["v_offsets"],
+                "h_pos": base + at["h_pos"], "v_pos": base + at["v_pos"],
+                "order": base + at["order"] + 4 * launch.first, "counter": base + at["counters"] + 4 * launch.index,
+                "out": base + at["out"] + ALIGN,  # after the bad-base flag
+                "scratch": base + at["scratch"], "stride": launch.stride, "k": scores.k, "match": scores.match,
+                "mismatch": scores.mismatch, "gap": scores.gap, "x": scores.x, "n_items": launch.count,
+                "best_mode": int(scores.best)})
 
     def params_address(self, base: int, launch: _Launch) -> int:
         return base + self.at["params"] + _PARAMS_STRIDE * launch.index
@@ -383,20 +379,22 @@ class _ChunkPlan:
         return True
 
 
-class _Runner:
+def module_spec(configs: Sequence[tuple[int, int, int, int]]) -> ModuleSpec:
+    return ModuleSpec("xdrop", NVRTC_OPTIONS, tuple(all_kernel_names(configs)), (("Params", PARAMS),))
+
+
+class _Runner(ChunkRunner):
     """Per-device GPU state: compiled kernels, streams and reusable buffers."""
 
     def __init__(self, device_id: int, configs: Sequence[tuple[int, int, int, int]]) -> None:
         import cupy
 
+        super().__init__(2, pinned_allocator(cupy), cupy.cuda.alloc)
         self.cupy = cupy
         self.device_id = device_id
         with cupy.cuda.Device(device_id):
-            props = cupy.cuda.runtime.getDeviceProperties(device_id)
-            self.sm_count = int(props["multiProcessorCount"])
-            source = Path(__file__).with_name("xdrop.cu").read_text()
-            self.module = cupy.RawModule(code=source, options=NVRTC_OPTIONS,
-                                         name_expressions=all_kernel_names(configs))
+            self.sm_count = int(device_properties(device_id)["multiProcessorCount"])
+            self.module = load_module(module_spec(configs), device_id)
             self.kernels: dict[Any, Any] = {size: self.module.get_function(name) for size, name in KERNEL_NAMES.items()}
             for row, (_, w, t, blocks) in enumerate(configs):
                 self.kernels["wide", row] = self.module.get_function(wide_kernel_name(w, t, blocks))
@@ -408,10 +406,8 @@ class _Runner:
             # (configuration, blocks of it resident on the device) per row, for the plans
             self.wide = [(config, self._resident_blocks(self.kernels["wide", row], 32 * config[1]))
                          for row, config in enumerate(configs)]
-            self.ring = SlotRing()
             for slot in self.ring.slots:
-                slot.stream = cupy.cuda.Stream(non_blocking=True)
-        self.lock = threading.Lock()
+                slot.stream = new_stream(cupy)
 
     def shared_resident(self, shared_bytes: int) -> int:
         """Blocks of extend_shared_kernel with that much shared memory that fit on the device."""
@@ -421,20 +417,7 @@ class _Runner:
 
     def _resident_blocks(self, kernel: Any, threads: int, shared_bytes: int = 0) -> int:
         """Blocks of ``kernel`` that fit on the whole device at once."""
-        try:
-            from cupy.cuda import driver
-
-            per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, threads, shared_bytes)
-        except Exception:  # older CuPy: a conservative estimate from registers
-            regs = round_up(max(kernel.num_regs, 1), 8) * threads
-            per_sm = max(1, 65536 // regs)
-            if shared_bytes:  # 228 KiB of shared memory per SM (sm_90), 1 KiB reserved per block
-                per_sm = max(1, min(per_sm, (228 << 10) // (shared_bytes + 1024)))
-        return max(1, int(per_sm)) * self.sm_count
-
-    def _ensure(self, slot: ChunkSlot, plan: _ChunkPlan) -> None:
-        slot.ensure(plan.blob_bytes, plan.out_bytes, plan.device_bytes, lambda n: cupy_pinned(self.cupy, n),
-                    self.cupy.cuda.alloc)
+        return resident_blocks_per_sm(kernel, threads, shared_bytes) * self.sm_count
 
     def _enqueue(self, slot: ChunkSlot, plan: _ChunkPlan) -> None:
         cupy = self.cupy
@@ -461,39 +444,30 @@ class _Runner:
     def run(self, pairs: Any, chunks: Sequence[tuple[int, int]], scores: Scores, results: Any,
             cancelled: CancelCheck | None = None) -> bool:
         """Extend the pairs of ``chunks`` into ``results``; False when some base was not ACGTN."""
-        mine: list[tuple[int, Held]] = []
+
+        def plan(chunk: tuple[int, int]) -> _ChunkPlan:
+            return _ChunkPlan(pairs, *chunk, scores, self.resident_warps, self.wide, self.shared_resident)
+
+        def enqueue(plan: _ChunkPlan, _index: int, slot: ChunkSlot) -> CopyOut:
+            self.grow(slot, plan.blob_bytes, plan.out_bytes, plan.device_bytes)
+            plan.fill(slot.pinned_in, pairs, scores, int(slot.device.ptr))
+            self._enqueue(slot, plan)
+            return partial(_copy_out, plan, pairs, scores, results)
+
         with self.cupy.cuda.Device(self.device_id):
-            try:
-                with self.lock:  # one call at a time enqueues; its chunks finish after it lets go
-                    for start, stop in chunks:
-                        check_cancelled(cancelled)  # what is enqueued finishes (collected below)
-                        plan = _ChunkPlan(pairs, start, stop, scores, self.resident_warps, self.wide,
-                                          self.shared_resident)
-                        index, slot = self.ring.take()
-                        self._ensure(slot, plan)
-                        plan.fill(slot.pinned_in, pairs, scores, int(slot.device.ptr))
-                        self._enqueue(slot, plan)
-                        copy_out = partial(_copy_out, plan, pairs, scores, results)
-                        mine.append((index, self.ring.hold(index, copy_out)))
-            finally:
-                stored = self.ring.collect(mine)  # also after an error: nothing enqueued is left running
-        return all(stored)
+            return all(self.run_chunks(chunks, plan, enqueue, cancelled))
 
 
 def _copy_out(plan: _ChunkPlan, pairs: Any, scores: Scores, results: Any, slot: ChunkSlot) -> bool:
     return plan.store(slot.pinned_out, pairs, scores, results)
 
 
-_RUNNERS: dict[tuple[int, Any], _Runner] = {}
-_RUNNERS_LOCK = threading.Lock()
+_RUNNERS: Runners[_Runner] = Runners(_Runner)
 
 
 def _runner(device_id: int) -> _Runner:
-    configs = wide_configs()  # a runner per configuration set (set by WARPDP_XDROP_WIDE_CONFIGS)
-    with _RUNNERS_LOCK:
-        if (device_id, configs) not in _RUNNERS:
-            _RUNNERS[device_id, configs] = _Runner(device_id, configs)
-        return _RUNNERS[device_id, configs]
+    # A runner per configuration set too (set by WARPDP_XDROP_WIDE_CONFIGS).
+    return _RUNNERS.get(device_id, wide_configs())
 
 
 def extend(pairs: Any, results: Any, *, k: int, x: int, match: int, mismatch: int, gap: int, best: bool,

@@ -5,7 +5,7 @@ up once (a host-side helper of the GPU launchers, like ``ordering``).
 A launcher enqueues each chunk with some thirty asynchronous calls: copies, kernel launches,
 event records and stream waits. Made through CuPy, every call gives up the interpreter lock
 and must win it back. In the gRPC server, whose other threads keep the lock busy, winning it
-back took up to a millisecond per call while the GPU waited for the chunk. A
+back kept the GPU waiting for the chunk (BENCHMARKS.md, gRPC service). A
 :class:`CallList` records the calls (a few machine words each) and :meth:`CallList.issue`
 makes them all, in order, in one stretch without the lock.
 

@@ -1,0 +1,144 @@
+"""A stand-in for CuPy that logs the device calls the GPU launchers make, so that their host
+side (module loading, occupancy, slots, streams, enqueueing, collecting) runs on the CPU.
+Nothing is computed: device memory is address arithmetic and results stay zero."""
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import numpy as np
+
+
+def make_fake_cupy(struct_sizes: dict[str, list[int]]) -> tuple[types.ModuleType, list[tuple]]:
+    """The fake ``cupy`` module and the list it logs to. ``struct_sizes``: what each
+    ``<family>_struct_sizes`` kernel reports."""
+    log: list[tuple] = []
+    counters = {"address": 1 << 44, "stream": 0, "event": 0}
+
+    def count(name: str) -> int:
+        counters[name] += 1
+        return counters[name]
+
+    class Memory:
+        def __init__(self, nbytes: int) -> None:
+            self.ptr = counters["address"]
+            counters["address"] += (nbytes // 4096 + 2) * 4096
+            log.append(("alloc", nbytes))
+
+    class Device:
+        def __init__(self, device_id: int = 0) -> None:
+            self.device_id = device_id
+
+        def __enter__(self) -> Device:
+            return self
+
+        def __exit__(self, *exc: object) -> bool:
+            return False
+
+    class Stream:
+        def __init__(self, non_blocking: bool = False) -> None:
+            self.ptr = 0x5000 + count("stream")
+
+        def wait_event(self, event: Event) -> None:
+            log.append(("wait", self.ptr, event.ptr))
+
+    class Event:
+        def __init__(self, block: bool = False, disable_timing: bool = True) -> None:
+            self.ptr = 0x90000 + count("event")
+
+        def record(self, stream: Stream) -> None:
+            log.append(("record", self.ptr, stream.ptr))
+
+        def synchronize(self) -> None:
+            log.append(("sync", self.ptr))
+
+    class Array:
+        def __init__(self, values: np.ndarray) -> None:
+            self.values = values
+            self.data = types.SimpleNamespace(ptr=Memory(values.nbytes).ptr)
+
+        def get(self) -> np.ndarray:
+            return self.values
+
+    class Kernel:
+        def __init__(self, name: str) -> None:
+            self.name = name
+            self.kernel = types.SimpleNamespace(ptr=0x100 + sum(map(ord, name)) % 997)
+            self.num_regs = 64
+            self.attributes: dict[str, int] = {}
+
+        def __call__(self, grid: tuple, block: tuple, args: tuple, stream: Stream | None = None,
+                     shared_mem: int = 0) -> None:
+            if self.name.endswith("_struct_sizes"):
+                args[0].values[:] = struct_sizes[self.name]
+                return
+            log.append(("launch", self.name, grid[0], block[0], tuple(int(a) for a in args), shared_mem))
+
+    class RawModule:
+        def __init__(self, code: str, options: tuple = (), name_expressions: list | None = None) -> None:
+            log.append(("compile", tuple(options), tuple(name_expressions or ())))
+
+        def get_function(self, name: str) -> Kernel:
+            return Kernel(name)
+
+    def memcpy(dst: int, src: int, nbytes: int, kind: int, stream: int) -> None:
+        log.append(("memcpy", kind, nbytes, stream))
+
+    class CUDARuntimeError(Exception):
+        pass
+
+    def pointer_attributes(address: int) -> Any:
+        raise CUDARuntimeError("unknown memory")
+
+    runtime = types.SimpleNamespace(
+        getDevice=lambda: 0, memcpyAsync=memcpy, deviceSynchronize=lambda: None,
+        memsetAsync=lambda dst, value, nbytes, stream: log.append(("memset", nbytes, stream)),
+        getDeviceProperties=lambda device_id: {"multiProcessorCount": 132, "sharedMemPerMultiprocessor": 233472,
+                                               "regsPerMultiprocessor": 65536},
+        CUDARuntimeError=CUDARuntimeError, pointerGetAttributes=pointer_attributes)
+    driver = types.SimpleNamespace(
+        CUDADriverError=type("CUDADriverError", (Exception,), {}), ctxGetCurrent=lambda: 0,
+        occupancyMaxActiveBlocksPerMultiprocessor=lambda function, threads, shared: 2)
+    cuda = types.SimpleNamespace(
+        Device=Device, Stream=Stream, Event=Event, runtime=runtime, driver=driver,
+        alloc=Memory, alloc_pinned_memory=lambda nbytes: bytearray(nbytes))
+    cupy = types.ModuleType("cupy")
+    cupy.cuda = cuda
+    cupy.RawModule = RawModule
+    cupy.uint64 = np.uint64
+    cupy.zeros = lambda n, dtype=None: Array(np.zeros(n, np.uint64))
+    cupy.asarray = lambda values: Array(np.asarray(values))
+    return cupy, log
+
+
+class FakeCallList:
+    """cuda_calls.CallList without the driver: issue logs the calls."""
+
+    def __init__(self, log: list[tuple]) -> None:
+        self.log = log
+        self.calls: list[tuple] = []
+
+    def __len__(self) -> int:
+        return len(self.calls)
+
+    def to_device(self, destination: int, source: int, nbytes: int, stream: int) -> None:
+        self.calls.append(("to_device", nbytes, stream))
+
+    def to_host(self, destination: int, source: int, nbytes: int, stream: int) -> None:
+        self.calls.append(("to_host", nbytes, stream))
+
+    def launch(self, function: int, grid: int, block: int, shared_bytes: int, stream: int, args: tuple) -> None:
+        self.calls.append(("launch", function, grid, block, shared_bytes, stream, tuple(args)))
+
+    def record(self, event: int, stream: int) -> None:
+        self.calls.append(("record", event, stream))
+
+    def wait(self, stream: int, event: int) -> None:
+        self.calls.append(("wait", stream, event))
+
+    def clear(self) -> None:
+        self.calls.clear()
+
+    def issue(self, context: int) -> None:
+        self.log.extend(self.calls)
+        self.calls.clear()
