@@ -14,7 +14,7 @@ Results travel inside the service as one row per pair: a float64 vector for Pair
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
 
@@ -27,6 +27,7 @@ from ..plugin.seedext import (
     SeedExtParams,
     SeedExtResults,
     check_score_range,
+    check_seed_extension,
     pack_seed_pairs,
     seed_extend_with,
     seedext_cpu_isas,
@@ -71,6 +72,7 @@ class Algorithm(ABC):
     rpc: ClassVar[str]                  # the unary RPC's name
     payload_type: ClassVar[type]        # the packed input class
     request_type: ClassVar[type]        # the request message class
+    reply_type: ClassVar[type]          # the reply message class
     packed_field: ClassVar[str]         # the request's field holding the packed input
     packed_message: ClassVar[type]      # that field's message class (PairHmmBatches, ...)
     reply_bytes_per_pair: ClassVar[int]  # result bytes per pair in a reply
@@ -79,6 +81,9 @@ class Algorithm(ABC):
     # page-locked mapping of the client's shared file, and reads only these (the offsets it
     # checks and plans with). None: the whole file is read.
     mapped_file_host_fields: ClassVar[tuple[str, ...] | None] = None
+    # Whether a reply's size depends on the results (a ragged CIGAR), not only on its pairs:
+    # the server then never writes its results into a shared file (they go in the message).
+    ragged: ClassVar[bool] = False
 
     # -- both sides --
 
@@ -117,6 +122,11 @@ class Algorithm(ABC):
 
     # -- server --
 
+    def reply_bytes(self, job: Job) -> int:
+        """An upper bound of the result bytes a job's reply holds (checked against the message
+        limit before the job runs)."""
+        return self.reply_bytes_per_pair * job.n_pairs
+
     @abstractmethod
     def merge(self, payloads: list[Any]) -> Any:
         """One input holding all of them, in order (so results split back by pair counts)."""
@@ -153,6 +163,11 @@ class Algorithm(ABC):
         """CPU variants this machine can run, slowest first (the last is the default)."""
 
     # -- client --
+
+    @abstractmethod
+    def client_key(self, payload: Any, params: Any) -> Hashable:
+        """The validated key of a client's call (Client.call) for its input and parameters;
+        TypeError/ValueError for bad input, as the local API raises them."""
 
     @abstractmethod
     def new_output(self, n_pairs: int) -> np.ndarray:
@@ -219,6 +234,7 @@ class PairHmmAlgorithm(Algorithm):
     rpc = "PairHmm"
     payload_type = PairHmmBatches
     request_type = warpdp_pb2.PairHmmRequest
+    reply_type = warpdp_pb2.PairHmmReply
     packed_field = "batches"
     packed_message = warpdp_pb2.PairHmmBatches
     reply_bytes_per_pair = 8
@@ -283,6 +299,12 @@ class PairHmmAlgorithm(Algorithm):
     def cpu_isas(self) -> list[str]:
         return available_cpu_isas()
 
+    def client_key(self, payload: Any, params: Any) -> Hashable:
+        if not isinstance(payload, PairHmmBatches):
+            raise TypeError(f"batches must be PairHmmBatches, not {type(payload).__name__} (see warpdp.pack_batches)")
+        payload.validate()
+        return bool(params)  # use_double
+
     def new_output(self, n_pairs: int) -> np.ndarray:
         return np.empty(n_pairs, dtype=np.float64)
 
@@ -314,7 +336,6 @@ class PairsAlgorithm(Algorithm):
     """Shared by algorithms whose input is independent pairs (sequences as bases + int64
     offsets, plus per-pair int64 arrays) and whose results are integer columns."""
 
-    reply_type: ClassVar[type]                     # the reply message class
     packed_field = "pairs"
     sequences: ClassVar[tuple[tuple[str, str], ...]]  # (bases, offsets) field names
     per_pair: ClassVar[tuple[str, ...]]            # one int64 value per pair
@@ -516,6 +537,14 @@ class XdropAlgorithm(PairsAlgorithm):
     def cpu_isas(self) -> list[str]:
         return xdrop_cpu_isas()
 
+    def client_key(self, payload: Any, params: Any) -> XdropKey:
+        """params: an XdropKey, or warpdp.xdrop's parameters (k, x, match, ...) as a mapping."""
+        if not isinstance(payload, XdropPairs):
+            raise TypeError(f"pairs must be XdropPairs, not {type(payload).__name__} (see pack_xdrop_pairs)")
+        key = params if isinstance(params, XdropKey) else XdropKey.make(**params)
+        self.check(payload, key)
+        return key
+
     def results(self, out: np.ndarray) -> XdropResults:
         return XdropResults(*out)
 
@@ -567,6 +596,13 @@ class SeedExtAlgorithm(PairsAlgorithm):
 
     def cpu_isas(self) -> list[str]:
         return seedext_cpu_isas()
+
+    def client_key(self, payload: Any, params: Any) -> SeedExtParams:
+        """params: a SeedExtParams, or warpdp.seed_extend's parameters as a mapping (None: BWA-MEM's defaults)."""
+        if params is None or isinstance(params, Mapping):
+            params = SeedExtParams(**(params or {}))
+        check_seed_extension(payload, params)
+        return params
 
     def results(self, out: np.ndarray) -> SeedExtResults:
         return SeedExtResults(np.ascontiguousarray(out.T, dtype=np.int32))

@@ -14,9 +14,9 @@ import grpc
 import numpy as np
 
 from ..kernels.chunk_slot import register_read_only
-from . import _shm_server, warpdp_pb2, warpdp_pb2_grpc
+from . import _shm_server, warpdp_pb2
 from ._admission import MemoryBudget, Reservation, receive_bytes, request_cost
-from ._algorithms import InvalidRequest, Job, PAIRHMM, SEEDEXT, XDROP
+from ._algorithms import InvalidRequest, Job
 from ._batcher import _DROPPED, _FAILED, Batcher, BatcherClosed, WorkItem
 from ._calls import (_CallStats, _check_parsed, _failure_status, _page_locked_or_plain, _RpcFailure, _sized,
                      _StreamWork)
@@ -27,7 +27,7 @@ from ._metrics import Metrics
 logger = logging.getLogger("warpdp.grpc")
 
 
-class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
+class WarpdpServicer:
     """The warpdp.v1 RPCs, served by a grpc.aio server: handlers are coroutines on one event
     loop. Each algorithm's unary and stream RPC go through the same two handlers
     (:meth:`_unary`, :meth:`_stream`), driven by its AlgorithmKernel.
@@ -86,52 +86,39 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
         self._metrics.finished("ServerInfo", "OK")
         return self._info
 
-    # The scoring methods read their messages themselves, once the memory budget has room
-    # (see add_to_server): the unary ones get the call's (one-message) request iterator.
-
-    async def PairHmm(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> warpdp_pb2.PairHmmReply:
-        return await self._unary(self._kernels[PAIRHMM.name], context)
-
-    async def PairHmmStream(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> Any:
-        async for reply in self._stream(self._kernels[PAIRHMM.name], context):
-            yield reply
-
-    async def Xdrop(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> warpdp_pb2.XdropReply:
-        return await self._unary(self._kernels[XDROP.name], context)
-
-    async def XdropStream(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> Any:
-        async for reply in self._stream(self._kernels[XDROP.name], context):
-            yield reply
-
-    async def SeedExtend(self, request_iterator: Any,
-                         context: grpc.aio.ServicerContext) -> warpdp_pb2.SeedExtendReply:
-        return await self._unary(self._kernels[SEEDEXT.name], context)
-
-    async def SeedExtendStream(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> Any:
-        async for reply in self._stream(self._kernels[SEEDEXT.name], context):
-            yield reply
-
     def add_to_server(self, server: grpc.aio.Server) -> None:
-        """Register the service. Unlike warpdp_pb2_grpc.add_WarpdpServicer_to_server, the unary
-        scoring methods are served as client streams (the same calls on the wire, where a
-        client sends one message): gRPC reads a unary call's message before the handler
-        starts, while a stream's handler reads it when it asks, after admission."""
+        """Register the service: ServerInfo, and for each kernel (one per registered family)
+        ``<rpc>`` and ``<rpc>Stream``, both served by the two generic handlers below. The unary
+        methods are served as client streams (the same calls on the wire, where a client sends
+        one message): gRPC reads a unary call's message before the handler starts, while a
+        stream's handler reads it when it asks, after admission."""
         handlers = {"ServerInfo": grpc.unary_unary_rpc_method_handler(
             self.ServerInfo, request_deserializer=warpdp_pb2.ServerInfoRequest.FromString,
             response_serializer=warpdp_pb2.ServerInfoReply.SerializeToString)}
         for kernel in self._kernels.values():
             algorithm = kernel.algorithm
-            request = algorithm.request_type
-            reply = getattr(warpdp_pb2, request.__name__.replace("Request", "Reply"))
             # context.read() then gives (message, its size on the wire).
+            read = _sized(algorithm.request_type.FromString)
+            write = algorithm.reply_type.SerializeToString
+            unary, stream = self._methods(kernel)
             handlers[algorithm.rpc] = grpc.stream_unary_rpc_method_handler(
-                getattr(self, algorithm.rpc), request_deserializer=_sized(request.FromString),
-                response_serializer=reply.SerializeToString)
+                unary, request_deserializer=read, response_serializer=write)
             handlers[algorithm.rpc + "Stream"] = grpc.stream_stream_rpc_method_handler(
-                getattr(self, algorithm.rpc + "Stream"), request_deserializer=_sized(request.FromString),
-                response_serializer=reply.SerializeToString)
+                stream, request_deserializer=read, response_serializer=write)
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
         server.add_registered_method_handlers(SERVICE_NAME, handlers)
+
+    def _methods(self, kernel: AlgorithmKernel) -> tuple[Callable[..., Any], Callable[..., Any]]:
+        """A kernel's unary and stream RPC methods. They read their messages themselves, once the
+        memory budget has room (the unary one gets the call's one-message request iterator)."""
+        async def unary(request_iterator: Any, context: grpc.aio.ServicerContext) -> Any:
+            return await self._unary(kernel, context)
+
+        async def stream(request_iterator: Any, context: grpc.aio.ServicerContext) -> Any:
+            async for reply in self._stream(kernel, context):
+                yield reply
+
+        return unary, stream
 
     # -- the two handlers every algorithm shares --
 
@@ -419,7 +406,7 @@ class WarpdpServicer(warpdp_pb2_grpc.WarpdpServicer):
             raise _RpcFailure(grpc.StatusCode.RESOURCE_EXHAUSTED,
                               f"{where}the request has {job.cells} cells, over this server's limit of {limit} cells "
                               f"per request; split it (warpdp.grpc.Client does) or use {kernel.algorithm.rpc}Stream")
-        reply_bytes = kernel.algorithm.reply_bytes_per_pair * job.n_pairs
+        reply_bytes = kernel.algorithm.reply_bytes(job)
         if reply_bytes > self._config.max_message_bytes:
             raise _RpcFailure(grpc.StatusCode.RESOURCE_EXHAUSTED,
                               f"{where}the reply would hold {job.n_pairs} pairs ({reply_bytes} bytes), over this "

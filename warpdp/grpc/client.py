@@ -36,10 +36,12 @@ import grpc
 import numpy as np
 
 from ..plugin.pairhmm import PairHmmBatches, check_output_array
-from ..plugin.seedext import SeedExtPairs, SeedExtParams, SeedExtResults, check_seed_extension
+from .. import registry
+from ..plugin.seedext import SeedExtPairs, SeedExtParams, SeedExtResults
 from ..plugin.xdrop import XdropPairs, XdropResults
 from . import _shm_client, warpdp_pb2, warpdp_pb2_grpc
-from ._algorithms import PAIRHMM, SEEDEXT, XDROP, Algorithm, XdropKey, algorithm_for
+from ._algorithms import Algorithm
+from ._config import SERVICE_NAME
 from ._packing import CellLimit
 
 # Before the server's limits are known, jobs up to this size go in one message without
@@ -184,6 +186,7 @@ class Client:
             channel_options.extend(options)
             self._channel = grpc.insecure_channel(self.target, options=channel_options)
         self._stub = warpdp_pb2_grpc.WarpdpStub(self._channel)
+        self._methods: dict[str, Any] = {}  # RPC name -> its callable (see _method)
         self._metadata: tuple[tuple[str, str], ...] = (("authorization", f"Bearer {token}"),) if token else ()
         self._info: warpdp_pb2.ServerInfoReply | None = None
         self._info_lock = threading.Lock()
@@ -194,40 +197,44 @@ class Client:
 
     # -- public API --
 
-    def pairhmm(self, batches: PairHmmBatches, double: bool = False, *, out: np.ndarray | None = None,
-                timeout: float | None = None) -> np.ndarray:
-        """Log10 likelihoods of every pair of every batch, as :func:`warpdp.pairhmm` returns them.
+    def call(self, family: str, payload: Any, params: Any = None, *, out: Any = None,
+             timeout: float | None = None) -> Any:
+        """Run a registered kernel family (warpdp.registry) on the server: what its local API
+        returns, for its packed input and parameters (the family's own: e.g. a mapping of
+        warpdp.xdrop's keyword arguments, or an XdropKey). ``out``: where to collect the
+        results (the family's new_output; a new one by default).
 
         Raises TypeError/ValueError for bad input (checked here first, as locally),
         :class:`ServiceError` when a call fails (code UNAVAILABLE, RESOURCE_EXHAUSTED, ...).
         """
-        if not isinstance(batches, PairHmmBatches):
-            raise TypeError(f"batches must be PairHmmBatches, not {type(batches).__name__} (see warpdp.pack_batches)")
-        batches.validate()
+        algorithm = registry.family(family).algorithm()
+        key = algorithm.client_key(payload, params)
         if out is None:
-            out = PAIRHMM.new_output(batches.n_pairs)
-        else:
+            out = algorithm.new_output(algorithm.n_pairs(payload))
+        self._run(payload, key, out, timeout)
+        return algorithm.results(out)
+
+    def pairhmm(self, batches: PairHmmBatches, double: bool = False, *, out: np.ndarray | None = None,
+                timeout: float | None = None) -> np.ndarray:
+        """Log10 likelihoods of every pair of every batch, as :func:`warpdp.pairhmm` returns them.
+        Errors as :meth:`call`."""
+        if out is not None and isinstance(batches, PairHmmBatches):
+            batches.validate()
             check_output_array(out, batches.n_pairs)
-        self._run(batches, bool(double), out, timeout)
-        return out
+        return self.call("pairhmm", batches, double, out=out, timeout=timeout)
 
     def xdrop(self, pairs: XdropPairs, *, k: int, x: int, match: int = 1, mismatch: int = -1, gap: int = -1,
               report: str = "longest", timeout: float | None = None) -> XdropResults:
         """Gapped X-drop extension of every pair, as :func:`warpdp.xdrop` returns it (same
-        parameters; the server's backend computes). Errors as :meth:`pairhmm`."""
-        if not isinstance(pairs, XdropPairs):
-            raise TypeError(f"pairs must be XdropPairs, not {type(pairs).__name__} (see pack_xdrop_pairs)")
-        key = XdropKey.make(k=k, x=x, match=match, mismatch=mismatch, gap=gap, report=report)
-        XDROP.check(pairs, key)
-        out = XDROP.new_output(pairs.n_pairs)
-        self._run(pairs, key, out, timeout)
-        return XDROP.results(out)
+        parameters; the server's backend computes). Errors as :meth:`call`."""
+        params = dict(k=k, x=x, match=match, mismatch=mismatch, gap=gap, report=report)
+        return self.call("xdrop", pairs, params, timeout=timeout)
 
     def seed_extend(self, pairs: SeedExtPairs, *, a: int = 1, b: int = 4, o_del: int = 6, e_del: int = 1,
                     o_ins: int = 6, e_ins: int = 1, w: int = 100, end_bonus: int = 5, zdrop: int = 100,
                     timeout: float | None = None) -> SeedExtResults:
         """Seed extension of every pair, as :func:`warpdp.seed_extend` returns it (BWA-MEM's
-        defaults). Errors as :meth:`pairhmm`."""
+        defaults). Errors as :meth:`call`."""
         params = SeedExtParams(a=a, b=b, o_del=o_del, e_del=e_del, o_ins=o_ins, e_ins=e_ins, w=w,
                                end_bonus=end_bonus, zdrop=zdrop)
         return self.seed_extend_with(pairs, params, timeout=timeout)
@@ -235,10 +242,9 @@ class Client:
     def seed_extend_with(self, pairs: SeedExtPairs, params: SeedExtParams, *,
                          timeout: float | None = None) -> SeedExtResults:
         """:meth:`seed_extend` with the parameters as one :class:`warpdp.SeedExtParams`."""
-        check_seed_extension(pairs, params)
-        out = SEEDEXT.new_output(pairs.n_pairs)
-        self._run(pairs, params, out, timeout)
-        return SEEDEXT.results(out)
+        if not isinstance(params, SeedExtParams):
+            raise TypeError(f"params must be SeedExtParams, not {type(params).__name__}")
+        return self.call("seedext", pairs, params, timeout=timeout)
 
     def server_info(self, *, timeout: float | None = None) -> warpdp_pb2.ServerInfoReply:
         """The server's version, backend, devices, batching settings and limits (cached)."""
@@ -272,7 +278,7 @@ class Client:
 
     def _run(self, payload: Any, key: Any, out: np.ndarray, timeout: float | None) -> None:
         """Score validated input into out: one unary call when it fits, else split and streamed."""
-        algorithm = algorithm_for(payload)
+        algorithm = registry.family_for_payload(payload).algorithm()
         if algorithm.n_pairs(payload) == 0:
             return
         timeout = self.timeout if timeout is None else timeout
@@ -332,12 +338,24 @@ class Client:
                 raise _SharedFilesUnusable(exc.details) from None
             raise
 
+    def _method(self, algorithm: Algorithm, stream: bool) -> Any:
+        """The callable of an algorithm's unary or stream RPC, made from its messages (not the
+        generated stub), so that a family registered at run time is called the same way."""
+        name = algorithm.rpc + ("Stream" if stream else "")
+        method = self._methods.get(name)
+        if method is None:
+            make = self._channel.stream_stream if stream else self._channel.unary_unary
+            method = self._methods[name] = make(f"/{SERVICE_NAME}/{name}",
+                                                request_serializer=algorithm.request_type.SerializeToString,
+                                                response_deserializer=algorithm.reply_type.FromString)
+        return method
+
     def _unary(self, payload: Any, key: Any, out: np.ndarray, timeout: float | None) -> None:
-        algorithm = algorithm_for(payload)
+        algorithm = registry.family_for_payload(payload).algorithm()
         request = algorithm.request(payload, key)
         try:
-            reply = getattr(self._stub, algorithm.rpc)(request, metadata=self._metadata, timeout=timeout,
-                                                       wait_for_ready=self._wait_for_ready)
+            reply = self._method(algorithm, False)(request, metadata=self._metadata, timeout=timeout,
+                                                   wait_for_ready=self._wait_for_ready)
         except grpc.RpcError as exc:
             raise _service_error(exc) from None
         _store(algorithm, reply, out, 0, algorithm.n_pairs(payload), algorithm.rpc)
@@ -429,8 +447,8 @@ class Client:
                 yield request
 
         def start_call() -> Any:
-            call = getattr(self._stub, method)(requests(), metadata=self._metadata, timeout=timeout,
-                                               wait_for_ready=self._wait_for_ready)
+            call = self._method(algorithm, True)(requests(), metadata=self._metadata, timeout=timeout,
+                                                 wait_for_ready=self._wait_for_ready)
             calls.append(call)
             return call
 
@@ -536,7 +554,7 @@ def _shared_file_chunks(payload: Any, key: Any, info: warpdp_pb2.ServerInfoReply
     behind seconds of one job's work."""
     max_cells: CellLimit = (partial(_gpu_chunk_cells, info.limits.max_request_cells) if info.backend == "gpu"
                             else _chunk_cells(info))
-    return algorithm_for(payload).iter_plan(payload, key, max_cells,
+    return registry.family_for_payload(payload).algorithm().iter_plan(payload, key, max_cells,
                                             min(info.limits.max_message_bytes, _SHARED_CHUNK_BYTES),
                                             _SHARED_FIRST_CHUNK_BYTES)
 

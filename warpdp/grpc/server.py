@@ -25,10 +25,11 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from .. import registry
 from ..plugin.backend import choose_backend, cpu_name, resolve_threads
+from ..registry import Family
 from . import _shm_server, warpdp_pb2
 from ._admission import MemoryBudget
-from ._algorithms import ALGORITHMS, PAIRHMM
 from ._auth import BearerTokenInterceptor
 from ._batcher import Batcher, BatcherClosed, Kernel, WorkItem
 from ._config import (_FORCE_STOP_S, _MAP_FAILURES_BEFORE_READING, _REPLY_FLUSH_S, _STREAM_WINDOW_BYTES,
@@ -59,10 +60,14 @@ def _devices(backend: str, threads_total: int) -> list[warpdp_pb2.Device]:
         except Exception as exc:  # informational only
             logger.warning("could not list GPU devices: %s", exc)
         return devices
-    from ..plugin.pairhmm import available_cpu_isas
-
     return [warpdp_pb2.Device(kind="cpu", index=0, name=cpu_name(), cores=threads_total,
-                              detail=available_cpu_isas()[-1])]
+                              detail=registry.host_cpu_variants()[-1])]
+
+
+def _family_setting(family: Family, name: str, backend: str, default: dict[str, int]) -> int:
+    """A family's per-backend service setting (Family.workers, Family.max_batch_cells), or the default."""
+    setting = getattr(family, name)
+    return int(setting[backend]) if setting is not None and backend in setting else default[backend]
 
 
 def _format_address(host: str, port: int) -> str:
@@ -111,36 +116,80 @@ class Server:
         return self._batcher
 
     def start(self) -> Server:
+        """Choose each family's backend, start the batcher and the gRPC server; returns self."""
         cfg = self.config
         if self._grpc is not None:
             raise RuntimeError("the server is already started")
-        # Each algorithm on its own backend choice ("auto": the GPU where its GPU kernel can
-        # run). Raises BackendUnavailableError when --backend gpu cannot run one of them here.
-        backends = {algorithm.name: choose_backend(cfg.backend, algorithm.name) for algorithm in ALGORITHMS}
-        self.backend = backends[PAIRHMM.name]  # the server's headline backend, as before
-        workers = cfg.workers or DEFAULT_WORKERS[self.backend]
-        self.workers = workers
-        # Algorithms left on the CPU by a GPU server keep every core: its other workers only
+        kernels = self._make_kernels()
+        max_batch_cells = cfg.max_batch_cells or min(_family_setting(family, "max_batch_cells", kernel.backend,
+                                                                     DEFAULT_MAX_BATCH_CELLS)
+                                                     for family, kernel in kernels)
+        self._start_loop()
+        self._batcher = self._make_batcher(max_batch_cells)
+        self._blocking_pool = ThreadPoolExecutor(max_workers=cfg.handler_threads, thread_name_prefix="warpdp-blocking")
+        if cfg.shared_files:
+            self.shared_memory = _shm_server.Registry(cfg.max_message_bytes)
+        info = self._server_info([kernel for _, kernel in kernels], max_batch_cells)
+        budget = MemoryBudget(cfg.memory_budget_bytes(), self.metrics, self._blocking_pool)
+        self.metrics.memory_budget.set(budget.limit)
+        self.metrics.memory_reserved.set_function(lambda: budget.used)
+        self._servicer = WarpdpServicer(batcher=self._batcher, kernels=[kernel for _, kernel in kernels], config=cfg,
+                                        metrics=self.metrics, info=info, workers=self.workers,
+                                        blocking_pool=self._blocking_pool, budget=budget,
+                                        shared_memory=self.shared_memory)
+        try:
+            self._grpc, self.port = self._on_loop(self._start_grpc(self._servicer))
+        except BaseException:
+            self._batcher.close(0)
+            self._close_loop()
+            if self.shared_memory is not None:
+                self.shared_memory.close()
+            raise
+        if cfg.metrics_port is not None:
+            # Behind the same bearer tokens as the RPCs, when they are set.
+            self._metrics_http = _MetricsHttpServer(cfg.host, cfg.metrics_port,
+                                                    metrics_app(self.metrics.registry, cfg.tokens))
+            self.metrics_port = self._metrics_http.port
+        self._log_started([kernel for _, kernel in kernels], info, budget.limit, max_batch_cells)
+        return self
+
+    def _make_kernels(self) -> list[tuple[Family, AlgorithmKernel]]:
+        """A kernel per registered family, each on its own backend choice ("auto": the GPU where
+        its GPU kernel can run; BackendUnavailableError when --backend gpu cannot run one here),
+        warmed up. Sets the server's headline backend (the first family's) and its workers."""
+        cfg = self.config
+        families = registry.families()
+        for family in families:
+            algorithm = family.algorithm()
+            if (algorithm.name, algorithm.rpc) != (family.name, family.rpc):
+                raise ValueError(f"family {family.name!r} (RPC {family.rpc}) has the service description of "
+                                 f"{algorithm.name!r} (RPC {algorithm.rpc})")
+        backends = {family.name: choose_backend(cfg.backend, family.name) for family in families}
+        self.backend = backends[families[0].name]
+        self.workers = cfg.workers or max(_family_setting(family, "workers", backends[family.name], DEFAULT_WORKERS)
+                                          for family in families)
+        # Families left on the CPU by a GPU server keep every core: its other workers only
         # overlap large submissions.
         cpu_threads = cfg.threads or max(1, resolve_threads(None) // (cfg.workers or 1))
-        kernels = [AlgorithmKernel(algorithm, backends[algorithm.name],
-                                   cpu_threads if backends[algorithm.name] == "cpu" else (cfg.threads or 1),
-                                   slice_cells=cfg.cpu_slice_cells)
-                   for algorithm in ALGORITHMS]
+        kernels = [(family, AlgorithmKernel(family.algorithm(), backends[family.name],
+                                            cpu_threads if backends[family.name] == "cpu" else (cfg.threads or 1),
+                                            slice_cells=cfg.cpu_slice_cells))
+                   for family in families]
         if cfg.warmup:
-            for kernel in kernels:
+            for _, kernel in kernels:
                 kernel.warmup()
-        threads = kernels[0].threads
-        detail = kernels[0].detail(workers)
+        return kernels
 
-        max_batch_cells = cfg.max_batch_cells or DEFAULT_MAX_BATCH_CELLS[self.backend]
-        overlap_cells = max_batch_cells // GPU_OVERLAP_SHARE if self.backend == "gpu" else 0
+    def _start_loop(self) -> None:
         # The gRPC server runs on an event loop of its own thread; the batcher wakes that loop
         # once per submission to resolve the handlers' futures.
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        self._loop_thread = threading.Thread(target=loop.run_forever, name="warpdp-grpc-loop", daemon=True)
+        self._loop = asyncio.new_event_loop()
+        self._loop_thread = threading.Thread(target=self._loop.run_forever, name="warpdp-grpc-loop", daemon=True)
         self._loop_thread.start()
+
+    def _make_batcher(self, max_batch_cells: int) -> Batcher:
+        cfg, loop = self.config, self._loop
+        assert loop is not None and self.workers is not None
 
         def notify(items: list[WorkItem]) -> None:
             try:
@@ -148,19 +197,21 @@ class Server:
             except RuntimeError:  # the loop is closed: the server has stopped and nobody waits
                 pass
 
-        self._batcher = Batcher(workers=workers, batching=cfg.batching, max_wait_s=cfg.max_wait_ms / 1e3,
-                                max_batch_cells=max_batch_cells, overlap_cells=overlap_cells, metrics=self.metrics,
-                                notify=notify)
-        self._blocking_pool = ThreadPoolExecutor(max_workers=cfg.handler_threads, thread_name_prefix="warpdp-blocking")
+        overlap_cells = max_batch_cells // GPU_OVERLAP_SHARE if self.backend == "gpu" else 0
+        return Batcher(workers=self.workers, batching=cfg.batching, max_wait_s=cfg.max_wait_ms / 1e3,
+                       max_batch_cells=max_batch_cells, overlap_cells=overlap_cells, metrics=self.metrics,
+                       notify=notify)
+
+    def _server_info(self, kernels: list[AlgorithmKernel], max_batch_cells: int) -> warpdp_pb2.ServerInfoReply:
         from .. import __version__
 
-        if cfg.shared_files:
-            self.shared_memory = _shm_server.Registry(cfg.max_message_bytes)
-        info = warpdp_pb2.ServerInfoReply(
+        cfg, workers = self.config, self.workers
+        assert workers is not None and self.backend is not None
+        return warpdp_pb2.ServerInfoReply(
             version=__version__, backend=self.backend, requested_backend=cfg.backend,
             algorithms=[warpdp_pb2.AlgorithmInfo(name=k.name, rpc=k.algorithm.rpc, backend=k.backend,
                                                  detail=k.detail(workers)) for k in kernels],
-            devices=_devices(self.backend, threads * workers),
+            devices=_devices(self.backend, kernels[0].threads * workers),
             limits=warpdp_pb2.Limits(max_request_cells=cfg.max_request_cells,
                                      max_message_bytes=cfg.max_message_bytes),
             batching=warpdp_pb2.Batching(enabled=cfg.batching, max_wait_us=int(cfg.max_wait_ms * 1000),
@@ -168,17 +219,11 @@ class Server:
             token_required=bool(cfg.tokens),
             shared_files=self._shared_files_info(),
         )
-        budget = MemoryBudget(cfg.memory_budget_bytes(), self.metrics, self._blocking_pool)
-        self.metrics.memory_budget.set(budget.limit)
-        self.metrics.memory_reserved.set_function(lambda: budget.used)
-        servicer = WarpdpServicer(batcher=self._batcher, kernels=kernels, config=cfg, metrics=self.metrics, info=info,
-                                  workers=workers, blocking_pool=self._blocking_pool, budget=budget,
-                                  shared_memory=self.shared_memory)
-        self._servicer = servicer
-        interceptors = [BearerTokenInterceptor(cfg.tokens, self.metrics)] if cfg.tokens else []
-        options = [
-            ("grpc.max_receive_message_length", cfg.max_message_bytes),
-            ("grpc.max_send_message_length", -1),  # replies are bounded by the checks above
+
+    def _grpc_options(self) -> list[tuple[str, Any]]:
+        return [
+            ("grpc.max_receive_message_length", self.config.max_message_bytes),
+            ("grpc.max_send_message_length", -1),  # replies are bounded by the handlers' checks
             # gRPC sets SO_REUSEPORT by default, which would let a second server silently
             # share a port; fail with "address in use" instead.
             ("grpc.so_reuseport", 0),
@@ -188,65 +233,56 @@ class Server:
             ("grpc.http2.bdp_probe", 0),
             ("grpc.http2.lookahead_bytes", _STREAM_WINDOW_BYTES),
         ]
+
+    async def _start_grpc(self, servicer: WarpdpServicer) -> tuple[grpc.aio.Server, int]:
+        cfg = self.config
+        interceptors = [BearerTokenInterceptor(cfg.tokens, self.metrics)] if cfg.tokens else []
+        server = grpc.aio.server(interceptors=interceptors, options=self._grpc_options())
+        servicer.add_to_server(server)
+        self._health = health.aio.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
+        reflection.enable_server_reflection(
+            (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
+            server)
         address = _format_address(cfg.host, cfg.port)
-
-        async def start_grpc() -> tuple[grpc.aio.Server, int]:
-            server = grpc.aio.server(interceptors=interceptors, options=options)
-            servicer.add_to_server(server)
-            self._health = health.aio.HealthServicer()
-            health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
-            reflection.enable_server_reflection(
-                (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
-                server)
-            try:
-                if cfg.tls_cert is not None:
-                    key = Path(cfg.tls_key).read_bytes()  # type: ignore[arg-type]
-                    cert = Path(cfg.tls_cert).read_bytes()
-                    port = server.add_secure_port(address, grpc.ssl_server_credentials([(key, cert)]))
-                else:
-                    port = server.add_insecure_port(address)
-            except RuntimeError as exc:
-                raise OSError(f"cannot listen on {address}: {exc}") from None
-            if port == 0:
-                raise OSError(f"cannot listen on {address} (in use, or not an address of this machine)")
-            await server.start()
-            await self._health.set("", health_pb2.HealthCheckResponse.SERVING)
-            await self._health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
-            return server, port
-
         try:
-            self._grpc, self.port = self._on_loop(start_grpc())
-        except BaseException:
-            self._batcher.close(0)
-            self._close_loop()
-            if self.shared_memory is not None:
-                self.shared_memory.close()
-            raise
+            if cfg.tls_cert is not None:
+                key = Path(cfg.tls_key).read_bytes()  # type: ignore[arg-type]
+                cert = Path(cfg.tls_cert).read_bytes()
+                port = server.add_secure_port(address, grpc.ssl_server_credentials([(key, cert)]))
+            else:
+                port = server.add_insecure_port(address)
+        except RuntimeError as exc:
+            raise OSError(f"cannot listen on {address}: {exc}") from None
+        if port == 0:
+            raise OSError(f"cannot listen on {address} (in use, or not an address of this machine)")
+        await server.start()
+        await self._health.set("", health_pb2.HealthCheckResponse.SERVING)
+        await self._health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
+        return server, port
 
-        if cfg.metrics_port is not None:
-            # Behind the same bearer tokens as the RPCs, when they are set.
-            self._metrics_http = _MetricsHttpServer(cfg.host, cfg.metrics_port,
-                                                    metrics_app(self.metrics.registry, cfg.tokens))
-            self.metrics_port = self._metrics_http.port
-
+    def _log_started(self, kernels: list[AlgorithmKernel], info: warpdp_pb2.ServerInfoReply, budget_limit: int,
+                     max_batch_cells: int) -> None:
+        cfg, workers = self.config, self.workers
+        assert self.backend is not None and workers is not None
         security = ("TLS" if cfg.tls_cert else "plaintext") + (", bearer token required" if cfg.tokens else "")
         logger.info("warpdp serve: listening on %s (%s); backend %s (requested %s): %s", self.address, security,
-                    self.backend.upper(), cfg.backend, detail)
+                    self.backend.upper(), cfg.backend, kernels[0].detail(workers))
         for kernel in kernels:
-            if kernel.backend != self.backend:  # "auto" with a GPU kernel usable for some algorithms only
+            if kernel.backend != self.backend:  # "auto" with a GPU kernel usable for some families only
                 logger.info("warpdp serve: %s runs on the %s: %s", kernel.name, kernel.backend.upper(),
                             kernel.detail(workers))
         batching = (f"max wait {cfg.max_wait_ms:g} ms, max {max_batch_cells} cells per submission"
                     if cfg.batching else "off")
         shared = (f"same-host clients may register shared memory on Unix socket @{info.shared_files.socket}"
                   if info.shared_files.enabled else "no shared memory")
+        metrics = ""
+        if self.metrics_port is not None:
+            metrics = (f"; metrics on http://{_format_address(cfg.host, self.metrics_port)}/metrics"
+                       + (" (bearer token required)" if cfg.tokens else ""))
         logger.info("warpdp serve: batching %s; limits %d cells and %d bytes per request, memory budget %d bytes "
-                    "(%.2f GiB); %s%s", batching, cfg.max_request_cells, cfg.max_message_bytes, budget.limit,
-                    budget.limit / 2**30, shared,
-                    f"; metrics on http://{_format_address(cfg.host, self.metrics_port)}/metrics"
-                    + (" (bearer token required)" if cfg.tokens else "")
-                    if self.metrics_port is not None else "")
-        return self
+                    "(%.2f GiB); %s%s", batching, cfg.max_request_cells, cfg.max_message_bytes, budget_limit,
+                    budget_limit / 2**30, shared, metrics)
 
     def _shared_files_info(self) -> warpdp_pb2.SharedFiles:
         if self.shared_memory is None:
