@@ -32,10 +32,10 @@ class WarpdpServicer:
     loop. Each algorithm's unary and stream RPC go through the same two handlers
     (:meth:`_unary`, :meth:`_stream`), driven by its AlgorithmKernel.
 
-    Why asyncio: with gRPC's thread-per-call server every request cost a thread hand-off on
-    the way in and a wake-up of its own on the way out, all under one interpreter lock, which
-    capped batching near 1,800 requests/s on the GPU. Here the batcher wakes the loop once per
-    submission (:meth:`resolve`), and all of a call's Python work runs on the loop's thread.
+    Why asyncio: a thread-per-call server pays a thread hand-off and a wake-up per request under
+    one interpreter lock, which caps batching (BENCHMARKS.md, "the asyncio server"). Here the
+    batcher wakes the loop once per submission (:meth:`resolve`), and all of a call's Python
+    work runs on the loop's thread.
     """
 
     def __init__(self, *, batcher: Batcher, kernels: Sequence[AlgorithmKernel], config: ServerConfig,
@@ -437,6 +437,8 @@ class WarpdpServicer:
         (else in the message)."""
         registry = self._shared_memory
         if registry is None or not request.HasField("shared_file") or not request.shared_file.reply_offset:
+            return None
+        if kernel.algorithm.ragged:  # its size is known only once it is computed: it goes in the message
             return None
         handle, offset, algorithm = request.shared_file.handle, int(request.shared_file.reply_offset), kernel.algorithm
 

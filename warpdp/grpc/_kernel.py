@@ -16,8 +16,8 @@ class AlgorithmKernel:
     Its batching key is the request's parameters, so requests coalesce only when they are
     equal (float and double Pair-HMM, X-drop with different X, ... never mix)."""
 
-    # Starting CPU threads costs more than a small submission's work (up to ~0.5 ms on a busy
-    # machine), so small submissions use fewer threads: at least this many cells per thread.
+    # Starting CPU threads costs more than a small submission's work, so small submissions use
+    # fewer threads: at least this many cells per thread.
     MIN_CELLS_PER_THREAD = 1_000_000
     # A CPU submission runs in slices of pairs and stops between two slices once all its
     # callers are gone, so a slice must take well under 100 ms; but each slice costs a parallel

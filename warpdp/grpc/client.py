@@ -58,7 +58,7 @@ _SHARED_CHUNK_BYTES = 64 * 1024 * 1024
 # A GPU server's chunks: about 1/_SHARED_CHUNKS_PER_JOB of the job, at least
 # _SHARED_CHUNK_CELLS and at most its request limit. Larger chunks cost the server less host
 # work per cell, but the GPU waits for the first and the caller for the last: a job of a few
-# chunks keeps them small. (An H200 scores 4e9 GATK-like cells in about 2 ms.)
+# chunks keeps them small (the GPU scores one in milliseconds, BENCHMARKS.md).
 _SHARED_CHUNK_CELLS = 4_000_000_000
 _SHARED_CHUNKS_PER_JOB = 12
 # The first streamed chunk is this small and each next one twice the one before (up to the
@@ -419,7 +419,8 @@ class Client:
                 return False
             index, chunk = taken
             # The results come back in the memfd too: gRPC's message path is slow for megabytes.
-            reply_bytes = algorithm.reply_bytes_per_pair * algorithm.n_pairs(chunk)
+            # Ragged results (a CIGAR) have no size known in advance: they come in the message.
+            reply_bytes = 0 if algorithm.ragged else algorithm.reply_bytes_per_pair * algorithm.n_pairs(chunk)
             try:
                 shared, sizes, reply_offset = pool.acquire(  # type: ignore[union-attr]
                     list(algorithm.wire_arrays(chunk).values()), reply_bytes)
