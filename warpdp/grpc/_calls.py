@@ -2,6 +2,7 @@
 stream's queued work, the periodic log line."""
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
@@ -29,14 +30,22 @@ def _page_locked_or_plain(nbytes: int) -> np.ndarray:
         return np.empty(nbytes, dtype=np.uint8)
 
 
-class _StreamWork:
-    """A stream's chunks in the batcher and not yet answered. ``over`` is set when the stream
-    ends: its queued chunks are then cancelled, and a chunk queued afterwards (by a thread that
-    was decoding it) is cancelled at once by that thread."""
+class _Stream:
+    """A stream call's chunks in flight. ``items``: those in the batcher and not yet answered;
+    ``over`` is set when the stream ends: its queued chunks are then cancelled, and a chunk
+    queued afterwards (by a thread that was decoding it) is cancelled at once by that thread.
+    ``room`` bounds the chunks read and not yet answered (the stream window); ``entries``
+    passes them, in order, from the reader task to the replying side; ``held``: their
+    reservations on the memory budget not yet released."""
 
-    def __init__(self) -> None:
+    END = object()  # the entry after the last chunk
+
+    def __init__(self, window: int) -> None:
         self.items: set[WorkItem] = set()
         self.over = False
+        self.room = asyncio.Semaphore(window)
+        self.entries: asyncio.Queue[Any] = asyncio.Queue()
+        self.held: set[Any] = set()
 
 
 class _RpcFailure(Exception):

@@ -16,10 +16,10 @@ import numpy as np
 from ..kernels.chunk_slot import register_read_only
 from . import _shm_server, warpdp_pb2
 from ._admission import MemoryBudget, Reservation, receive_bytes, request_cost
-from ._algorithms import InvalidRequest, Job
+from ._algorithm import InvalidRequest, Job
 from ._batcher import _DROPPED, _FAILED, Batcher, BatcherClosed, WorkItem
 from ._calls import (_CallStats, _check_parsed, _failure_status, _page_locked_or_plain, _RpcFailure, _sized,
-                     _StreamWork)
+                     _Stream)
 from ._config import _DECODE_OFF_LOOP_BYTES, _MAP_FAILURES_BEFORE_READING, SERVICE_NAME, ServerConfig
 from ._kernel import AlgorithmKernel
 from ._metrics import Metrics
@@ -177,79 +177,40 @@ class WarpdpServicer:
             self._done(method, code, cells, start)
 
     async def _stream(self, kernel: AlgorithmKernel, context: grpc.aio.ServicerContext) -> Any:
-        """Chunks are read, decoded and queued by a reader task while replies go back in order;
-        at most the stream window's chunks are queued and not yet answered. Each chunk holds
-        its own reservation on the memory budget, from before it is read until it is answered."""
+        """Chunks are read, decoded and queued by a reader task (:meth:`_read_chunks`) while
+        replies go back in order; at most the stream window's chunks are queued and not yet
+        answered. Each chunk holds its own reservation on the memory budget, from before it is
+        read until it is answered."""
         method = kernel.algorithm.rpc + "Stream"
         await self._refuse_when_stopping(method, context)
         start = time.monotonic()
         code, cells = grpc.StatusCode.OK, 0
-        room = asyncio.Semaphore(self._stream_window)
-        entries: asyncio.Queue[Any] = asyncio.Queue()
-        queued = _StreamWork()
-        end = object()
-        held: set[Reservation] = set()  # chunks' reservations not yet released
+        stream = _Stream(self._stream_window)
 
         def cancel_queued(_call: Any = None) -> None:
-            queued.over = True  # a chunk queued from now on is cancelled by whoever queues it
-            for item in list(queued.items):
+            stream.over = True  # a chunk queued from now on is cancelled by whoever queues it
+            for item in list(stream.items):
                 self._batcher.cancel(item, "cancelled")
-
-        async def read() -> None:
-            index = 0
-            try:
-                while True:
-                    await room.acquire()
-                    reservation = Reservation(self._budget)
-                    held.add(reservation)
-                    await reservation.resize(self._receive_bytes, self._admission_wait(context),
-                                             f"chunk {index} (being received)")
-                    try:
-                        received = await context.read()
-                    except asyncio.CancelledError:
-                        raise
-                    except Exception as exc:
-                        # Reading fails when the client cancels or the deadline passes; the RPC is over then.
-                        raise _RpcFailure(grpc.StatusCode.CANCELLED, f"reading chunk {index} failed: "
-                                                                     f"{type(exc).__name__}: {exc}") from None
-                    if received is grpc.aio.EOF:
-                        reservation.release()
-                        break
-                    request, nbytes = received
-                    _check_parsed(request, method, f"chunk {index}: ")
-                    await reservation.resize(
-                        request_cost(kernel.algorithm, request, nbytes, self._config.max_message_bytes),
-                        self._admission_wait(context), f"chunk {index}")
-                    job, item = await self._decode_chunk(kernel, request, context, f"chunk {index}: ", queued, nbytes)
-                    entries.put_nowait((index, item, job, reservation))
-                    index += 1
-                entries.put_nowait(end)
-            except _RpcFailure as failure:
-                entries.put_nowait(failure)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                entries.put_nowait(_RpcFailure(*_failure_status(method, exc)))
 
         self.active += 1
         self._metrics.in_flight.inc()
         context.add_done_callback(cancel_queued)
-        reader = asyncio.get_running_loop().create_task(read())
+        reader = asyncio.get_running_loop().create_task(self._read_chunks(kernel, context, method, stream))
         try:
             while True:
-                entry = await entries.get()
-                if entry is end:
+                entry = await stream.entries.get()
+                if entry is _Stream.END:
                     break
                 if isinstance(entry, _RpcFailure):
                     raise entry
                 index, item, job, reservation = entry
                 reply = await self._reply(kernel, item, job, index)
-                queued.items.discard(item)
-                room.release()
+                stream.items.discard(item)
+                stream.room.release()
                 cells += job.cells
                 yield reply
                 reservation.release()
-                held.discard(reservation)
+                stream.held.discard(reservation)
         except _RpcFailure as failure:
             code = failure.code
             await context.abort(failure.code, failure.message)
@@ -262,11 +223,51 @@ class WarpdpServicer:
         finally:
             reader.cancel()
             cancel_queued()
-            for reservation in held:
+            for reservation in stream.held:
                 reservation.release()
             self.active -= 1
             self._metrics.in_flight.dec()
             self._done(method, code, cells, start)
+
+    async def _read_chunks(self, kernel: AlgorithmKernel, context: grpc.aio.ServicerContext, method: str,
+                           stream: _Stream) -> None:
+        """A stream's reader task: each chunk is admitted, read, decoded and queued, then
+        handed to the replying side (stream.entries), which gets END after the last, or the
+        failure that ended the stream."""
+        index = 0
+        try:
+            while True:
+                await stream.room.acquire()
+                reservation = Reservation(self._budget)
+                stream.held.add(reservation)
+                await reservation.resize(self._receive_bytes, self._admission_wait(context),
+                                         f"chunk {index} (being received)")
+                try:
+                    received = await context.read()
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    # Reading fails when the client cancels or the deadline passes; the RPC is over then.
+                    raise _RpcFailure(grpc.StatusCode.CANCELLED, f"reading chunk {index} failed: "
+                                                                 f"{type(exc).__name__}: {exc}") from None
+                if received is grpc.aio.EOF:
+                    reservation.release()
+                    break
+                request, nbytes = received
+                _check_parsed(request, method, f"chunk {index}: ")
+                await reservation.resize(
+                    request_cost(kernel.algorithm, request, nbytes, self._config.max_message_bytes),
+                    self._admission_wait(context), f"chunk {index}")
+                job, item = await self._decode_chunk(kernel, request, context, f"chunk {index}: ", stream, nbytes)
+                stream.entries.put_nowait((index, item, job, reservation))
+                index += 1
+            stream.entries.put_nowait(_Stream.END)
+        except _RpcFailure as failure:
+            stream.entries.put_nowait(failure)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            stream.entries.put_nowait(_RpcFailure(*_failure_status(method, exc)))
 
     # -- helpers --
 
@@ -312,7 +313,7 @@ class WarpdpServicer:
         return self._decode_blocking(kernel, request, context.peer(), chunk)
 
     async def _decode_chunk(self, kernel: AlgorithmKernel, request: Any, context: grpc.aio.ServicerContext,
-                            chunk: str, queued: _StreamWork, nbytes: int | None = None) -> tuple[Job, WorkItem | None]:
+                            chunk: str, queued: _Stream, nbytes: int | None = None) -> tuple[Job, WorkItem | None]:
         """A stream's chunk decoded, checked and queued (None: nothing to score). Off the event
         loop when large, where the thread that decoded it also queues it: a trip back through
         the busy loop first would only delay the backend."""
@@ -323,7 +324,7 @@ class WarpdpServicer:
         return self._queue_chunk(*args)
 
     def _queue_chunk(self, kernel: AlgorithmKernel, request: Any, peer: str, chunk: str, deadline: float | None,
-                     waiter: Any, queued: _StreamWork) -> tuple[Job, WorkItem | None]:
+                     waiter: Any, queued: _Stream) -> tuple[Job, WorkItem | None]:
         job = self._decode_blocking(kernel, request, peer, chunk)
         self._check_limits(kernel, job, chunk)
         if not job.n_pairs:

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..plugin.cancel import CancelCheck, SliceSizer, run_in_slices
-from ._algorithms import Algorithm
+from ._algorithm import Algorithm
 from ._config import DEFAULT_MAX_REQUEST_CELLS
 
 

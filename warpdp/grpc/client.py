@@ -40,7 +40,7 @@ from .. import registry
 from ..plugin.seedext import SeedExtPairs, SeedExtParams, SeedExtResults
 from ..plugin.xdrop import XdropPairs, XdropResults
 from . import _shm_client, warpdp_pb2, warpdp_pb2_grpc
-from ._algorithms import Algorithm
+from ._algorithm import Algorithm
 from ._config import SERVICE_NAME
 from ._packing import CellLimit
 
