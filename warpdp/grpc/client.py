@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-import queue
 import socket
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -41,6 +40,7 @@ from ..plugin.seedext import SeedExtPairs, SeedExtParams, SeedExtResults
 from ..plugin.xdrop import XdropPairs, XdropResults
 from . import _shm_client, warpdp_pb2, warpdp_pb2_grpc
 from ._algorithm import Algorithm
+from ._client_chunks import _SHARED_IN_FLIGHT, _ChunkFeed, _SharedChunks, _SharedFilesUnusable  # noqa: F401 (_SHARED_IN_FLIGHT: tests read it here)
 from ._config import SERVICE_NAME
 from ._packing import CellLimit
 
@@ -65,10 +65,6 @@ _SHARED_CHUNKS_PER_JOB = 12
 # sizes above): the server starts scoring after a short first transfer, not a full chunk's.
 _FIRST_CHUNK_BYTES = 2 * 1024 * 1024
 _SHARED_FIRST_CHUNK_BYTES = 4 * 1024 * 1024
-# Chunks written to shared memory but not yet answered, per stream: bounds the memfds in use.
-# A GPU server runs three at once (its workers); three more are written, read and queued
-# meanwhile.
-_SHARED_IN_FLIGHT = 6
 logger = logging.getLogger("warpdp.grpc")
 _URI_SCHEMES = ("dns:", "ipv4:", "ipv6:", "unix:", "unix-abstract:", "vsock:", "xds:")
 
@@ -84,10 +80,6 @@ class ServiceError(RuntimeError):
 
 class InvalidRequestError(ServiceError, ValueError):
     """The server rejected the input (INVALID_ARGUMENT); also a ValueError, as local scoring raises."""
-
-
-class _SharedFilesUnusable(Exception):
-    """Shared memory cannot carry this client's requests (the job is then sent in messages)."""
 
 
 def _service_error(error: grpc.RpcError) -> ServiceError:
@@ -392,60 +384,19 @@ class Client:
                 timeout: float | None, calls: list[Any],
                 pool: _shm_client.SharedFilePool | None = None) -> None:
         """One stream call for the chunks, whose results go to out from pair first_pair on.
-        With a pool, their arrays go through shared memory: the call is set up first, the first
-        chunk is cut and written here meanwhile, the others by a thread of their own (which
-        also cuts them when the chunks are planned lazily, an iterator)."""
+        With a pool, their arrays go through shared memory (:class:`_SharedChunks`): the call
+        is set up first, the first chunk is cut and written here meanwhile, the others by a
+        thread of their own (which also cuts them when the chunks are planned lazily)."""
         method = algorithm.rpc + "Stream"
         feed: _ChunkFeed | None = None
-        # chunk -> its memfd and where the server writes its results, until answered
-        in_files: dict[int, tuple[_shm_client.SharedFile, int]] = {}
-        write_errors: list[OSError] = []
-        plan_errors: list[Exception] = []
-        room = threading.Semaphore(_SHARED_IN_FLIGHT)  # writing every chunk at once would need a memfd each
-        ended = threading.Event()
-        written: queue.SimpleQueue[Any] = queue.SimpleQueue()  # requests ready to send; None ends them
-
-        def write() -> bool:
-            """Write the next chunk's memfd and queue its request; False when the stream must end."""
-            room.acquire()
-            if ended.is_set():
-                return False
-            try:
-                taken = feed.take()
-            except Exception as exc:  # a piece that cannot be cut (ValueError): the job fails
-                plan_errors.append(exc)
-                return False
-            if taken is None:
-                return False
-            index, chunk = taken
-            # The results come back in the memfd too: gRPC's message path is slow for megabytes.
-            # Ragged results (a CIGAR) have no size known in advance: they come in the message.
-            reply_bytes = 0 if algorithm.ragged else algorithm.reply_bytes_per_pair * algorithm.n_pairs(chunk)
-            try:
-                shared, sizes, reply_offset = pool.acquire(  # type: ignore[union-attr]
-                    list(algorithm.wire_arrays(chunk).values()), reply_bytes)
-            except OSError as exc:  # e.g. out of memory, or the server refused it: end the stream here
-                write_errors.append(exc)
-                return False
-            in_files[index] = (shared, reply_offset)
-            written.put(algorithm.request(chunk, key, warpdp_pb2.SharedFile(handle=shared.handle, sizes=sizes,
-                                                                            reply_offset=reply_offset)))
-            return True
-
-        def write_rest() -> None:
-            try:
-                while write():
-                    pass
-            finally:
-                written.put(None)
+        shared = _SharedChunks(algorithm, key, pool) if pool is not None else None
 
         def requests() -> Any:
-            if pool is None:
-                while (taken := feed.take()) is not None:
-                    yield algorithm.request(taken[1], key)
+            if shared is not None:
+                yield from shared.requests()
                 return
-            while (request := written.get()) is not None:
-                yield request
+            while (taken := feed.take()) is not None:  # type: ignore[union-attr]
+                yield algorithm.request(taken[1], key)
 
         def start_call() -> Any:
             call = self._method(algorithm, True)(requests(), metadata=self._metadata, timeout=timeout,
@@ -453,31 +404,26 @@ class Client:
             calls.append(call)
             return call
 
-        writer = None
         received = 0
         call = None
         try:
-            if pool is not None:
+            if shared is not None:
                 # The call first: gRPC sets the stream up, and the server its handler, while
                 # this thread cuts and writes the first chunk (requests() waits for it).
                 call = start_call()
             feed = _ChunkFeed(algorithm, chunks, first_pair)
-            if pool is not None:
-                if write() and feed.count != 1:
-                    writer = threading.Thread(target=write_rest, name="warpdp-shared-writer", daemon=True)
-                    writer.start()
-                else:
-                    written.put(None)
+            if shared is not None:
+                shared.start(feed)
             else:
                 call = start_call()
             for reply in call:
                 if received >= len(feed.ranges) or reply.chunk != received:
                     raise ServiceError(grpc.StatusCode.INTERNAL,
                                        f"{method} answered chunk {reply.chunk} where {received} was expected")
-                _store(algorithm, reply, out, *feed.ranges[received], f"chunk {received}", in_files.get(received))
-                if received in in_files:  # answered, so the server has read it
-                    pool.release(in_files.pop(received)[0])  # type: ignore[union-attr]
-                    room.release()
+                in_file = shared.in_files.get(received) if shared is not None else None
+                _store(algorithm, reply, out, *feed.ranges[received], f"chunk {received}", in_file)
+                if shared is not None:
+                    shared.answered(received)
                 received += 1
                 if received == feed.count:
                     # Every result is in: do not wait for the call's status too (another round
@@ -492,50 +438,13 @@ class Client:
                 call.cancel()
             raise
         finally:
-            ended.set()
-            written.put(None)  # ends the requests of a call whose chunks stopped early
-            room.release(_SHARED_IN_FLIGHT + 1)  # a writer still waiting for room returns
-            if writer is not None:
-                writer.join()  # it adds no file after this
-            for index in list(in_files):  # unanswered: the server may still write into them
-                pool.discard(in_files.pop(index)[0])  # type: ignore[union-attr]
-        if plan_errors:
-            raise plan_errors[0]
-        if write_errors:
-            raise _SharedFilesUnusable(f"cannot hand a memfd to the server: {write_errors[0]}")
+            if shared is not None:
+                shared.close()
+        if shared is not None:
+            shared.raise_errors()
         if received != feed.count:
             raise ServiceError(grpc.StatusCode.INTERNAL,
                                f"{method} ended after {received} of {feed.count or len(feed.ranges)} chunks")
-
-
-class _ChunkFeed:
-    """A stream's chunks taken one at a time, in order, from a list or a lazy plan, with the
-    output pairs each covers (``ranges``). ``count`` is known from the moment the last chunk
-    is taken (one chunk is cut ahead), so the last reply can be recognised as such."""
-
-    _END = object()
-
-    def __init__(self, algorithm: Algorithm, chunks: Iterable[Any], first_pair: int) -> None:
-        self.algorithm = algorithm
-        self._chunks = iter(chunks)
-        self._next = next(self._chunks, self._END)
-        if self._next is self._END:
-            raise ValueError("a stream needs at least one chunk")
-        self.ranges: list[tuple[int, int]] = []
-        self.count: int | None = None
-        self._first_pair = first_pair
-
-    def take(self) -> tuple[int, Any] | None:
-        """The next chunk and its index; None after the last."""
-        chunk = self._next
-        if chunk is self._END:
-            return None
-        self._next = next(self._chunks, self._END)
-        start = self.ranges[-1][1] if self.ranges else self._first_pair
-        self.ranges.append((start, start + self.algorithm.n_pairs(chunk)))
-        if self._next is self._END:
-            self.count = len(self.ranges)
-        return len(self.ranges) - 1, chunk
 
 
 def _chunk_cells(info: warpdp_pb2.ServerInfoReply) -> int:
