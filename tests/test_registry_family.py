@@ -229,7 +229,8 @@ def run_runs(args: argparse.Namespace) -> int:
 
 
 RUNS = registry.Family(name="runs", rpc="Runs", service=RunsAlgorithm(), entry=runs, add_cli=add_runs_parser,
-                       info=lambda: "runs: a test family (CPU only)")
+                       info=lambda: "runs: a test family (CPU only)",
+                       workers={"cpu": 2}, max_batch_cells={"cpu": 50_000_000})
 
 SEQUENCES = ["AACCCGT", "", "TTTTNNA", "G", "ACGTACGTTT" * 30, "CCA"]
 
@@ -297,6 +298,9 @@ def test_server_serves_the_family_unary_and_stream(runs_family):
         with Client(server.address, timeout=WAIT, shared_files=False) as client:
             info = client.server_info()
             assert [a.name for a in info.algorithms][-1] == "runs"
+            # Its service settings: the most workers and the smallest submission cap of all families.
+            assert server.workers == info.batching.workers == 2
+            assert info.batching.max_batch_cells == 50_000_000
             assert client.call("runs", pack_runs(SEQUENCES)) == expected(SEQUENCES)
             # The stream RPC, called directly: one reply per chunk, in order.
             channel = grpc.insecure_channel(server.address)
