@@ -25,8 +25,8 @@ pages, and only the offsets are read into server memory.
 
 Results can come back the same way (``SharedFile.reply_offset``): the client leaves room for
 them after the arrays, and the server writes them there with one ``pwritev`` before it
-answers (:func:`write_results`), instead of sending them through gRPC's message path, which
-ran at about 1 GB/s.
+answers (:func:`write_results`), instead of sending them through gRPC's slow message path
+(figures in BENCHMARKS.md).
 """
 from __future__ import annotations
 
@@ -94,8 +94,8 @@ def read_arrays(region: Region, sizes: Sequence[int], fields: Sequence[str], max
     starts = np.concatenate([[0], np.cumsum([(int(size) + 7) // 8 * 8 for size in sizes])])
     buffer = (empty or _empty_bytes)(int(starts[-1]))
     arrays = {name: buffer[start:start + int(size)] for name, size, start in zip(fields, sizes, starts)}
-    # The memfd holds the arrays back to back. One thread reads about 5 GB/s from shared
-    # memory: large requests are read in parts by several threads at once.
+    # The memfd holds the arrays back to back. One thread reads slower than a GPU scores, so
+    # large requests are read in parts by several threads at once.
     joined = [a for a in arrays.values() if len(a)]
     parts = min(_READ_THREADS, total // _READ_PART_BYTES)
     try:
@@ -140,8 +140,8 @@ class MappedFiles:
     request, for a launcher that never reads its input on the host.
 
     A client reuses its memfds, so each is mapped and page-locked once (``register(address,
-    nbytes)``, which returns the function that unregisters it; about 2 ms per 32 MiB, longer
-    than reading the arrays) and the GPU then copies every later request's arrays straight from
+    nbytes)``, which returns the function that unregisters it; it takes longer than reading
+    the arrays) and the GPU then copies every later request's arrays straight from
     the client's pages, with no copy on the host. A mapping is dropped when its memfd is
     unregistered (:meth:`forget`, or ``alive(handle)`` false), when it has not been used for
     ``idle_s`` seconds, and, least recently used first, when the mappings hold more than

@@ -52,7 +52,7 @@ _SAFE_BYTES = 3 * 1024 * 1024
 _CHUNK_BYTES = 16 * 1024 * 1024
 # Jobs with at least this many bytes of arrays go through shared memory (same host only), in
 # chunks of at most _SHARED_CHUNK_BYTES, so writing chunk k+1 overlaps scoring chunk k. Every
-# chunk costs the server fixed host work (1-2 ms), so they are large.
+# chunk costs the server fixed host work, so they are large.
 _SHARED_MIN_BYTES = 1024 * 1024
 _SHARED_CHUNK_BYTES = 64 * 1024 * 1024
 # A GPU server's chunks: about 1/_SHARED_CHUNKS_PER_JOB of the job, at least
