@@ -19,8 +19,9 @@ logger = logging.getLogger("warpdp.grpc")
 
 
 class Kernel(Protocol):
-    """What the batcher needs from an algorithm (AlgorithmKernel for Pair-HMM, X-drop and seed
-    extension); `run` returns one output row per item, in order."""
+    """What the batcher needs from an algorithm (AlgorithmKernel: one per registered family);
+    `run` returns the results of the items' pairs, in order: rows of an array, or a Results
+    (warpdp.plugin.core.results) when they are ragged; either is sliced by pairs."""
 
     name: str
     backend: str
