@@ -20,6 +20,7 @@ from helpers.xdrop import K, assert_xdrop_equal, make_xdrop_pairs
 from warpdp.grpc import Client
 from warpdp.grpc import _shm_client, _shm_server
 from warpdp.grpc import client as client_module
+from warpdp.grpc import _handlers as _handlers_module
 from warpdp.grpc import server as server_module
 from warpdp.grpc._algorithms import PAIRHMM
 from warpdp.grpc._packing import decode_pairhmm
@@ -117,7 +118,7 @@ def test_shared_memory_is_mapped_page_locked_once_and_released(monkeypatch):
         raise AssertionError("a GPU server read Pair-HMM input from shared memory")
 
     create, arrays = _shm_client.SharedFilePool._create, _shm_server.MappedFiles.arrays
-    monkeypatch.setattr(server_module, "register_read_only", counting_register)
+    monkeypatch.setattr(_handlers_module, "register_read_only", counting_register)
     monkeypatch.setattr(_shm_client.SharedFilePool, "_create", counting_create)
     monkeypatch.setattr(_shm_server.MappedFiles, "arrays", counting_arrays)
     monkeypatch.setattr(_shm_server, "read_arrays", no_reading)
@@ -177,7 +178,7 @@ def test_a_server_whose_mappings_are_refused_reads_the_files(monkeypatch):
         refusals.append(nbytes)
         raise RuntimeError("cudaErrorNotSupported")
 
-    monkeypatch.setattr(server_module, "register_read_only", refuse)
+    monkeypatch.setattr(_handlers_module, "register_read_only", refuse)
     job = make_batches(23, 700, reads=(10, 40), haps=(2, 5), read_len=(100, 150), hap_len=(200, 400))
     assert PAIRHMM.request_bytes(job) > 8 << 20  # three chunks or more
     expected = warpdp.pairhmm(job, backend="gpu")

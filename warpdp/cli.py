@@ -6,10 +6,11 @@ import contextlib
 import logging
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from . import __version__
+from . import __version__, registry
 from .plugin.backend import BACKENDS, BackendUnavailableError
 
 logger = logging.getLogger("warpdp")
@@ -25,7 +26,7 @@ def _add_backend_options(parser: argparse.ArgumentParser) -> None:
                         help="CPU threads (default: all cores)")
 
 
-def _add_pairhmm_parser(subparsers) -> None:
+def add_pairhmm_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "pairhmm", help="Pair-HMM forward likelihoods (GATK/GKL numerics)",
         description="Score every read against every haplotype of each record, with GKL's numerics. "
@@ -130,15 +131,14 @@ def _run_pairhmm(args: argparse.Namespace) -> int:
 
 
 def _run_info(args: argparse.Namespace) -> int:
-    from .plugin.backend import cpu_name, gpu_status
-    from .plugin.pairhmm import available_cpu_isas
+    from .plugin.backend import cpu_name
 
-    isas = available_cpu_isas()
+    isas = registry.host_cpu_variants()
     print(f"warpdp {__version__}")
     print(f"CPU: {cpu_name()}; variants: {', '.join(isas)} (default: {isas[-1]})")
-    for algorithm in ("pairhmm", "xdrop", "seedext"):
-        usable, reason = gpu_status(algorithm)
-        print(f"GPU ({algorithm}): {'usable' if usable else 'not usable'}: {reason}")
+    for family in registry.families():
+        for line in family.info_lines():
+            print(line)
     return 0
 
 
@@ -153,7 +153,7 @@ def _add_serve_parser(subparsers) -> None:
     p.set_defaults(run=run_serve)
 
 
-def _add_seedext_parser(subparsers) -> None:
+def add_seedext_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "seedext", help="seed extension (BWA-MEM ksw_extend2 semantics)",
         description="Extend seeds as BWA-MEM's ksw_extend2 does. Input: lines 'query<TAB>target<TAB>h0' "
@@ -206,7 +206,7 @@ def _run_seedext(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_xdrop_parser(subparsers) -> None:
+def add_xdrop_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "xdrop", help="gapped X-drop seed extension (SeqAn 2 / BELLA / LOGAN semantics)",
         description="Extend seeds of length k in both directions with gapped X-drop, as SeqAn 2's extendSeed "
@@ -264,9 +264,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"warpdp {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log more (backend choice, timings)")
     subparsers = parser.add_subparsers(dest="command", required=True)
-    _add_pairhmm_parser(subparsers)
-    _add_seedext_parser(subparsers)
-    _add_xdrop_parser(subparsers)
+    for family in registry.families():  # each family's own subcommand, where it has one
+        if family.add_cli is not None:
+            registry.resolve(family.add_cli)(subparsers)
     _add_serve_parser(subparsers)
     info = subparsers.add_parser("info", help="show the CPU variants and GPU found")
     info.set_defaults(run=_run_info)

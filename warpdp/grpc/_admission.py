@@ -23,7 +23,6 @@ import os
 import re
 from typing import Any
 
-import numpy as np
 
 logger = logging.getLogger("warpdp.grpc")
 
@@ -88,16 +87,8 @@ def receive_bytes(max_message_bytes: int) -> int:
 def _pairs_in_message(algorithm: Any, request: Any) -> int | None:
     """Pairs of a request, counted from its message's offsets without decoding it (None when
     the fields are malformed: decoding refuses the request then)."""
-    packed = getattr(request, algorithm.packed_field)
     try:
-        if algorithm.packed_field == "batches":  # Pair-HMM: reads x haplotypes of each batch
-            reads = np.frombuffer(packed.batch_reads, dtype="<i8")
-            haps = np.frombuffer(packed.batch_haps, dtype="<i8")
-            if len(reads) != len(haps) or len(reads) < 2:
-                return 0
-            return max(0, int(np.dot(np.diff(reads), np.diff(haps))))
-        first_offsets = getattr(packed, algorithm.sequences[0][1])
-        return max(0, len(first_offsets) // 8 - 1)
+        return algorithm.pairs_in_message(getattr(request, algorithm.packed_field))
     except (ValueError, OverflowError):
         return None
 
@@ -105,12 +96,7 @@ def _pairs_in_message(algorithm: Any, request: Any) -> int | None:
 def _pairs_in_shared_file(algorithm: Any, sizes: list[int], max_pairs: int) -> int:
     """An upper bound of a shared file's pairs from its arrays' sizes (the file is not read yet)."""
     fields = [field.name for field in algorithm.packed_message.DESCRIPTOR.fields]
-    size = dict(zip(fields, sizes))
-    if algorithm.packed_field == "batches":
-        reads = max(0, size.get("read_offsets", 0) // 8 - 1)
-        haps = max(0, size.get("hap_offsets", 0) // 8 - 1)
-        return min(reads * haps, max_pairs)
-    return min(max(0, size.get(algorithm.sequences[0][1], 0) // 8 - 1), max_pairs)
+    return min(algorithm.pairs_in_sizes(dict(zip(fields, sizes))), max_pairs)
 
 
 def request_cost(algorithm: Any, request: Any, message: int, max_message_bytes: int) -> int:

@@ -37,8 +37,8 @@ KEEP_BYTES = 512 * 1024 * 1024
 _SIZE_STEP = 1 << 20
 _MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0)  # map the pages at once, not at first touch
 # A client writes a memfd of this many bytes or more with several threads. Lower than the GPU
-# launchers' threshold: one thread writes about 5.5 GB/s, slower than a GPU server scores
-# GATK-like input (about 9 GB/s on an H200), and a job's first chunks are 4-16 MiB.
+# launchers' threshold: one writing thread is slower than a GPU server scores (BENCHMARKS.md),
+# and a job's first chunks are 4-16 MiB.
 WRITE_PARALLEL_FROM_BYTES = 4 * 1024 * 1024
 # Seconds the client waits for the server's answer to a registration.
 SOCKET_TIMEOUT_S = 30.0

@@ -24,7 +24,6 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
-import queue
 import socket
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -37,10 +36,13 @@ import grpc
 import numpy as np
 
 from ..plugin.pairhmm import PairHmmBatches, check_output_array
-from ..plugin.seedext import SeedExtPairs, SeedExtParams, SeedExtResults, check_seed_extension
+from .. import registry
+from ..plugin.seedext import SeedExtPairs, SeedExtParams, SeedExtResults
 from ..plugin.xdrop import XdropPairs, XdropResults
 from . import _shm_client, warpdp_pb2, warpdp_pb2_grpc
-from ._algorithms import PAIRHMM, SEEDEXT, XDROP, Algorithm, XdropKey, algorithm_for
+from ._algorithm import Algorithm
+from ._client_chunks import _SHARED_IN_FLIGHT, _ChunkFeed, _SharedChunks, _SharedFilesUnusable  # noqa: F401 (_SHARED_IN_FLIGHT: tests read it here)
+from ._config import SERVICE_NAME
 from ._packing import CellLimit
 
 # Before the server's limits are known, jobs up to this size go in one message without
@@ -51,23 +53,19 @@ _SAFE_BYTES = 3 * 1024 * 1024
 _CHUNK_BYTES = 16 * 1024 * 1024
 # Jobs with at least this many bytes of arrays go through shared memory (same host only), in
 # chunks of at most _SHARED_CHUNK_BYTES, so writing chunk k+1 overlaps scoring chunk k. Every
-# chunk costs the server fixed host work (1-2 ms), so they are large.
+# chunk costs the server fixed host work, so they are large.
 _SHARED_MIN_BYTES = 1024 * 1024
 _SHARED_CHUNK_BYTES = 64 * 1024 * 1024
 # A GPU server's chunks: about 1/_SHARED_CHUNKS_PER_JOB of the job, at least
 # _SHARED_CHUNK_CELLS and at most its request limit. Larger chunks cost the server less host
 # work per cell, but the GPU waits for the first and the caller for the last: a job of a few
-# chunks keeps them small. (An H200 scores 4e9 GATK-like cells in about 2 ms.)
+# chunks keeps them small (the GPU scores one in milliseconds, BENCHMARKS.md).
 _SHARED_CHUNK_CELLS = 4_000_000_000
 _SHARED_CHUNKS_PER_JOB = 12
 # The first streamed chunk is this small and each next one twice the one before (up to the
 # sizes above): the server starts scoring after a short first transfer, not a full chunk's.
 _FIRST_CHUNK_BYTES = 2 * 1024 * 1024
 _SHARED_FIRST_CHUNK_BYTES = 4 * 1024 * 1024
-# Chunks written to shared memory but not yet answered, per stream: bounds the memfds in use.
-# A GPU server runs three at once (its workers); three more are written, read and queued
-# meanwhile.
-_SHARED_IN_FLIGHT = 6
 logger = logging.getLogger("warpdp.grpc")
 _URI_SCHEMES = ("dns:", "ipv4:", "ipv6:", "unix:", "unix-abstract:", "vsock:", "xds:")
 
@@ -83,10 +81,6 @@ class ServiceError(RuntimeError):
 
 class InvalidRequestError(ServiceError, ValueError):
     """The server rejected the input (INVALID_ARGUMENT); also a ValueError, as local scoring raises."""
-
-
-class _SharedFilesUnusable(Exception):
-    """Shared memory cannot carry this client's requests (the job is then sent in messages)."""
 
 
 def _service_error(error: grpc.RpcError) -> ServiceError:
@@ -201,6 +195,7 @@ class Client:
             channel_options.extend(options)
             self._channel = grpc.insecure_channel(self.target, options=channel_options)
         self._stub = warpdp_pb2_grpc.WarpdpStub(self._channel)
+        self._methods: dict[str, Any] = {}  # RPC name -> its callable (see _method)
         self._metadata: tuple[tuple[str, str], ...] = (("authorization", f"Bearer {token}"),) if token else ()
         self._info: warpdp_pb2.ServerInfoReply | None = None
         self._info_lock = threading.Lock()
@@ -211,40 +206,44 @@ class Client:
 
     # -- public API --
 
-    def pairhmm(self, batches: PairHmmBatches, double: bool = False, *, out: np.ndarray | None = None,
-                timeout: float | None = None) -> np.ndarray:
-        """Log10 likelihoods of every pair of every batch, as :func:`warpdp.pairhmm` returns them.
+    def call(self, family: str, payload: Any, params: Any = None, *, out: Any = None,
+             timeout: float | None = None) -> Any:
+        """Run a registered kernel family (warpdp.registry) on the server: what its local API
+        returns, for its packed input and parameters (the family's own: e.g. a mapping of
+        warpdp.xdrop's keyword arguments, or an XdropKey). ``out``: where to collect the
+        results (the family's new_output; a new one by default).
 
         Raises TypeError/ValueError for bad input (checked here first, as locally),
         :class:`ServiceError` when a call fails (code UNAVAILABLE, RESOURCE_EXHAUSTED, ...).
         """
-        if not isinstance(batches, PairHmmBatches):
-            raise TypeError(f"batches must be PairHmmBatches, not {type(batches).__name__} (see warpdp.pack_batches)")
-        batches.validate()
+        algorithm = registry.family(family).algorithm()
+        key = algorithm.client_key(payload, params)
         if out is None:
-            out = PAIRHMM.new_output(batches.n_pairs)
-        else:
+            out = algorithm.new_output(algorithm.n_pairs(payload))
+        self._run(payload, key, out, timeout)
+        return algorithm.results(out)
+
+    def pairhmm(self, batches: PairHmmBatches, double: bool = False, *, out: np.ndarray | None = None,
+                timeout: float | None = None) -> np.ndarray:
+        """Log10 likelihoods of every pair of every batch, as :func:`warpdp.pairhmm` returns them.
+        Errors as :meth:`call`."""
+        if out is not None and isinstance(batches, PairHmmBatches):
+            batches.validate()
             check_output_array(out, batches.n_pairs)
-        self._run(batches, bool(double), out, timeout)
-        return out
+        return self.call("pairhmm", batches, double, out=out, timeout=timeout)
 
     def xdrop(self, pairs: XdropPairs, *, k: int, x: int, match: int = 1, mismatch: int = -1, gap: int = -1,
               report: str = "longest", timeout: float | None = None) -> XdropResults:
         """Gapped X-drop extension of every pair, as :func:`warpdp.xdrop` returns it (same
-        parameters; the server's backend computes). Errors as :meth:`pairhmm`."""
-        if not isinstance(pairs, XdropPairs):
-            raise TypeError(f"pairs must be XdropPairs, not {type(pairs).__name__} (see pack_xdrop_pairs)")
-        key = XdropKey.make(k=k, x=x, match=match, mismatch=mismatch, gap=gap, report=report)
-        XDROP.check(pairs, key)
-        out = XDROP.new_output(pairs.n_pairs)
-        self._run(pairs, key, out, timeout)
-        return XDROP.results(out)
+        parameters; the server's backend computes). Errors as :meth:`call`."""
+        params = dict(k=k, x=x, match=match, mismatch=mismatch, gap=gap, report=report)
+        return self.call("xdrop", pairs, params, timeout=timeout)
 
     def seed_extend(self, pairs: SeedExtPairs, *, a: int = 1, b: int = 4, o_del: int = 6, e_del: int = 1,
                     o_ins: int = 6, e_ins: int = 1, w: int = 100, end_bonus: int = 5, zdrop: int = 100,
                     timeout: float | None = None) -> SeedExtResults:
         """Seed extension of every pair, as :func:`warpdp.seed_extend` returns it (BWA-MEM's
-        defaults). Errors as :meth:`pairhmm`."""
+        defaults). Errors as :meth:`call`."""
         params = SeedExtParams(a=a, b=b, o_del=o_del, e_del=e_del, o_ins=o_ins, e_ins=e_ins, w=w,
                                end_bonus=end_bonus, zdrop=zdrop)
         return self.seed_extend_with(pairs, params, timeout=timeout)
@@ -252,10 +251,9 @@ class Client:
     def seed_extend_with(self, pairs: SeedExtPairs, params: SeedExtParams, *,
                          timeout: float | None = None) -> SeedExtResults:
         """:meth:`seed_extend` with the parameters as one :class:`warpdp.SeedExtParams`."""
-        check_seed_extension(pairs, params)
-        out = SEEDEXT.new_output(pairs.n_pairs)
-        self._run(pairs, params, out, timeout)
-        return SEEDEXT.results(out)
+        if not isinstance(params, SeedExtParams):
+            raise TypeError(f"params must be SeedExtParams, not {type(params).__name__}")
+        return self.call("seedext", pairs, params, timeout=timeout)
 
     def server_info(self, *, timeout: float | None = None) -> warpdp_pb2.ServerInfoReply:
         """The server's version, backend, devices, batching settings and limits (cached)."""
@@ -289,7 +287,7 @@ class Client:
 
     def _run(self, payload: Any, key: Any, out: np.ndarray, timeout: float | None) -> None:
         """Score validated input into out: one unary call when it fits, else split and streamed."""
-        algorithm = algorithm_for(payload)
+        algorithm = registry.family_for_payload(payload).algorithm()
         if algorithm.n_pairs(payload) == 0:
             return
         timeout = self.timeout if timeout is None else timeout
@@ -349,12 +347,24 @@ class Client:
                 raise _SharedFilesUnusable(exc.details) from None
             raise
 
+    def _method(self, algorithm: Algorithm, stream: bool) -> Any:
+        """The callable of an algorithm's unary or stream RPC, made from its messages (not the
+        generated stub), so that a family registered at run time is called the same way."""
+        name = algorithm.rpc + ("Stream" if stream else "")
+        method = self._methods.get(name)
+        if method is None:
+            make = self._channel.stream_stream if stream else self._channel.unary_unary
+            method = self._methods[name] = make(f"/{SERVICE_NAME}/{name}",
+                                                request_serializer=algorithm.request_type.SerializeToString,
+                                                response_deserializer=algorithm.reply_type.FromString)
+        return method
+
     def _unary(self, payload: Any, key: Any, out: np.ndarray, timeout: float | None) -> None:
-        algorithm = algorithm_for(payload)
+        algorithm = registry.family_for_payload(payload).algorithm()
         request = algorithm.request(payload, key)
         try:
-            reply = getattr(self._stub, algorithm.rpc)(request, metadata=self._metadata, timeout=timeout,
-                                                       wait_for_ready=self._wait_for_ready)
+            reply = self._method(algorithm, False)(request, metadata=self._metadata, timeout=timeout,
+                                                   wait_for_ready=self._wait_for_ready)
         except grpc.RpcError as exc:
             raise _service_error(exc) from None
         _store(algorithm, reply, out, 0, algorithm.n_pairs(payload), algorithm.rpc)
@@ -391,91 +401,46 @@ class Client:
                 timeout: float | None, calls: list[Any],
                 pool: _shm_client.SharedFilePool | None = None) -> None:
         """One stream call for the chunks, whose results go to out from pair first_pair on.
-        With a pool, their arrays go through shared memory: the call is set up first, the first
-        chunk is cut and written here meanwhile, the others by a thread of their own (which
-        also cuts them when the chunks are planned lazily, an iterator)."""
+        With a pool, their arrays go through shared memory (:class:`_SharedChunks`): the call
+        is set up first, the first chunk is cut and written here meanwhile, the others by a
+        thread of their own (which also cuts them when the chunks are planned lazily)."""
         method = algorithm.rpc + "Stream"
         feed: _ChunkFeed | None = None
-        # chunk -> its memfd and where the server writes its results, until answered
-        in_files: dict[int, tuple[_shm_client.SharedFile, int]] = {}
-        write_errors: list[OSError] = []
-        plan_errors: list[Exception] = []
-        room = threading.Semaphore(_SHARED_IN_FLIGHT)  # writing every chunk at once would need a memfd each
-        ended = threading.Event()
-        written: queue.SimpleQueue[Any] = queue.SimpleQueue()  # requests ready to send; None ends them
-
-        def write() -> bool:
-            """Write the next chunk's memfd and queue its request; False when the stream must end."""
-            room.acquire()
-            if ended.is_set():
-                return False
-            try:
-                taken = feed.take()
-            except Exception as exc:  # a piece that cannot be cut (ValueError): the job fails
-                plan_errors.append(exc)
-                return False
-            if taken is None:
-                return False
-            index, chunk = taken
-            # The results come back in the memfd too: gRPC's message path is slow for megabytes.
-            reply_bytes = algorithm.reply_bytes_per_pair * algorithm.n_pairs(chunk)
-            try:
-                shared, sizes, reply_offset = pool.acquire(  # type: ignore[union-attr]
-                    list(algorithm.wire_arrays(chunk).values()), reply_bytes)
-            except OSError as exc:  # e.g. out of memory, or the server refused it: end the stream here
-                write_errors.append(exc)
-                return False
-            in_files[index] = (shared, reply_offset)
-            written.put(algorithm.request(chunk, key, warpdp_pb2.SharedFile(handle=shared.handle, sizes=sizes,
-                                                                            reply_offset=reply_offset)))
-            return True
-
-        def write_rest() -> None:
-            try:
-                while write():
-                    pass
-            finally:
-                written.put(None)
+        shared = _SharedChunks(algorithm, key, pool) if pool is not None else None
 
         def requests() -> Any:
-            if pool is None:
-                while (taken := feed.take()) is not None:
-                    yield algorithm.request(taken[1], key)
+            if shared is not None:
+                yield from shared.requests()
                 return
-            while (request := written.get()) is not None:
-                yield request
+            while (taken := feed.take()) is not None:  # type: ignore[union-attr]
+                yield algorithm.request(taken[1], key)
 
         def start_call() -> Any:
-            call = getattr(self._stub, method)(requests(), metadata=self._metadata, timeout=timeout,
-                                               wait_for_ready=self._wait_for_ready)
+            call = self._method(algorithm, True)(requests(), metadata=self._metadata, timeout=timeout,
+                                                 wait_for_ready=self._wait_for_ready)
             calls.append(call)
             return call
 
-        writer = None
         received = 0
         call = None
         try:
-            if pool is not None:
+            if shared is not None:
                 # The call first: gRPC sets the stream up, and the server its handler, while
                 # this thread cuts and writes the first chunk (requests() waits for it).
                 call = start_call()
             feed = _ChunkFeed(algorithm, chunks, first_pair)
-            if pool is not None:
-                if write() and feed.count != 1:
-                    writer = threading.Thread(target=write_rest, name="warpdp-shared-writer", daemon=True)
-                    writer.start()
-                else:
-                    written.put(None)
+            if shared is not None:
+                shared.start(feed)
             else:
                 call = start_call()
             for reply in call:
                 if received >= len(feed.ranges) or reply.chunk != received:
                     raise ServiceError(grpc.StatusCode.INTERNAL,
                                        f"{method} answered chunk {reply.chunk} where {received} was expected")
-                _store(algorithm, reply, out, *feed.ranges[received], f"chunk {received}", in_files.get(received))
-                if received in in_files:  # answered, so the server has read it
-                    pool.release(in_files.pop(received)[0])  # type: ignore[union-attr]
-                    room.release()
+                in_file = shared.in_files.get(received) if shared is not None else None
+                _store(algorithm, reply, out, *feed.ranges[received], f"chunk {received}", in_file)
+                if shared is not None:
+                    shared.answered(received)
                 received += 1
                 if received == feed.count:
                     # Every result is in: do not wait for the call's status too (another round
@@ -490,50 +455,13 @@ class Client:
                 call.cancel()
             raise
         finally:
-            ended.set()
-            written.put(None)  # ends the requests of a call whose chunks stopped early
-            room.release(_SHARED_IN_FLIGHT + 1)  # a writer still waiting for room returns
-            if writer is not None:
-                writer.join()  # it adds no file after this
-            for index in list(in_files):  # unanswered: the server may still write into them
-                pool.discard(in_files.pop(index)[0])  # type: ignore[union-attr]
-        if plan_errors:
-            raise plan_errors[0]
-        if write_errors:
-            raise _SharedFilesUnusable(f"cannot hand a memfd to the server: {write_errors[0]}")
+            if shared is not None:
+                shared.close()
+        if shared is not None:
+            shared.raise_errors()
         if received != feed.count:
             raise ServiceError(grpc.StatusCode.INTERNAL,
                                f"{method} ended after {received} of {feed.count or len(feed.ranges)} chunks")
-
-
-class _ChunkFeed:
-    """A stream's chunks taken one at a time, in order, from a list or a lazy plan, with the
-    output pairs each covers (``ranges``). ``count`` is known from the moment the last chunk
-    is taken (one chunk is cut ahead), so the last reply can be recognised as such."""
-
-    _END = object()
-
-    def __init__(self, algorithm: Algorithm, chunks: Iterable[Any], first_pair: int) -> None:
-        self.algorithm = algorithm
-        self._chunks = iter(chunks)
-        self._next = next(self._chunks, self._END)
-        if self._next is self._END:
-            raise ValueError("a stream needs at least one chunk")
-        self.ranges: list[tuple[int, int]] = []
-        self.count: int | None = None
-        self._first_pair = first_pair
-
-    def take(self) -> tuple[int, Any] | None:
-        """The next chunk and its index; None after the last."""
-        chunk = self._next
-        if chunk is self._END:
-            return None
-        self._next = next(self._chunks, self._END)
-        start = self.ranges[-1][1] if self.ranges else self._first_pair
-        self.ranges.append((start, start + self.algorithm.n_pairs(chunk)))
-        if self._next is self._END:
-            self.count = len(self.ranges)
-        return len(self.ranges) - 1, chunk
 
 
 def _chunk_cells(info: warpdp_pb2.ServerInfoReply) -> int:
@@ -553,7 +481,7 @@ def _shared_file_chunks(payload: Any, key: Any, info: warpdp_pb2.ServerInfoReply
     behind seconds of one job's work."""
     max_cells: CellLimit = (partial(_gpu_chunk_cells, info.limits.max_request_cells) if info.backend == "gpu"
                             else _chunk_cells(info))
-    return algorithm_for(payload).iter_plan(payload, key, max_cells,
+    return registry.family_for_payload(payload).algorithm().iter_plan(payload, key, max_cells,
                                             min(info.limits.max_message_bytes, _SHARED_CHUNK_BYTES),
                                             _SHARED_FIRST_CHUNK_BYTES)
 

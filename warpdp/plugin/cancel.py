@@ -94,20 +94,27 @@ def run_in_slices(pieces: Iterable[Any], run: Callable[[Any], np.ndarray], n_row
                   cancelled: CancelCheck | None = None,
                   on_piece: Callable[[], None] | None = None) -> np.ndarray:
     """Run consecutive pieces of a job one after another and return their result rows in one
-    array of n_rows rows (each piece's rows written in place, in order), checking the cancel
-    check before each piece. ``on_piece`` is called after each piece (counters)."""
+    array of n_rows rows (each piece's rows written in place, in order), or, for results that
+    are not arrays (warpdp.plugin.core.results.Results, ragged), their ``concat``; checking the
+    cancel check before each piece. ``on_piece`` is called after each piece (counters)."""
     out: np.ndarray | None = None
     position = 0
+    ragged: list[Any] = []  # the pieces' results when they are not rows of an array (a Results)
     for piece in pieces:
         check_cancelled(cancelled)
         rows = run(piece)
-        if out is None:
-            out = np.empty((n_rows,) + rows.shape[1:], dtype=rows.dtype)
-        out[position:position + len(rows)] = rows
+        if isinstance(rows, np.ndarray):
+            if out is None:
+                out = np.empty((n_rows,) + rows.shape[1:], dtype=rows.dtype)
+            out[position:position + len(rows)] = rows
+        else:
+            ragged.append(rows)
         position += len(rows)
         if on_piece is not None:
             on_piece()
     if position != n_rows:
         raise RuntimeError(f"the slices returned {position} result rows for {n_rows} pairs")
+    if ragged:
+        return type(ragged[0]).concat(ragged)
     assert out is not None or n_rows == 0
     return out if out is not None else np.empty(0)

@@ -1,0 +1,79 @@
+"""AlgorithmKernel: one algorithm on the chosen backend, as the batcher runs it."""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from ..plugin.cancel import CancelCheck, SliceSizer, run_in_slices
+from ._algorithm import Algorithm
+from ._config import DEFAULT_MAX_REQUEST_CELLS
+
+
+class AlgorithmKernel:
+    """One algorithm (see _algorithms.Algorithm) on the chosen backend: what the batcher runs.
+    Its batching key is the request's parameters, so requests coalesce only when they are
+    equal (float and double Pair-HMM, X-drop with different X, ... never mix)."""
+
+    # Starting CPU threads costs more than a small submission's work, so small submissions use
+    # fewer threads: at least this many cells per thread.
+    MIN_CELLS_PER_THREAD = 1_000_000
+    # A CPU submission runs in slices of pairs and stops between two slices once all its
+    # callers are gone, so a slice must take well under 100 ms; but each slice costs a parallel
+    # region's start and end, which on a loaded machine waits for descheduled threads. So
+    # slices are sized from the rate the kernel just ran at, to take about SLICE_TARGET_S
+    # (SliceSizer), starting from SLICE_CELLS_PER_THREAD per thread.
+    SLICE_TARGET_S = 0.04
+    SLICE_CELLS_PER_THREAD = 8_000_000
+    MIN_SLICE_CELLS_PER_THREAD = 1_000_000
+
+    def __init__(self, algorithm: Algorithm, backend: str, threads: int, slice_cells: int | None = None) -> None:
+        self.algorithm = algorithm
+        self.name = algorithm.name
+        self.backend = backend
+        self.threads = threads
+        # A setting gives slices of that size; else they adapt (one sizer per kernel, so what
+        # it learns of the rate carries over from one submission to the next).
+        self.slice_cells: int | SliceSizer = slice_cells or SliceSizer(
+            self.SLICE_CELLS_PER_THREAD * threads, self.SLICE_TARGET_S,
+            self.MIN_SLICE_CELLS_PER_THREAD * threads, DEFAULT_MAX_REQUEST_CELLS)
+        self.slices_run = 0  # CPU slices of sliced submissions (for tests and tools)
+        self._slices_lock = threading.Lock()
+
+    def merge(self, payloads: list[Any]) -> Any:
+        return self.algorithm.merge(payloads)
+
+    def run(self, payload: Any, key: Any, cancelled: CancelCheck | None = None) -> np.ndarray:
+        """Result rows of a submission. ``cancelled`` (see warpdp.plugin.cancel) is checked
+        between CPU slices and GPU chunks: JobCancelled once it returns True."""
+        if self.backend != "cpu":
+            return self.algorithm.run(payload, key, backend=self.backend, threads=self.threads, cancelled=cancelled)
+        cells = self.algorithm.cells(payload, key)
+        sizer = self.slice_cells
+        if cells <= (sizer() if callable(sizer) else sizer):
+            return self._run_cpu(payload, key, cells)
+        # Slicing pairs changes no pair's result (each is scored on its own).
+        run = lambda piece: self._run_cpu(piece, key, self.algorithm.cells(piece, key))  # noqa: E731
+        if isinstance(sizer, SliceSizer):
+            run = sizer.timed(run, lambda piece: self.algorithm.cells(piece, key))
+        return run_in_slices(self.algorithm.slices(payload, key, sizer), run, self.algorithm.n_pairs(payload),
+                             cancelled, self._count_slice)
+
+    def _run_cpu(self, payload: Any, key: Any, cells: int) -> np.ndarray:
+        threads = max(1, min(self.threads, cells // self.MIN_CELLS_PER_THREAD, self.algorithm.n_pairs(payload)))
+        return self.algorithm.run(payload, key, backend="cpu", threads=threads)
+
+    def _count_slice(self) -> None:
+        with self._slices_lock:
+            self.slices_run += 1
+
+    def warmup(self) -> None:
+        # Compiles/loads the backend (NVRTC for the GPU) before the first caller pays for it.
+        for payload, key in self.algorithm.warmup_jobs():
+            self.run(payload, key)
+
+    def detail(self, workers: int) -> str:
+        if self.backend == "cpu":
+            return f"CPU {self.algorithm.cpu_isas()[-1]}, {self.threads} thread(s) x {workers} worker(s)"
+        return f"GPU, {workers} worker(s)"
