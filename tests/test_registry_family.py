@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-from grpc_support import WAIT, metric_reaches, start_server
+from helpers.grpc_server import WAIT, metric_reaches, start_server
 from warpdp import cli, registry
 from warpdp.grpc import Client, _shm_client, _shm_server, client as client_module, warpdp_pb2
 from warpdp.grpc._algorithms import Algorithm, InvalidRequest, Job

@@ -13,7 +13,7 @@ import grpc
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from ..kernels.chunk_slot import pinned_empty
+from ..kernels.runtime.slots import pinned_empty
 from ._admission import AdmissionRefused
 from ._batcher import Batcher, WorkItem
 

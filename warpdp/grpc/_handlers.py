@@ -13,7 +13,7 @@ from typing import Any
 import grpc
 import numpy as np
 
-from ..kernels.chunk_slot import register_read_only
+from ..kernels.runtime.slots import register_read_only
 from . import _shm_server, warpdp_pb2
 from ._admission import MemoryBudget, Reservation, receive_bytes, request_cost
 from ._algorithm import InvalidRequest, Job
