@@ -435,18 +435,16 @@ class WarpdpServicer:
         what writes them there, on the batcher's worker (off the event loop, and the reply
         goes out with no results to copy). None for any other request. The results go only
         into the memfd the request's handle names, as long as its client has it registered
-        (else in the message)."""
+        and left room for them (else in the message: ragged results may not fit)."""
         registry = self._shared_memory
         if registry is None or not request.HasField("shared_file") or not request.shared_file.reply_offset:
-            return None
-        if kernel.algorithm.ragged:  # its size is known only once it is computed: it goes in the message
             return None
         handle, offset, algorithm = request.shared_file.handle, int(request.shared_file.reply_offset), kernel.algorithm
 
         def write(rows: np.ndarray) -> bool:
             try:
                 with registry.open(handle) as region:
-                    return _shm_server.write_results(region, offset, algorithm.result_arrays(rows))
+                    return _shm_server.write_results(region, offset, algorithm.file_arrays(rows))
             except _shm_server.SharedFileRejected:  # unregistered meanwhile: its client has gone
                 return False
         return write

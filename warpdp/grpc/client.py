@@ -498,7 +498,9 @@ def _store(algorithm: Algorithm, reply: Any, out: np.ndarray, start: int, stop: 
     try:
         if shared is not None and shared[1] and stop > start and not algorithm.results_in_message(reply):
             file, offset = shared
-            data = file.view(offset, algorithm.reply_bytes_per_pair * (stop - start))
+            # Ragged results' size is in the file (their CIGAR offsets): all the room left is read.
+            room = file.capacity - offset if algorithm.ragged else algorithm.reply_bytes_per_pair * (stop - start)
+            data = file.view(offset, room)
             try:
                 algorithm.store_file_results(reply, data, out, start, stop)
             finally:
