@@ -71,7 +71,7 @@ class SeedExtParams(Params):
 
 @dataclass(frozen=True)
 class SeedExtPairs:
-    """Many seed extensions in packed form (the project's data model, DESIGN.md).
+    """Many seed extensions in packed form (the project's data model, docs/design.md).
 
     Pair ``k`` extends ``query[query_offsets[k]:query_offsets[k+1]]`` against
     ``target[target_offsets[k]:target_offsets[k+1]]`` from a seed scoring ``h0[k]``.

@@ -50,7 +50,7 @@ _IS_BASE[np.frombuffer(b"ACGTNacgtn", dtype=np.uint8)] = True
 
 @dataclass(frozen=True)
 class XdropPairs:
-    """Seed-extension pairs in packed form (the project's data model, DESIGN.md).
+    """Seed-extension pairs in packed form (the project's data model, docs/design.md).
 
     Pair ``i`` extends a seed starting at ``h_pos[i]`` in
     ``H = h_bases[h_offsets[i]:h_offsets[i+1]]`` (SeqAn's database, "horizontal") and at
