@@ -159,13 +159,10 @@ class WarpdpServicer:
                 # Runs when the RPC ends for any reason: a cancelled or expired call leaves the queue.
                 context.add_done_callback(lambda _call: self._batcher.cancel(item, "cancelled"))
             return await self._reply(kernel, item, job, 0)
-        except _RpcFailure as failure:
-            code = failure.code
-            await context.abort(failure.code, failure.message)
         except asyncio.CancelledError:
             code = grpc.StatusCode.CANCELLED
             raise
-        except Exception as exc:
+        except Exception as exc:  # an _RpcFailure's status, or one for what the handler did not expect
             code, message = _failure_status(method, exc)
             await context.abort(code, message)
         finally:
@@ -211,13 +208,10 @@ class WarpdpServicer:
                 yield reply
                 reservation.release()
                 stream.held.discard(reservation)
-        except _RpcFailure as failure:
-            code = failure.code
-            await context.abort(failure.code, failure.message)
         except asyncio.CancelledError:
             code = grpc.StatusCode.CANCELLED
             raise
-        except Exception as exc:
+        except Exception as exc:  # an _RpcFailure's status, or one for what the handler did not expect
             code, message = _failure_status(method, exc)
             await context.abort(code, message)
         finally:
