@@ -7,21 +7,21 @@ Every request is built from a numpy Generator, so a seed reproduces a run.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 import numpy as np
 
+from warpdp import registry
 from warpdp.grpc import warpdp_pb2
-from warpdp.grpc._algorithms import PAIRHMM, SEEDEXT, XDROP, Algorithm, XdropKey
-from warpdp.grpc._packing import PAIRHMM_OFFSET_FIELDS
+from warpdp.grpc._algorithms import Algorithm, XdropKey
 from warpdp.plugin.pairhmm import PairHmmRead, pack_batches
 from warpdp.plugin.seedext import SeedExtParams, pack_seed_pairs
 from warpdp.plugin.xdrop import pack_xdrop_pairs, xdrop
 
 SERVICE = "warpdp.v1.Warpdp"
-ALGORITHMS: dict[str, Algorithm] = {PAIRHMM.rpc: PAIRHMM, XDROP.rpc: XDROP, SEEDEXT.rpc: SEEDEXT}
-METHODS = tuple(ALGORITHMS)
 
 # Integers at the edges of the types the server and its C drivers use.
 EXTREME_INTS = (0, 1, -1, 2, 127, 128, 255, 256, 16383, 16384, 2**30, 2**30 + 1, 2**31 - 1, 2**31, -2**31,
@@ -32,12 +32,6 @@ EXTREME_INTS = (0, 1, -1, 2, 127, 128, 255, 256, 16383, 16384, 2**30, 2**30 + 1,
 ACCEPTED = frozenset({grpc.StatusCode.OK, grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED,
                       grpc.StatusCode.FAILED_PRECONDITION})
 
-# Each algorithm's int64 arrays inside its packed message.
-_INT64_FIELDS = {
-    PAIRHMM.rpc: PAIRHMM_OFFSET_FIELDS,
-    XDROP.rpc: tuple(offsets for _, offsets in XDROP.sequences) + XDROP.per_pair,
-    SEEDEXT.rpc: tuple(offsets for _, offsets in SEEDEXT.sequences) + SEEDEXT.per_pair,
-}
 
 
 def _bases(rng: np.random.Generator, n: int, alphabet: bytes = b"ACGT") -> bytes:
@@ -56,31 +50,63 @@ def extreme_int(rng: np.random.Generator) -> int:
     return min(max(value, -2**63), 2**63 - 1)
 
 
+def _pairhmm_job(rng: np.random.Generator) -> tuple[Any, Any]:
+    batches = []
+    for _ in range(int(rng.integers(1, 3))):
+        reads = []
+        for _ in range(int(rng.integers(1, 3))):
+            n = int(rng.integers(1, 16))
+            reads.append(PairHmmRead(_bases(rng, n), bytes(rng.integers(2, 41, n, dtype=np.uint8))))
+        batches.append((reads, [_bases(rng, int(rng.integers(1, 24))) for _ in range(int(rng.integers(1, 3)))]))
+    return pack_batches(batches), bool(rng.integers(2))
+
+
+def _xdrop_job(rng: np.random.Generator) -> tuple[Any, Any]:
+    k = int(rng.integers(1, 6))
+    pairs = []
+    for _ in range(int(rng.integers(1, 4))):
+        h, v = _bases(rng, int(rng.integers(k, 30)), b"ACGTN"), _bases(rng, int(rng.integers(k, 30)), b"ACGTN")
+        pairs.append((h, int(rng.integers(0, len(h) - k + 1)), v, int(rng.integers(0, len(v) - k + 1))))
+    return pack_xdrop_pairs(pairs), XdropKey.make(k=k, x=int(rng.integers(0, 20)),
+                                                  report=_choice(rng, ("longest", "best")))
+
+
+def _seedext_job(rng: np.random.Generator) -> tuple[Any, Any]:
+    items = [(_bases(rng, int(rng.integers(0, 30))), _bases(rng, int(rng.integers(0, 40))),
+              int(rng.integers(0, 60))) for _ in range(int(rng.integers(1, 4)))]
+    return pack_seed_pairs(items), SeedExtParams()
+
+
+# A small valid job (packed input, key) of each family, by family name: what the fuzzer
+# mutates. The families come from the registry; one without a builder here is not fuzzed
+# (its content is the family's own: add its builder when it is registered).
+JOB_BUILDERS: dict[str, Callable[[np.random.Generator], tuple[Any, Any]]] = {
+    "pairhmm": _pairhmm_job, "xdrop": _xdrop_job, "seedext": _seedext_job}
+
+ALGORITHMS: dict[str, Algorithm] = {family.rpc: family.algorithm() for family in registry.families()
+                                    if family.name in JOB_BUILDERS}
+METHODS = tuple(ALGORITHMS)
+
+
+def _job(method: str, rng: np.random.Generator) -> tuple[Any, Any]:
+    return JOB_BUILDERS[ALGORITHMS[method].name](rng)
+
+
+def _int64_fields(method: str) -> tuple[str, ...]:
+    """The int64 arrays of the method's packed message (every array not of bytes), in field order."""
+    algorithm = ALGORITHMS[method]
+    payload, _ = _job(method, np.random.default_rng(0))
+    return tuple(name for name, array in algorithm.wire_arrays(payload).items() if array.dtype != np.uint8)
+
+
+# Each algorithm's int64 arrays inside its packed message.
+_INT64_FIELDS = {method: _int64_fields(method) for method in METHODS}
+
+
 def valid_request(method: str, rng: np.random.Generator) -> bytes:
     """A small well-formed request of the method's algorithm, serialized."""
-    algorithm = ALGORITHMS[method]
-    if method == PAIRHMM.rpc:
-        batches = []
-        for _ in range(int(rng.integers(1, 3))):
-            reads = []
-            for _ in range(int(rng.integers(1, 3))):
-                n = int(rng.integers(1, 16))
-                reads.append(PairHmmRead(_bases(rng, n), bytes(rng.integers(2, 41, n, dtype=np.uint8))))
-            batches.append((reads, [_bases(rng, int(rng.integers(1, 24))) for _ in range(int(rng.integers(1, 3)))]))
-        payload, key = pack_batches(batches), bool(rng.integers(2))
-    elif method == XDROP.rpc:
-        k = int(rng.integers(1, 6))
-        pairs = []
-        for _ in range(int(rng.integers(1, 4))):
-            h, v = _bases(rng, int(rng.integers(k, 30)), b"ACGTN"), _bases(rng, int(rng.integers(k, 30)), b"ACGTN")
-            pairs.append((h, int(rng.integers(0, len(h) - k + 1)), v, int(rng.integers(0, len(v) - k + 1))))
-        payload = pack_xdrop_pairs(pairs)
-        key = XdropKey.make(k=k, x=int(rng.integers(0, 20)), report=_choice(rng, ("longest", "best")))
-    else:
-        items = [(_bases(rng, int(rng.integers(0, 30))), _bases(rng, int(rng.integers(0, 40))),
-                  int(rng.integers(0, 60))) for _ in range(int(rng.integers(1, 4)))]
-        payload, key = pack_seed_pairs(items), SeedExtParams()
-    return algorithm.request(payload, key).SerializeToString()
+    payload, key = _job(method, rng)
+    return ALGORITHMS[method].request(payload, key).SerializeToString()
 
 
 def mutate(raw: bytes, rng: np.random.Generator) -> bytes:
@@ -190,7 +216,8 @@ class RawCaller:
         """Whether the server scores a known X-drop request as warpdp.xdrop does in-process."""
         pairs = pack_xdrop_pairs([("ACGTACGTTTGACCA", 3, "ACGTACGATTGACCA", 3), ("GGGCCCAAATTT", 0, "GGGCCAAATTT", 0)])
         key = XdropKey.make(k=3, x=5)
-        raw = self._unary[XDROP.rpc](XDROP.request(pairs, key).SerializeToString(), timeout=timeout)
+        algorithm = registry.family("xdrop").algorithm()
+        raw = self._unary[algorithm.rpc](algorithm.request(pairs, key).SerializeToString(), timeout=timeout)
         reply = warpdp_pb2.XdropReply.FromString(raw)
         expected = xdrop(pairs, k=3, x=5, backend="cpu", threads=1)
         return reply.n_pairs == len(pairs) and all(

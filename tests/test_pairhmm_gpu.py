@@ -187,9 +187,9 @@ def test_hundred_thousand_pairs() -> None:
 
 def test_many_haplotypes_per_item(monkeypatch: pytest.MonkeyPatch) -> None:
     """Items that carry many haplotypes back to back (the state resets between them)."""
-    from warpdp.kernels import pairhmm as gpu_module
+    from warpdp.kernels import pairhmm_plan
 
-    monkeypatch.setattr(gpu_module, "item_limits", lambda *args, **kwargs: (64, 1e12))
+    monkeypatch.setattr(pairhmm_plan, "item_limits", lambda *args, **kwargs: (64, 1e12))
     rng = np.random.default_rng(9)
     batches = random_batches(rng, n_batches=6, reads=(3, 12), haps=(5, 40), read_len=(1, 700),
                              hap_len=(1, 400), n_rate=0.05)

@@ -2,7 +2,7 @@
 encoding of each sequence's bases as CIGAR-like ops (A C G T and others as M I D X and S) and
 a column of the number of runs. Its ragged results go through the API entry, its `warpdp runs`
 subcommand, a live server's unary and stream RPCs (proto messages built here) and the Python
-client's generic call, through messages and through shared memory."""
+client's generic call, through messages and through shared memory (requests and replies)."""
 from __future__ import annotations
 
 import argparse
@@ -21,7 +21,7 @@ from warpdp.grpc import Client, _shm_client, _shm_server, client as client_modul
 from warpdp.grpc._algorithms import Algorithm, InvalidRequest, Job
 from warpdp.grpc._kernel import AlgorithmKernel
 from warpdp.grpc.server import Batcher, Metrics
-from warpdp.grpc._packing import CellLimit, packed_message
+from warpdp.grpc._packing import CellLimit, packed_message, ragged_file_bytes, ragged_from_file
 from warpdp.plugin.core import cigar
 from warpdp.plugin.core.results import Results
 
@@ -121,6 +121,7 @@ class RunsAlgorithm(Algorithm):
     sequences = (("bases", "offsets"),)  # how the memory budget counts a message's pairs
     reply_bytes_per_pair = 24            # the memory budget's estimate; reply_bytes() bounds it
     ragged = True
+    result_columns = (("n_runs", "<i8"),)  # its results' layout in a shared file
 
     def key_fields(self, key: Hashable) -> dict[str, Any]:
         return {}
@@ -165,7 +166,7 @@ class RunsAlgorithm(Algorithm):
                          n_pairs=n_pairs, chunk=chunk, stats=stats)
 
     def result_arrays(self, rows: Results) -> list[np.ndarray]:
-        raise AssertionError("ragged results never go into a shared file")
+        raise AssertionError("ragged results go into a shared file as file_arrays lays them out")
 
     def warmup_jobs(self) -> list[tuple[Any, Hashable]]:
         return [(pack_runs(["AAC"]), None)]
@@ -191,8 +192,11 @@ class RunsAlgorithm(Algorithm):
     def results_in_message(self, reply: Any) -> bool:
         return reply.n_pairs == 0 or len(reply.n_runs) > 0
 
+    def store_results(self, results: Results, out: _Collected, start: int, stop: int) -> None:
+        out.parts[start] = results
+
     def _store_arrays(self, data: np.ndarray, out: Any, start: int, stop: int) -> None:
-        raise AssertionError("ragged results never go into a shared file")
+        raise AssertionError("ragged results come from a shared file through store_results")
 
     def results(self, out: _Collected) -> Results:
         if not out.parts:
@@ -335,25 +339,55 @@ def test_client_splits_into_streams_when_over_the_limits(runs_family):
 
 
 @pytest.mark.skipif(not _shm_client.available(), reason="no memfd shared memory here")
-def test_client_call_through_shared_memory(runs_family, monkeypatch):
+@pytest.mark.parametrize("room", [True, False])
+def test_client_call_through_shared_memory(runs_family, monkeypatch, room):
+    """Requests in shared memory; ragged replies written back there when the client leaves
+    room for the family's reply bound (the messages then carry no results), else in messages."""
     monkeypatch.setattr(client_module, "_SHARED_MIN_BYTES", 64)
     monkeypatch.setattr(client_module, "_SHARED_CHUNK_BYTES", 256)
+    if not room:
+        monkeypatch.setattr(RunsAlgorithm, "reply_bound", lambda self, payload, key: 0)
     read: list[str] = []
-    real = _shm_server.read_arrays
+    real_read = _shm_server.read_arrays
 
-    def spy(region, *args, **kwargs):
+    def spy_read(region, *args, **kwargs):
         read.append(region)
-        return real(region, *args, **kwargs)
+        return real_read(region, *args, **kwargs)
 
-    monkeypatch.setattr(_shm_server, "read_arrays", spy)
+    from_file: list[Any] = []
+    from_message: list[Any] = []
+    real_file, real_message = RunsAlgorithm.store_file_results, RunsAlgorithm.store
+    monkeypatch.setattr(_shm_server, "read_arrays", spy_read)
+    monkeypatch.setattr(RunsAlgorithm, "store_file_results",
+                        lambda self, reply, *a: (from_file.append(reply), real_file(self, reply, *a)))
+    monkeypatch.setattr(RunsAlgorithm, "store", lambda self, reply, *a: (from_message.append(reply),
+                                                                        real_message(self, reply, *a)))
     server = start_server()
     try:
         with Client(server.address, timeout=WAIT) as client:
             sequences = SEQUENCES * 4
             assert client.call("runs", pack_runs(sequences)) == expected(sequences)
-        assert read  # the requests' arrays came in shared memory; the ragged replies in messages
+        assert read  # the requests' arrays came in shared memory
+        if room:
+            assert from_file and not [r for r in from_message if r.n_pairs]
+            assert sum(r.n_pairs for r in from_file) == len(sequences)
+            assert all(not (r.n_runs or r.cigar_ops or r.cigar_offsets) for r in from_file)
+        else:
+            assert not from_file and sum(r.n_pairs for r in from_message) == len(sequences)
     finally:
         server.stop()
+
+
+def test_ragged_file_layout_round_trip_and_checks():
+    found = runs(pack_runs(SEQUENCES))
+    columns = RunsAlgorithm.result_columns
+    data = np.concatenate([a.view(np.uint8) for a in RUNS.algorithm().file_arrays(found)])
+    assert len(data) == ragged_file_bytes(len(found), len(found.cigar_ops), columns)
+    assert ragged_from_file(np.concatenate([data, np.zeros(5, np.uint8)]), len(found), columns) == found
+    with pytest.raises(ValueError, match="past its"):
+        ragged_from_file(data[:-4], len(found), columns)
+    with pytest.raises(ValueError, match="too few"):
+        ragged_from_file(data[:20], len(found), columns)
 
 
 def test_other_servers_do_not_serve_an_unregistered_family():

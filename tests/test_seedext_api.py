@@ -6,6 +6,7 @@ import pytest
 
 import warpdp
 from helpers.seedext import BROKEN_PAIR_CASES, broken_pairs
+from warpdp.plugin.core.results import Results
 from warpdp.plugin.seedext import SeedExtParams, seedext_cells
 
 ITEMS = [(b"ACGTACGTAC", b"ACGTACGTACGG", 20), ("ACGGT", "ACGT", 5), (b"", b"ACG", 9)]
@@ -29,6 +30,17 @@ def test_packed_layout_and_results() -> None:
     # Ten matches on the diagonal from h0 = 20; the query end is reached at target length 10.
     assert results.table[0].tolist() == [30, 10, 10, 10, 30, 0]
 
+
+
+def test_results_are_shared_results_columns() -> None:
+    results = warpdp.seed_extend(packed(), backend="cpu")
+    assert isinstance(results, Results) and not results.has_cigar
+    assert list(results) == ["score", "qle", "tle", "gtle", "gscore", "max_off"]
+    assert results.row(0) == dict(zip(results, [30, 10, 10, 10, 30, 0]))
+    part = results[1:]
+    assert isinstance(part, warpdp.SeedExtResults) and part.table.flags.c_contiguous
+    np.testing.assert_array_equal(part.table, results.table[1:])
+    assert warpdp.SeedExtResults.concat([results[:1], part]) == results
 
 def test_select_and_from_arrays_round_trip() -> None:
     pairs = packed()

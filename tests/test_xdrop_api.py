@@ -9,6 +9,7 @@ import pytest
 import warpdp
 from helpers.data import shared_file
 from warpdp.cli import main
+from warpdp.plugin.core.results import Results
 from warpdp.plugin.backend import BackendUnavailableError, gpu_status
 from warpdp.plugin.xdrop import XdropPair, XdropPairs, XdropResults, pack_xdrop_pairs, xdrop, xdrop_pair
 from warpdp.plugin.xdrop_io import read_logan_text, read_xdrop_fastx, read_xdrop_results, write_xdrop_results
@@ -30,6 +31,16 @@ def test_results_layout_and_public_names() -> None:
     assert results.n_cells == int(results.cells.sum()) > 0
     assert xdrop_pair("ACGTACGTAAAA", 4, "ACGTACGTAAAA", 4, k=4, x=5) == (12, 0, 12, 0, 12)
     assert warpdp.xdrop_cpu_isas()[0] == "scalar"
+
+
+def test_results_are_shared_results_columns() -> None:
+    results = warpdp.xdrop(small_pairs(), k=4, x=5, backend="cpu")
+    assert isinstance(results, Results) and not results.has_cigar
+    assert list(results) == [*XdropResults.COLUMNS, "cells"]
+    assert results.row(0)["score"] == 12
+    part = results[1:]
+    assert isinstance(part, XdropResults) and part.score.tolist() == results.score[1:].tolist()
+    assert XdropResults.concat([results[:1], part]) == results
 
 
 def test_select_and_empty_input() -> None:

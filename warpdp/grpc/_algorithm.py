@@ -61,9 +61,13 @@ class Algorithm(ABC):
     # page-locked mapping of the client's shared file, and reads only these (the offsets it
     # checks and plans with). None: the whole file is read.
     mapped_file_host_fields: ClassVar[tuple[str, ...] | None] = None
-    # Whether a reply's size depends on the results (a ragged CIGAR), not only on its pairs:
-    # the server then never writes its results into a shared file (they go in the message).
+    # Whether a reply's size depends on the results (a ragged CIGAR), not only on its pairs.
+    # Such results (a Results with a CIGAR) go into a shared file as result_columns (name and
+    # little-endian dtype of each column, in order), then the CIGAR (see
+    # _packing.ragged_file_arrays), when the client left room for reply_bytes' bound; else
+    # in the message.
     ragged: ClassVar[bool] = False
+    result_columns: ClassVar[tuple[tuple[str, str], ...]] = ()
     # For input of sequences: the (bases, offsets) field names of the packed message (the
     # memory budget counts a message's pairs from the first offsets; see pairs_in_message).
     sequences: ClassVar[tuple[tuple[str, str], ...]] = ()
@@ -119,6 +123,19 @@ class Algorithm(ABC):
         """An upper bound of the result bytes a job's reply holds (checked against the message
         limit before the job runs)."""
         return self.reply_bytes_per_pair * job.n_pairs
+
+    def reply_bound(self, payload: Any, key: Hashable) -> int:
+        """:meth:`reply_bytes` for packed input (the room a client leaves for results in a shared file)."""
+        if not self.ragged:
+            return self.reply_bytes_per_pair * self.n_pairs(payload)
+        return self.reply_bytes(Job(payload, key, self.n_pairs(payload), self.cells(payload, key)))
+
+    def file_arrays(self, rows: Any) -> list[np.ndarray]:
+        """The arrays a server writes back to back into a shared file for result rows:
+        :meth:`result_arrays`, or for ragged results the layout of _packing.ragged_file_arrays."""
+        if self.ragged:
+            return _packing.ragged_file_arrays(rows, self.result_columns)
+        return self.result_arrays(rows)
 
     @abstractmethod
     def merge(self, payloads: list[Any]) -> Any:
@@ -182,9 +199,17 @@ class Algorithm(ABC):
         n = stop - start
         if reply.n_pairs != n:
             raise ValueError(f"the server returned {reply.n_pairs} pairs where {n} were sent")
+        if self.ragged:
+            self.store_results(_packing.ragged_from_file(data, n, self.result_columns), out, start, stop)
+            return
         if len(data) < self.reply_bytes_per_pair * n:
             raise ValueError(f"the shared file holds {len(data)} bytes of results for {n} pairs")
         self._store_arrays(data, out, start, stop)
+
+    def store_results(self, results: Any, out: Any, start: int, stop: int) -> None:
+        """Put ragged results for pairs start:stop, read from a shared file, into out (a
+        ragged family's; the others' results never come as a Results)."""
+        raise NotImplementedError(f"{self.name} has no ragged results")
 
     @abstractmethod
     def _store_arrays(self, data: np.ndarray, out: np.ndarray, start: int, stop: int) -> None:

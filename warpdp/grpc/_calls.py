@@ -76,7 +76,10 @@ def _check_parsed(request: Any, method: str, prefix: str) -> None:
 
 
 def _failure_status(method: str, exc: Exception) -> tuple[grpc.StatusCode, str]:
-    """The status answering an exception a handler did not expect to handle itself."""
+    """The status answering an exception: an _RpcFailure's own, or the one for an exception a
+    handler did not expect to handle itself."""
+    if isinstance(exc, _RpcFailure):
+        return exc.code, exc.message
     if isinstance(exc, AdmissionRefused):
         return grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc)
     if isinstance(exc, MemoryError):

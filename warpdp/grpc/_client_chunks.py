@@ -91,8 +91,8 @@ class _SharedChunks:
         index, chunk = taken
         algorithm = self.algorithm
         # The results come back in the memfd too: gRPC's message path is slow for megabytes.
-        # Ragged results (a CIGAR) have no size known in advance: they come in the message.
-        reply_bytes = 0 if algorithm.ragged else algorithm.reply_bytes_per_pair * algorithm.n_pairs(chunk)
+        # Room for the family's bound (ragged results: their size is known only once computed).
+        reply_bytes = algorithm.reply_bound(chunk, self.key)
         try:
             shared, sizes, reply_offset = self.pool.acquire(list(algorithm.wire_arrays(chunk).values()), reply_bytes)
         except OSError as exc:  # e.g. out of memory, or the server refused it: end the stream here

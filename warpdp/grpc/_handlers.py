@@ -159,13 +159,10 @@ class WarpdpServicer:
                 # Runs when the RPC ends for any reason: a cancelled or expired call leaves the queue.
                 context.add_done_callback(lambda _call: self._batcher.cancel(item, "cancelled"))
             return await self._reply(kernel, item, job, 0)
-        except _RpcFailure as failure:
-            code = failure.code
-            await context.abort(failure.code, failure.message)
         except asyncio.CancelledError:
             code = grpc.StatusCode.CANCELLED
             raise
-        except Exception as exc:
+        except Exception as exc:  # an _RpcFailure's status, or one for what the handler did not expect
             code, message = _failure_status(method, exc)
             await context.abort(code, message)
         finally:
@@ -211,13 +208,10 @@ class WarpdpServicer:
                 yield reply
                 reservation.release()
                 stream.held.discard(reservation)
-        except _RpcFailure as failure:
-            code = failure.code
-            await context.abort(failure.code, failure.message)
         except asyncio.CancelledError:
             code = grpc.StatusCode.CANCELLED
             raise
-        except Exception as exc:
+        except Exception as exc:  # an _RpcFailure's status, or one for what the handler did not expect
             code, message = _failure_status(method, exc)
             await context.abort(code, message)
         finally:
@@ -435,18 +429,16 @@ class WarpdpServicer:
         what writes them there, on the batcher's worker (off the event loop, and the reply
         goes out with no results to copy). None for any other request. The results go only
         into the memfd the request's handle names, as long as its client has it registered
-        (else in the message)."""
+        and left room for them (else in the message: ragged results may not fit)."""
         registry = self._shared_memory
         if registry is None or not request.HasField("shared_file") or not request.shared_file.reply_offset:
-            return None
-        if kernel.algorithm.ragged:  # its size is known only once it is computed: it goes in the message
             return None
         handle, offset, algorithm = request.shared_file.handle, int(request.shared_file.reply_offset), kernel.algorithm
 
         def write(rows: np.ndarray) -> bool:
             try:
                 with registry.open(handle) as region:
-                    return _shm_server.write_results(region, offset, algorithm.result_arrays(rows))
+                    return _shm_server.write_results(region, offset, algorithm.file_arrays(rows))
             except _shm_server.SharedFileRejected:  # unregistered meanwhile: its client has gone
                 return False
         return write

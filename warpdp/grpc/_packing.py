@@ -11,6 +11,7 @@ from itertools import accumulate
 import numpy as np
 
 from ..plugin.packed import MAX_SEQUENCE_LENGTH
+from ..plugin.core.results import Results
 from ..plugin.pairhmm import PairHmmBatches
 from . import warpdp_pb2
 
@@ -328,3 +329,43 @@ def plan_pair_ranges(cells: np.ndarray, request_bytes: np.ndarray, reply_bytes: 
         ranges.append((i, j))
         i = j
     return ranges
+
+
+# Ragged results (columns + CIGAR) in a shared file: the columns, each n_pairs values of its
+# little-endian dtype, then the CIGAR's n_pairs + 1 int64 offsets, then its uint32 ops. The
+# offsets come before the ops so a reader learns the ops' count from them.
+
+
+def ragged_file_arrays(results: Results, columns: Sequence[tuple[str, str]]) -> list[np.ndarray]:
+    """The arrays a server writes back to back for ragged results (``columns``: name and
+    little-endian dtype of each column, in order)."""
+    if results.cigar_ops is None or results.cigar_offsets is None:
+        raise ValueError("ragged results carry a CIGAR")
+    arrays = [np.ascontiguousarray(results.columns[name], dtype=dtype) for name, dtype in columns]
+    return arrays + [np.ascontiguousarray(results.cigar_offsets, dtype="<i8"),
+                     np.ascontiguousarray(results.cigar_ops, dtype="<u4")]
+
+
+def ragged_file_bytes(n_pairs: int, n_ops: int, columns: Sequence[tuple[str, str]]) -> int:
+    """Bytes of :func:`ragged_file_arrays` for n_pairs pairs and n_ops CIGAR ops."""
+    return n_pairs * sum(np.dtype(dtype).itemsize for _, dtype in columns) + 8 * (n_pairs + 1) + 4 * n_ops
+
+
+def ragged_from_file(data: np.ndarray, n_pairs: int, columns: Sequence[tuple[str, str]]) -> Results:
+    """Results of n_pairs pairs read from the bytes :func:`ragged_file_arrays` wrote (copies);
+    ValueError when they do not hold such results."""
+    at, found = 0, {}
+    for name, dtype in columns:
+        size = n_pairs * np.dtype(dtype).itemsize
+        if at + size > len(data):
+            raise ValueError(f"the shared file holds {len(data)} bytes, too few for the results of {n_pairs} pairs")
+        found[name] = data[at:at + size].view(dtype).copy()
+        at += size
+    if at + ragged_file_bytes(n_pairs, 0, ()) > len(data):
+        raise ValueError(f"the shared file holds {len(data)} bytes, too few for the results of {n_pairs} pairs")
+    offsets = data[at:at + 8 * (n_pairs + 1)].view("<i8").copy()
+    at += len(offsets) * 8
+    n_ops = int(offsets[-1])
+    if n_ops < 0 or at + 4 * n_ops > len(data):
+        raise ValueError(f"the shared file's CIGAR offsets end at {n_ops} ops, past its {len(data)} bytes")
+    return Results(found, data[at:at + 4 * n_ops].view("<u4").copy(), offsets)

@@ -21,10 +21,8 @@ then on.
 """
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
-import socket
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -41,6 +39,7 @@ from ..plugin.seedext import SeedExtPairs, SeedExtParams, SeedExtResults
 from ..plugin.xdrop import XdropPairs, XdropResults
 from . import _shm_client, warpdp_pb2, warpdp_pb2_grpc
 from ._algorithm import Algorithm
+from ._client_address import _target
 from ._client_chunks import _SHARED_IN_FLIGHT, _ChunkFeed, _SharedChunks, _SharedFilesUnusable  # noqa: F401 (_SHARED_IN_FLIGHT: tests read it here)
 from ._config import SERVICE_NAME
 from ._packing import CellLimit
@@ -67,7 +66,6 @@ _SHARED_CHUNKS_PER_JOB = 12
 _FIRST_CHUNK_BYTES = 2 * 1024 * 1024
 _SHARED_FIRST_CHUNK_BYTES = 4 * 1024 * 1024
 logger = logging.getLogger("warpdp.grpc")
-_URI_SCHEMES = ("dns:", "ipv4:", "ipv6:", "unix:", "unix-abstract:", "vsock:", "xds:")
 
 
 class ServiceError(RuntimeError):
@@ -88,49 +86,6 @@ def _service_error(error: grpc.RpcError) -> ServiceError:
     details = (error.details() if hasattr(error, "details") else None) or str(error)
     cls = InvalidRequestError if code == grpc.StatusCode.INVALID_ARGUMENT else ServiceError
     return cls(code, details)
-
-
-def _split_host_port(address: str) -> tuple[str, str]:
-    if address.startswith("["):
-        host, sep, port = address[1:].partition("]:")
-    else:
-        host, sep, port = address.rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise ValueError(f"server address {address!r} must be HOST:PORT (or [IPv6]:PORT)")
-    return host, port
-
-
-def _target(addresses: list[str]) -> tuple[str, bool, str | None]:
-    """gRPC target for the addresses, whether to balance round_robin, and the TLS host name.
-
-    One address is used as given (a ``dns:///name:port`` target balances over every address
-    the name resolves to). A list becomes one ``ipv4:`` / ``ipv6:`` target holding every
-    server; host names in a list are resolved here, once.
-    """
-    if len(addresses) == 1:
-        address = addresses[0]
-        return address, address.startswith(_URI_SCHEMES), None
-    families, endpoints, names = set(), [], []
-    for address in addresses:
-        if address.startswith(_URI_SCHEMES):
-            raise ValueError(f"a list of servers must be HOST:PORT entries, not URIs ({address!r}); "
-                             f"use a single dns:///name:port target instead")
-        host, port = _split_host_port(address)
-        try:
-            ip = ipaddress.ip_address(host)
-        except ValueError:
-            names.append(host)
-            try:
-                infos = socket.getaddrinfo(host, int(port), socket.AF_INET, socket.SOCK_STREAM)
-            except socket.gaierror as exc:
-                raise ValueError(f"cannot resolve server {host!r} to an IPv4 address: {exc}") from None
-            ip = ipaddress.ip_address(infos[0][4][0])
-        families.add(ip.version)
-        endpoints.append(f"{ip}:{port}" if ip.version == 4 else f"[{ip}]:{port}")
-    if len(families) > 1:
-        raise ValueError("a list of servers must be all IPv4 or all IPv6 addresses")
-    scheme = "ipv4" if families == {4} else "ipv6"
-    return f"{scheme}:{','.join(endpoints)}", True, (names[0] if names else None)
 
 
 # gRPC repeats a call that found no server (restart, failover) itself, as long as no reply has come
@@ -498,7 +453,9 @@ def _store(algorithm: Algorithm, reply: Any, out: np.ndarray, start: int, stop: 
     try:
         if shared is not None and shared[1] and stop > start and not algorithm.results_in_message(reply):
             file, offset = shared
-            data = file.view(offset, algorithm.reply_bytes_per_pair * (stop - start))
+            # Ragged results' size is in the file (their CIGAR offsets): all the room left is read.
+            room = file.capacity - offset if algorithm.ragged else algorithm.reply_bytes_per_pair * (stop - start)
+            data = file.view(offset, room)
             try:
                 algorithm.store_file_results(reply, data, out, start, stop)
             finally:

@@ -26,7 +26,7 @@ QualityInput = str | bytes | bytearray | Sequence[int] | np.ndarray
 
 @dataclass(frozen=True)
 class PairHmmBatches:
-    """Many Pair-HMM batches in packed form (the project's data model, DESIGN.md).
+    """Many Pair-HMM batches in packed form (the project's data model, docs/design.md).
 
     Read ``r`` is ``read_bases[read_offsets[r]:read_offsets[r+1]]`` and its four quality
     arrays are sliced the same way (raw phred values, not ASCII). Haplotype ``h`` is

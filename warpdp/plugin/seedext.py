@@ -22,6 +22,7 @@ from .core.backend import choose_backend, resolve_cpu_isa, resolve_threads
 from .core.packed import (SequenceInput, byte_array, check_array, check_int, check_offset_ends, check_offset_steps,
                           concat, int64_array, offsets_of, sequence_bytes)
 from .core.params import Params
+from .core.results import Results
 
 # Bounds that keep every variant's arithmetic exact (BWA's own types: an int8 matrix, int scores).
 MAX_MATCH_SCORE = 127
@@ -70,7 +71,7 @@ class SeedExtParams(Params):
 
 @dataclass(frozen=True)
 class SeedExtPairs:
-    """Many seed extensions in packed form (the project's data model, DESIGN.md).
+    """Many seed extensions in packed form (the project's data model, docs/design.md).
 
     Pair ``k`` extends ``query[query_offsets[k]:query_offsets[k+1]]`` against
     ``target[target_offsets[k]:target_offsets[k+1]]`` from a seed scoring ``h0[k]``.
@@ -172,9 +173,9 @@ def _check_h0_range(h0: np.ndarray, first: int = 0) -> None:
 RESULT_FIELDS = ("score", "qle", "tle", "gtle", "gscore", "max_off")
 
 
-@dataclass(frozen=True)
-class SeedExtResults:
-    """What ksw_extend2 returns for each pair, as one (n_pairs, 6) int32 table.
+class SeedExtResults(Results):
+    """What ksw_extend2 returns for each pair, as one (n_pairs, 6) int32 table (a :class:`Results`
+    whose columns are views of the table's columns; no CIGAR).
 
     Columns (also available as attributes, each an int32 view of its column):
       score   best score (h0 when nothing beats the seed);
@@ -185,15 +186,19 @@ class SeedExtResults:
       max_off largest distance from the diagonal among the successive best cells.
     """
 
-    table: np.ndarray
-
-    def __post_init__(self) -> None:
-        table = self.table
+    def __init__(self, table: np.ndarray) -> None:
         if not isinstance(table, np.ndarray) or table.dtype != np.int32 or table.ndim != 2 or table.shape[1] != 6:
             raise TypeError("table must be an (n_pairs, 6) numpy array of int32")
+        # The table is kept as given (not copied): out= is filled in place through it.
+        self.table = table
+        super().__init__({name: table[:, k] for k, name in enumerate(RESULT_FIELDS)})
 
-    def __len__(self) -> int:
-        return len(self.table)
+    def _like(self, columns: dict[str, np.ndarray], ops: np.ndarray | None,
+              offsets: np.ndarray | None) -> SeedExtResults:
+        table = np.empty((len(columns["score"]), len(RESULT_FIELDS)), dtype=np.int32)
+        for k, name in enumerate(RESULT_FIELDS):
+            table[:, k] = columns[name]
+        return SeedExtResults(table)
 
     @property
     def score(self) -> np.ndarray:

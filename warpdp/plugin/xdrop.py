@@ -35,6 +35,7 @@ from .core.backend import choose_backend, resolve_cpu_isa, resolve_threads
 from .core.packed import (INT64_MAX, MAX_SEQUENCE_LENGTH, SequenceInput, byte_array, check_array, check_int,
                           check_offsets, concat, int64_array, offsets_of, sequence_bytes)
 from .core.params import Params
+from .core.results import Results
 
 REPORTS = ("longest", "best")
 
@@ -49,7 +50,7 @@ _IS_BASE[np.frombuffer(b"ACGTNacgtn", dtype=np.uint8)] = True
 
 @dataclass(frozen=True)
 class XdropPairs:
-    """Seed-extension pairs in packed form (the project's data model, DESIGN.md).
+    """Seed-extension pairs in packed form (the project's data model, docs/design.md).
 
     Pair ``i`` extends a seed starting at ``h_pos[i]`` in
     ``H = h_bases[h_offsets[i]:h_offsets[i+1]]`` (SeqAn's database, "horizontal") and at
@@ -261,26 +262,49 @@ def pack_xdrop_pairs(pairs: Iterable[XdropPair | tuple[SequenceInput, int, Seque
     return packed
 
 
-@dataclass(frozen=True)
-class XdropResults:
-    """Per-pair results, int64 arrays in input order.
+class XdropResults(Results):
+    """Per-pair results, int64 columns in input order (a :class:`Results` without CIGAR).
 
     ``score`` is left + right + k * match; ``[begin_h, end_h)`` and ``[begin_v, end_v)`` are the
     extended seed in H and V (0-based, end exclusive, SeqAn's seed positions); ``cells`` counts
     the DP cells computed for the pair (both directions), for GCUPS.
     """
 
-    score: np.ndarray
-    begin_h: np.ndarray
-    end_h: np.ndarray
-    begin_v: np.ndarray
-    end_v: np.ndarray
-    cells: np.ndarray
-
     COLUMNS = ("score", "begin_h", "end_h", "begin_v", "end_v")
+    _ALL = COLUMNS + ("cells",)
 
-    def __len__(self) -> int:
-        return len(self.score)
+    def __init__(self, score: np.ndarray, begin_h: np.ndarray, end_h: np.ndarray, begin_v: np.ndarray,
+                 end_v: np.ndarray, cells: np.ndarray) -> None:
+        # The arrays are kept as given (not copied): out= is filled in place.
+        super().__init__(dict(zip(self._ALL, (score, begin_h, end_h, begin_v, end_v, cells))))
+
+    def _like(self, columns: dict[str, np.ndarray], ops: np.ndarray | None,
+              offsets: np.ndarray | None) -> XdropResults:
+        return XdropResults(**columns)
+
+    @property
+    def score(self) -> np.ndarray:
+        return self.columns["score"]
+
+    @property
+    def begin_h(self) -> np.ndarray:
+        return self.columns["begin_h"]
+
+    @property
+    def end_h(self) -> np.ndarray:
+        return self.columns["end_h"]
+
+    @property
+    def begin_v(self) -> np.ndarray:
+        return self.columns["begin_v"]
+
+    @property
+    def end_v(self) -> np.ndarray:
+        return self.columns["end_v"]
+
+    @property
+    def cells(self) -> np.ndarray:
+        return self.columns["cells"]
 
     @property
     def n_cells(self) -> int:
@@ -297,8 +321,8 @@ class XdropResults:
 
     def check_output(self, n_pairs: int) -> None:
         """TypeError/ValueError naming the column unless every column can take n_pairs results."""
-        for name in self.COLUMNS + ("cells",):
-            column = getattr(self, name)
+        for name in self._ALL:
+            column = self.columns[name]
             check_array(column, f"out.{name}", np.int64)
             if not column.flags.writeable:
                 raise ValueError(f"out.{name} must be writeable")

@@ -1,6 +1,6 @@
 """CIGAR operations as warpdp stores them: one uint32 per run, ``length << 4 | op``, with SAM's
 op codes (M I D N S H P = X as 0..8, as BAM and htslib number them), and per-pair int64
-offsets into the ops (see DESIGN.md, "Data model")."""
+offsets into the ops (see docs/design.md, "Data model")."""
 from __future__ import annotations
 
 import re

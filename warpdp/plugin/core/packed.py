@@ -1,4 +1,4 @@
-"""The packed data model's building blocks, shared by every algorithm (DESIGN.md "Data model").
+"""The packed data model's building blocks, shared by every algorithm (docs/design.md "Data model").
 
 Sequences travel as concatenated uint8 bytes plus int64 offsets; these helpers convert
 inputs to that form and check it, with errors that name the field.

@@ -1,5 +1,5 @@
 """Results of a batch: named numpy columns, one value per pair, and an optional ragged CIGAR
-(see cigar.py and DESIGN.md, "Data model"). Families' result classes build on :class:`Results`;
+(see cigar.py and docs/design.md, "Data model"). Families' result classes build on :class:`Results`;
 the service splits, merges and sends them without knowing the family."""
 from __future__ import annotations
 

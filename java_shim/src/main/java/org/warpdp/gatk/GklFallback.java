@@ -115,6 +115,15 @@ public final class GklFallback {
         return b != null && a.getPath().equals(b.getPath());
     }
 
+    /**
+     * A class loader that defines GKL's classes (and finds GKL's resources, its native libraries) from
+     * {@code root}, GKL's jar or class folder, and takes everything else from {@code parent}: GKL's own
+     * classes even where warpdp's shadow their names.
+     */
+    public static ClassLoader isolatedLoader(URL root, ClassLoader parent) {
+        return new GklLoader(root, parent);
+    }
+
     /** Defines GKL's classes from its own jar; everything else comes from the parent. */
     private static final class GklLoader extends URLClassLoader {
         static {

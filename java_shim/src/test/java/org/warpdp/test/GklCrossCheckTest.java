@@ -3,8 +3,6 @@ package org.warpdp.test;
 import static org.junit.Assume.assumeTrue;
 
 import java.io.File;
-import java.net.URL;
-import java.net.URLClassLoader;
 import java.util.List;
 import java.util.Random;
 
@@ -13,6 +11,7 @@ import org.broadinstitute.gatk.nativebindings.pairhmm.PairHMMNativeArguments;
 import org.broadinstitute.gatk.nativebindings.pairhmm.PairHMMNativeBinding;
 import org.broadinstitute.gatk.nativebindings.pairhmm.ReadDataHolder;
 import org.junit.Test;
+import org.warpdp.gatk.GklFallback;
 
 /**
  * The real thing side by side: Intel GKL's native Pair-HMM (GKL's jar from Maven Central, loaded in a
@@ -26,37 +25,14 @@ public class GklCrossCheckTest {
     private static PairHMMNativeBinding gkl;
     private static boolean loaded;
 
-    // Child-first for GKL's own classes, so GKL's IntelPairHmm (not ours) is defined, with its natives.
-    private static final class GklLoader extends URLClassLoader {
-        GklLoader(URL[] urls, ClassLoader parent) {
-            super("gkl", urls, parent);
-        }
-
-        @Override
-        protected Class<?> loadClass(String name, boolean resolve) throws ClassNotFoundException {
-            if (!name.startsWith("com.intel.gkl.")) {
-                return super.loadClass(name, resolve);
-            }
-            synchronized (getClassLoadingLock(name)) {
-                Class<?> c = findLoadedClass(name);
-                if (c == null) {
-                    c = findClass(name);
-                }
-                if (resolve) {
-                    resolveClass(c);
-                }
-                return c;
-            }
-        }
-    }
-
     // One GKL instance: its native library can belong to one class loader only, and its precision setting is
     // global, so it is initialized again before every use.
     private static synchronized PairHMMNativeBinding realGkl(boolean useDouble) throws Exception {
         if (gkl == null) {
             assumeTrue("Intel GKL's jar (-Dwarpdp.test.gkl.jar) not found; skipping the cross-check",
                     GKL_JAR.isFile());
-            GklLoader loader = new GklLoader(new URL[] {GKL_JAR.toURI().toURL()},
+            // GKL's own classes, not ours of the same names (the shim's fallback loads them the same way).
+            ClassLoader loader = GklFallback.isolatedLoader(GKL_JAR.toURI().toURL(),
                     GklCrossCheckTest.class.getClassLoader());
             PairHMMNativeBinding hmm = (PairHMMNativeBinding) loader.loadClass("com.intel.gkl.pairhmm.IntelPairHmm")
                     .getConstructor().newInstance();
