@@ -265,6 +265,23 @@ def check_traceback(pairs: AlignPairs, params: AlignParams) -> None:
                                 "(score only) or raise the limit")
 
 
+def check_lengths(pairs: AlignPairs, params: AlignParams) -> None:
+    """ValueError naming the pair whose DP values could overflow int32 with these parameters (the C
+    driver's bound: (len_q + len_t + 2) * largest |parameter| <= 2^29)."""
+    if pairs.n_pairs == 0:
+        return
+    if params.mode == "gatk":
+        largest = max(abs(params.match), abs(params.mismatch), abs(params.gap_open), abs(params.gap_extend))
+    else:
+        largest = max(max(abs(v) for row in params.score_matrix() for v in row), params.gap_costs()[0])
+    sizes = np.diff(pairs.query_offsets) + np.diff(pairs.target_offsets) + 2
+    over = np.flatnonzero(sizes > (1 << 29) // max(largest, 1))
+    if len(over):
+        i = int(over[0])
+        raise ValueError(f"pair {i}: query and target lengths ({int(sizes[i]) - 2} bases together) are too long for "
+                         f"int32 scores with a parameter of magnitude {largest}")
+
+
 def _as_pairs(pairs: object) -> AlignPairs:
     if isinstance(pairs, AlignPairs):
         pairs.validate()
@@ -291,6 +308,7 @@ def align(
     params = AlignParams.from_kwargs(params, **keywords)
     packed = _as_pairs(pairs)
     n_threads = resolve_threads(threads)
+    check_lengths(packed, params)
     check_traceback(packed, params)
     if out is None:
         results = AlignResults.empty(packed.n_pairs)
