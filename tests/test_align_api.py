@@ -235,3 +235,22 @@ def test_live_server_unary_stream_and_errors() -> None:
             channel.close()
     finally:
         server.stop()
+
+
+def test_help_explains_columns_coordinates_gaps_and_ties(capsys) -> None:
+    with pytest.raises(SystemExit) as done:
+        cli.main(["align", "--help"])
+    assert done.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for phrase in ("score, query_begin, query_end, target_begin, target_end", "0-based, end exclusive",
+                   "gap_open + (L-1)*gap_extend", "gap_open + L*gap_extend", "Ties:", "alignment offset"):
+        assert phrase in text, phrase
+
+
+def test_out_is_filled_in_place() -> None:
+    pairs = [("ACGT", "ACGT"), ("ACCT", "AGGT")]
+    out = AlignResults.empty(2)
+    found = align(pairs, out=out, backend="cpu")
+    assert found is out and out.columns["score"].tolist() == [8, -2]
+    with pytest.raises(ValueError, match="out.score"):
+        align(pairs, out=AlignResults.empty(3), backend="cpu")
