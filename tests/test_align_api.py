@@ -254,3 +254,26 @@ def test_out_is_filled_in_place() -> None:
     assert found is out and out.columns["score"].tolist() == [8, -2]
     with pytest.raises(ValueError, match="out.score"):
         align(pairs, out=AlignResults.empty(3), backend="cpu")
+
+
+def test_c_driver_refuses_bad_arrays_naming_the_field() -> None:
+    # Straight to the CPU backend, past the plugin's checks: the driver checks before it reads.
+    from types import SimpleNamespace
+
+    from warpdp.cython_cpu import align as cpu_align
+
+    out = AlignResults.empty(1)
+    params = AlignParams(cigar=True)
+    bad_offsets = SimpleNamespace(query_bases=np.frombuffer(b"ACGT", np.uint8), query_offsets=np.array([0, 9]),
+                                  target_bases=np.frombuffer(b"ACGT", np.uint8), target_offsets=np.array([0, 4]))
+    with pytest.raises(ValueError, match="query_offsets is out of range"):
+        cpu_align.run(bad_offsets, params, out, threads=1)
+    empty_target = SimpleNamespace(query_bases=np.frombuffer(b"ACGT", np.uint8), query_offsets=np.array([0, 4]),
+                                   target_bases=np.frombuffer(b"", np.uint8), target_offsets=np.array([0, 0]))
+    with pytest.raises(ValueError, match="target_offsets is out of range"):
+        cpu_align.run(empty_target, params, out, threads=1)
+    good = AlignPairs.from_sequences([("ACGT", "ACGT")])
+    with pytest.raises(ValueError, match="max_traceback_cells is out of range"):
+        cpu_align.run(good, SimpleNamespace(**{**params.__dict__, "max_traceback_cells": 3,
+                                               "score_matrix": params.score_matrix,
+                                               "gap_costs": params.gap_costs}), out, threads=1)
