@@ -172,5 +172,9 @@ register(Family(name="xdrop", rpc="Xdrop", service="warpdp.grpc._algorithms:XDRO
                 entry="warpdp.plugin.xdrop:xdrop", add_cli="warpdp.cli:add_xdrop_parser"))
 register(Family(name="seedext", rpc="SeedExtend", service="warpdp.grpc._algorithms:SEEDEXT",
                 entry="warpdp.plugin.seedext:seed_extend", add_cli="warpdp.cli:add_seedext_parser"))
+# Pairwise alignment with CIGAR and GATK's Smith-Waterman (issue #26); CPU only so far.
+register(Family(name="align", rpc="Align", service="warpdp.grpc._align:ALIGN", entry="warpdp.plugin.align:align",
+                add_cli="warpdp.cli_align:add_align_parser",
+                info=lambda: "align: CPU (scalar variant only; no GPU kernel yet)"))
 
 __all__ = ["Family", "Ref", "family", "family_for_payload", "families", "host_cpu_variants", "register", "resolve", "unregister"]

@@ -180,6 +180,72 @@ class SeedExtendReply(_message.Message):
     stats: CallStats
     def __init__(self, score: _Optional[bytes] = ..., qle: _Optional[bytes] = ..., tle: _Optional[bytes] = ..., gtle: _Optional[bytes] = ..., gscore: _Optional[bytes] = ..., max_off: _Optional[bytes] = ..., n_pairs: _Optional[int] = ..., chunk: _Optional[int] = ..., stats: _Optional[_Union[CallStats, _Mapping]] = ...) -> None: ...
 
+class AlignPairs(_message.Message):
+    __slots__ = ("query_bases", "query_offsets", "target_bases", "target_offsets")
+    QUERY_BASES_FIELD_NUMBER: _ClassVar[int]
+    QUERY_OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    TARGET_BASES_FIELD_NUMBER: _ClassVar[int]
+    TARGET_OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    query_bases: bytes
+    query_offsets: bytes
+    target_bases: bytes
+    target_offsets: bytes
+    def __init__(self, query_bases: _Optional[bytes] = ..., query_offsets: _Optional[bytes] = ..., target_bases: _Optional[bytes] = ..., target_offsets: _Optional[bytes] = ...) -> None: ...
+
+class AlignRequest(_message.Message):
+    __slots__ = ("pairs", "mode", "match", "mismatch", "matrix", "gaps", "gap_open", "gap_extend", "gap_convention", "zdrop", "overhang", "cigar", "shared_file")
+    PAIRS_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    MATCH_FIELD_NUMBER: _ClassVar[int]
+    MISMATCH_FIELD_NUMBER: _ClassVar[int]
+    MATRIX_FIELD_NUMBER: _ClassVar[int]
+    GAPS_FIELD_NUMBER: _ClassVar[int]
+    GAP_OPEN_FIELD_NUMBER: _ClassVar[int]
+    GAP_EXTEND_FIELD_NUMBER: _ClassVar[int]
+    GAP_CONVENTION_FIELD_NUMBER: _ClassVar[int]
+    ZDROP_FIELD_NUMBER: _ClassVar[int]
+    OVERHANG_FIELD_NUMBER: _ClassVar[int]
+    CIGAR_FIELD_NUMBER: _ClassVar[int]
+    SHARED_FILE_FIELD_NUMBER: _ClassVar[int]
+    pairs: AlignPairs
+    mode: str
+    match: int
+    mismatch: int
+    matrix: bytes
+    gaps: str
+    gap_open: int
+    gap_extend: int
+    gap_convention: str
+    zdrop: int
+    overhang: str
+    cigar: bool
+    shared_file: SharedFile
+    def __init__(self, pairs: _Optional[_Union[AlignPairs, _Mapping]] = ..., mode: _Optional[str] = ..., match: _Optional[int] = ..., mismatch: _Optional[int] = ..., matrix: _Optional[bytes] = ..., gaps: _Optional[str] = ..., gap_open: _Optional[int] = ..., gap_extend: _Optional[int] = ..., gap_convention: _Optional[str] = ..., zdrop: _Optional[int] = ..., overhang: _Optional[str] = ..., cigar: _Optional[bool] = ..., shared_file: _Optional[_Union[SharedFile, _Mapping]] = ...) -> None: ...
+
+class AlignReply(_message.Message):
+    __slots__ = ("score", "query_begin", "query_end", "target_begin", "target_end", "cigar_ops", "cigar_offsets", "n_pairs", "chunk", "stats")
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    QUERY_BEGIN_FIELD_NUMBER: _ClassVar[int]
+    QUERY_END_FIELD_NUMBER: _ClassVar[int]
+    TARGET_BEGIN_FIELD_NUMBER: _ClassVar[int]
+    TARGET_END_FIELD_NUMBER: _ClassVar[int]
+    CIGAR_OPS_FIELD_NUMBER: _ClassVar[int]
+    CIGAR_OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    N_PAIRS_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_FIELD_NUMBER: _ClassVar[int]
+    STATS_FIELD_NUMBER: _ClassVar[int]
+    score: bytes
+    query_begin: bytes
+    query_end: bytes
+    target_begin: bytes
+    target_end: bytes
+    cigar_ops: bytes
+    cigar_offsets: bytes
+    n_pairs: int
+    chunk: int
+    stats: CallStats
+    def __init__(self, score: _Optional[bytes] = ..., query_begin: _Optional[bytes] = ..., query_end: _Optional[bytes] = ..., target_begin: _Optional[bytes] = ..., target_end: _Optional[bytes] = ..., cigar_ops: _Optional[bytes] = ..., cigar_offsets: _Optional[bytes] = ..., n_pairs: _Optional[int] = ..., chunk: _Optional[int] = ..., stats: _Optional[_Union[CallStats, _Mapping]] = ...) -> None: ...
+
 class SharedFile(_message.Message):
     __slots__ = ("sizes", "reply_offset", "handle")
     SIZES_FIELD_NUMBER: _ClassVar[int]

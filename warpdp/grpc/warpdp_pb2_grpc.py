@@ -69,6 +69,16 @@ class WarpdpStub:
                 request_serializer=warpdp__pb2.SeedExtendRequest.SerializeToString,
                 response_deserializer=warpdp__pb2.SeedExtendReply.FromString,
                 _registered_method=True)
+        self.Align = channel.unary_unary(
+                '/warpdp.v1.Warpdp/Align',
+                request_serializer=warpdp__pb2.AlignRequest.SerializeToString,
+                response_deserializer=warpdp__pb2.AlignReply.FromString,
+                _registered_method=True)
+        self.AlignStream = channel.stream_stream(
+                '/warpdp.v1.Warpdp/AlignStream',
+                request_serializer=warpdp__pb2.AlignRequest.SerializeToString,
+                response_deserializer=warpdp__pb2.AlignReply.FromString,
+                _registered_method=True)
 
 
 class WarpdpServicer:
@@ -126,6 +136,21 @@ class WarpdpServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Align(self, request, context):
+        """Pairwise alignment (global, semi-global, local, extension; GATK's Smith-Waterman) of many
+        pairs, with CIGARs when asked for.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AlignStream(self, request_iterator, context):
+        """Alignment for jobs too large for one message, as PairHmmStream.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WarpdpServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -163,6 +188,16 @@ def add_WarpdpServicer_to_server(servicer, server):
                     servicer.SeedExtendStream,
                     request_deserializer=warpdp__pb2.SeedExtendRequest.FromString,
                     response_serializer=warpdp__pb2.SeedExtendReply.SerializeToString,
+            ),
+            'Align': grpc.unary_unary_rpc_method_handler(
+                    servicer.Align,
+                    request_deserializer=warpdp__pb2.AlignRequest.FromString,
+                    response_serializer=warpdp__pb2.AlignReply.SerializeToString,
+            ),
+            'AlignStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.AlignStream,
+                    request_deserializer=warpdp__pb2.AlignRequest.FromString,
+                    response_serializer=warpdp__pb2.AlignReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -354,6 +389,60 @@ class Warpdp:
             '/warpdp.v1.Warpdp/SeedExtendStream',
             warpdp__pb2.SeedExtendRequest.SerializeToString,
             warpdp__pb2.SeedExtendReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Align(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/warpdp.v1.Warpdp/Align',
+            warpdp__pb2.AlignRequest.SerializeToString,
+            warpdp__pb2.AlignReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlignStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/warpdp.v1.Warpdp/AlignStream',
+            warpdp__pb2.AlignRequest.SerializeToString,
+            warpdp__pb2.AlignReply.FromString,
             options,
             channel_credentials,
             insecure,

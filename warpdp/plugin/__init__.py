@@ -1,4 +1,15 @@
 """warpdp's public API: scoring functions, data model, formats and the GKL-compatible facade."""
+from .align import (
+    AlignPairs,
+    AlignParams,
+    AlignResults,
+    TracebackTooLarge,
+    align,
+    align_cpu_isas,
+    gatk_smith_waterman,
+    gatk_smith_waterman_batch,
+)
+from .align_io import read_align_fastx, read_align_tsv, write_align_sam, write_align_tsv
 from .core.backend import BackendUnavailableError, choose_backend, gpu_status
 from .gkl import GklPairHmm, HaplotypeDataHolder, ReadDataHolder
 from .pairhmm import (
@@ -35,6 +46,18 @@ from .xdrop import (
 from .xdrop_io import read_logan_text, read_xdrop_fastx, read_xdrop_results, write_xdrop_results
 
 __all__ = [
+    "AlignPairs",
+    "AlignParams",
+    "AlignResults",
+    "TracebackTooLarge",
+    "align",
+    "align_cpu_isas",
+    "gatk_smith_waterman",
+    "gatk_smith_waterman_batch",
+    "read_align_fastx",
+    "read_align_tsv",
+    "write_align_sam",
+    "write_align_tsv",
     "BackendUnavailableError",
     "GklPairHmm",
     "HaplotypeDataHolder",

@@ -1,0 +1,76 @@
+/* The align family's CPU interface: pairwise alignment (global, semi-global, local, extension;
+   gaps as first + (L-1)*ext) with an optional CIGAR, and GATK's Smith-Waterman as GKL computes it.
+   Rows of the DP are the query, columns the target (GATK mode: rows = ref = target, columns = alt =
+   query, as GATK lays them out). Scores are int32; the driver refuses parameters and lengths that
+   could overflow them. */
+#ifndef WARPDP_ALIGN_KERNEL_H
+#define WARPDP_ALIGN_KERNEL_H
+
+#include <stdint.h>
+#include "cpu_common.h"
+
+enum { ALIGN_GLOBAL = 0, ALIGN_SEMIGLOBAL = 1, ALIGN_LOCAL = 2, ALIGN_EXTENSION = 3, ALIGN_GATK = 4 };
+enum { GATK_SOFTCLIP = 0, GATK_INDEL = 1, GATK_LEADING_INDEL = 2, GATK_IGNORE = 3 };
+
+/* SAM op codes as BAM stores them (core/cigar.py). */
+enum { OP_M = 0, OP_I = 1, OP_D = 2, OP_S = 4, OP_EQ = 7, OP_X = 8 };
+
+/* Largest |score parameter| and largest (len_q + len_t + 2) * |parameter|: every DP value then
+   stays within +-2^30, so int32 sums of a value and a parameter never overflow. */
+#define ALIGN_MAX_PARAMETER 65536
+#define ALIGN_SCORE_LIMIT ((int64_t)1 << 30)
+#define ALIGN_NEG (-(int32_t)(1 << 30)) /* "no value": below every reachable score */
+
+typedef struct {
+    int mode;
+    int32_t matrix[25];       /* score of query code a against target code b: matrix[5*a + b] (A C G T N) */
+    int32_t gap_first;        /* cost of a gap of length 1 (>= 0) */
+    int32_t gap_ext;          /* cost of each further base (>= 0, <= gap_first) */
+    int32_t zdrop;            /* extension only; < 0: none */
+    int overhang;             /* GATK only: GATK_* */
+    int32_t match, mismatch, gap_open, gap_extend; /* GATK only, as GATK's SWParameters (added to the score) */
+    int cigar;                /* 1: write CIGARs (needs the traceback matrix) */
+    int64_t max_traceback_cells; /* per pair; a pair needing more is refused */
+} align_params;
+
+typedef struct {
+    const uint8_t *q_bases, *t_bases;
+    const int64_t *q_offsets, *t_offsets;
+    int64_t n_pairs, q_total, t_total;
+} align_pairs;
+
+/* With CIGARs, pair i's ops go to ops[q_offsets[i] + t_offsets[i] + 2*i ..] (room for len_q + len_t + 2,
+   more than any alignment has runs; ops_capacity >= q_total + t_total + 2*n_pairs) and their number to
+   ops_count[i]. */
+typedef struct {
+    int64_t *score, *query_begin, *query_end, *target_begin, *target_end;
+    uint32_t *ops;
+    int64_t ops_capacity;
+    int64_t *ops_count;
+} align_outputs;
+
+/* One pair's result. */
+typedef struct {
+    int32_t score;
+    int64_t q_begin, q_end, t_begin, t_end;
+    int64_t n_ops;
+} align_result;
+
+/* Fields align_run checks (warpdp_bad_argument.field), in the order of ALIGN_FIELDS in align.pyx. */
+enum {
+    ALIGN_BAD_THREADS, ALIGN_BAD_MODE, ALIGN_BAD_MATRIX, ALIGN_BAD_GAP_OPEN, ALIGN_BAD_GAP_EXTEND,
+    ALIGN_BAD_OVERHANG, ALIGN_BAD_MATCH, ALIGN_BAD_MISMATCH, ALIGN_BAD_Q_OFFSETS, ALIGN_BAD_T_OFFSETS,
+    ALIGN_BAD_LENGTH, ALIGN_BAD_TRACEBACK, ALIGN_BAD_OUTPUT,
+};
+
+/* One pair (scalar variant): q/t are codes 0..4 (generic modes) or raw bytes (GATK mode). ops
+   (room for m + n + 2) receives the CIGAR when p->cigar or the mode is GATK. 0, or -1 out of memory. */
+int align_pair_scalar(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, const align_params *p,
+                      align_result *res, uint32_t *ops, warpdp_workspace *ws);
+
+/* Aligns every pair. Returns 0; -1 out of memory; -2 for an isa this family has no variant of
+   or this CPU cannot run; WARPDP_BAD_ARGUMENT with *bad filled (nothing computed). */
+int align_run(const align_pairs *pairs, const align_params *p, align_outputs *out, int threads, int isa,
+              warpdp_bad_argument *bad);
+
+#endif
