@@ -231,6 +231,7 @@ def test_live_server_unary_stream_and_errors() -> None:
                 unary(warpdp_pb2.AlignRequest(pairs=packed_message(warpdp_pb2.AlignPairs, long_pair), cigar=True),
                       timeout=WAIT)
             assert failure.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "max_traceback_cells" in failure.value.details()  # the reason, not a generic one
         finally:
             channel.close()
     finally:

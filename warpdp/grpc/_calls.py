@@ -82,6 +82,9 @@ def _failure_status(method: str, exc: Exception) -> tuple[grpc.StatusCode, str]:
         return exc.code, exc.message
     if isinstance(exc, AdmissionRefused):
         return grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc)
+    if isinstance(exc, MemoryError) and type(exc) is not MemoryError:
+        # A kernel's own refusal of a too-large job (e.g. align's traceback bound): its message says why.
+        return grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc)
     if isinstance(exc, MemoryError):
         logger.warning("%s: out of memory (%s)", method, exc)
         return (grpc.StatusCode.RESOURCE_EXHAUSTED,

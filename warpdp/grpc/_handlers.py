@@ -457,8 +457,9 @@ class WarpdpServicer:
             if isinstance(error, (ValueError, TypeError)):
                 raise _RpcFailure(grpc.StatusCode.INVALID_ARGUMENT, f"invalid request: {error}")
             if isinstance(error, MemoryError):
-                raise _RpcFailure(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                  "the server ran out of memory running this request; retry later or split it")
+                # A kernel's own refusal (a MemoryError subclass, e.g. align's traceback bound) says why.
+                raise _RpcFailure(grpc.StatusCode.RESOURCE_EXHAUSTED, str(error) if type(error) is not MemoryError
+                                  else "the server ran out of memory running this request; retry later or split it")
             raise _RpcFailure(grpc.StatusCode.INTERNAL, f"the backend failed: {type(error).__name__}: {error}")
         assert item.result is not None
         stats = warpdp_pb2.CallStats(backend=kernel.backend, cells=job.cells, queue_us=int(item.queue_s * 1e6),
