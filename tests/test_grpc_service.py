@@ -183,6 +183,7 @@ def test_server_info(client):
     names = [(a.name, a.rpc) for a in info.algorithms]
     assert names[:3] == [("pairhmm", "PairHmm"), ("xdrop", "Xdrop"), ("seedext", "SeedExtend")]
     assert ("align", "Align") in names
+    assert ("edit", "Edit") in names
     assert all(a.backend == "cpu" and a.detail.startswith("CPU ") for a in info.algorithms)
     assert info.devices and info.devices[0].kind == "cpu" and info.devices[0].cores >= 1
     assert info.limits.max_request_cells > 0 and info.limits.max_message_bytes > 0

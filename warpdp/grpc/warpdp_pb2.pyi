@@ -353,3 +353,61 @@ class Batching(_message.Message):
     max_batch_cells: int
     workers: int
     def __init__(self, enabled: _Optional[bool] = ..., max_wait_us: _Optional[int] = ..., max_batch_cells: _Optional[int] = ..., workers: _Optional[int] = ...) -> None: ...
+
+class EditPairs(_message.Message):
+    __slots__ = ("query_bases", "query_offsets", "target_bases", "target_offsets")
+    QUERY_BASES_FIELD_NUMBER: _ClassVar[int]
+    QUERY_OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    TARGET_BASES_FIELD_NUMBER: _ClassVar[int]
+    TARGET_OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    query_bases: bytes
+    query_offsets: bytes
+    target_bases: bytes
+    target_offsets: bytes
+    def __init__(self, query_bases: _Optional[bytes] = ..., query_offsets: _Optional[bytes] = ..., target_bases: _Optional[bytes] = ..., target_offsets: _Optional[bytes] = ...) -> None: ...
+
+class EditRequest(_message.Message):
+    __slots__ = ("pairs", "mode", "k", "task", "method", "window", "overlap", "shared_file")
+    PAIRS_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    K_FIELD_NUMBER: _ClassVar[int]
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    OVERLAP_FIELD_NUMBER: _ClassVar[int]
+    SHARED_FILE_FIELD_NUMBER: _ClassVar[int]
+    pairs: EditPairs
+    mode: str
+    k: int
+    task: str
+    method: str
+    window: int
+    overlap: int
+    shared_file: SharedFile
+    def __init__(self, pairs: _Optional[_Union[EditPairs, _Mapping]] = ..., mode: _Optional[str] = ..., k: _Optional[int] = ..., task: _Optional[str] = ..., method: _Optional[str] = ..., window: _Optional[int] = ..., overlap: _Optional[int] = ..., shared_file: _Optional[_Union[SharedFile, _Mapping]] = ...) -> None: ...
+
+class EditReply(_message.Message):
+    __slots__ = ("distance", "target_begin", "target_end", "cigar_ops", "cigar_offsets", "loc_begin", "loc_end", "loc_offsets", "n_pairs", "chunk", "stats")
+    DISTANCE_FIELD_NUMBER: _ClassVar[int]
+    TARGET_BEGIN_FIELD_NUMBER: _ClassVar[int]
+    TARGET_END_FIELD_NUMBER: _ClassVar[int]
+    CIGAR_OPS_FIELD_NUMBER: _ClassVar[int]
+    CIGAR_OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    LOC_BEGIN_FIELD_NUMBER: _ClassVar[int]
+    LOC_END_FIELD_NUMBER: _ClassVar[int]
+    LOC_OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    N_PAIRS_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_FIELD_NUMBER: _ClassVar[int]
+    STATS_FIELD_NUMBER: _ClassVar[int]
+    distance: bytes
+    target_begin: bytes
+    target_end: bytes
+    cigar_ops: bytes
+    cigar_offsets: bytes
+    loc_begin: bytes
+    loc_end: bytes
+    loc_offsets: bytes
+    n_pairs: int
+    chunk: int
+    stats: CallStats
+    def __init__(self, distance: _Optional[bytes] = ..., target_begin: _Optional[bytes] = ..., target_end: _Optional[bytes] = ..., cigar_ops: _Optional[bytes] = ..., cigar_offsets: _Optional[bytes] = ..., loc_begin: _Optional[bytes] = ..., loc_end: _Optional[bytes] = ..., loc_offsets: _Optional[bytes] = ..., n_pairs: _Optional[int] = ..., chunk: _Optional[int] = ..., stats: _Optional[_Union[CallStats, _Mapping]] = ...) -> None: ...

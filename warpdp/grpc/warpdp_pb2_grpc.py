@@ -79,6 +79,16 @@ class WarpdpStub:
                 request_serializer=warpdp__pb2.AlignRequest.SerializeToString,
                 response_deserializer=warpdp__pb2.AlignReply.FromString,
                 _registered_method=True)
+        self.Edit = channel.unary_unary(
+                '/warpdp.v1.Warpdp/Edit',
+                request_serializer=warpdp__pb2.EditRequest.SerializeToString,
+                response_deserializer=warpdp__pb2.EditReply.FromString,
+                _registered_method=True)
+        self.EditStream = channel.stream_stream(
+                '/warpdp.v1.Warpdp/EditStream',
+                request_serializer=warpdp__pb2.EditRequest.SerializeToString,
+                response_deserializer=warpdp__pb2.EditReply.FromString,
+                _registered_method=True)
 
 
 class WarpdpServicer:
@@ -151,6 +161,21 @@ class WarpdpServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Edit(self, request, context):
+        """Edit distance (edlib's NW / SHW / HW, Scrooge's windowed GenASM) of many pairs, with
+        ragged CIGARs and locations when the task asks for them.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def EditStream(self, request_iterator, context):
+        """Edit distance for jobs too large for one message, as PairHmmStream.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WarpdpServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -198,6 +223,16 @@ def add_WarpdpServicer_to_server(servicer, server):
                     servicer.AlignStream,
                     request_deserializer=warpdp__pb2.AlignRequest.FromString,
                     response_serializer=warpdp__pb2.AlignReply.SerializeToString,
+            ),
+            'Edit': grpc.unary_unary_rpc_method_handler(
+                    servicer.Edit,
+                    request_deserializer=warpdp__pb2.EditRequest.FromString,
+                    response_serializer=warpdp__pb2.EditReply.SerializeToString,
+            ),
+            'EditStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.EditStream,
+                    request_deserializer=warpdp__pb2.EditRequest.FromString,
+                    response_serializer=warpdp__pb2.EditReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -443,6 +478,60 @@ class Warpdp:
             '/warpdp.v1.Warpdp/AlignStream',
             warpdp__pb2.AlignRequest.SerializeToString,
             warpdp__pb2.AlignReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Edit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/warpdp.v1.Warpdp/Edit',
+            warpdp__pb2.EditRequest.SerializeToString,
+            warpdp__pb2.EditReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EditStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/warpdp.v1.Warpdp/EditStream',
+            warpdp__pb2.EditRequest.SerializeToString,
+            warpdp__pb2.EditReply.FromString,
             options,
             channel_credentials,
             insecure,

@@ -11,6 +11,8 @@ from .align import (
 )
 from .align_io import read_align_fastx, read_align_tsv, write_align_sam, write_align_tsv
 from .core.backend import BackendUnavailableError, choose_backend, gpu_status
+from .edit import EditPairs, EditParams, EditResults, edit, edit_cpu_isas, pack_edit_pairs
+from .edit_io import read_edit_fastx, read_edit_tsv, write_edit_sam, write_edit_tsv
 from .gkl import GklPairHmm, HaplotypeDataHolder, ReadDataHolder
 from .pairhmm import (
     PairHmmBatches,
@@ -59,6 +61,9 @@ __all__ = [
     "write_align_sam",
     "write_align_tsv",
     "BackendUnavailableError",
+    "EditPairs",
+    "EditParams",
+    "EditResults",
     "GklPairHmm",
     "HaplotypeDataHolder",
     "PairHmmBatches",
@@ -75,11 +80,16 @@ __all__ = [
     "XdropResults",
     "available_cpu_isas",
     "choose_backend",
+    "edit",
+    "edit_cpu_isas",
     "gpu_status",
     "pack_batches",
+    "pack_edit_pairs",
     "pack_seed_pairs",
     "pack_xdrop_pairs",
     "pairhmm",
+    "read_edit_fastx",
+    "read_edit_tsv",
     "read_logan_text",
     "read_pairhmm_text",
     "read_seedext_fasta",
@@ -90,6 +100,8 @@ __all__ = [
     "seed_extend",
     "seed_extend_with",
     "seedext_cpu_isas",
+    "write_edit_sam",
+    "write_edit_tsv",
     "write_likelihoods",
     "write_pairhmm_text",
     "write_seedext_results",

@@ -1,0 +1,4 @@
+/* The scalar build of the edit body: 64-bit words, one pair at a time. */
+#include "edit_kernel.h"
+#define EDIT_PAIR edit_pair_scalar
+#include "edit_body.h"

@@ -1,0 +1,310 @@
+"""Edit distance (unit costs): exact as edlib defines it, and Scrooge's windowed GenASM.
+
+Exact (``method="exact"``): the Levenshtein distance of the whole query against
+
+- ``mode="nw"``: the whole target (global);
+- ``mode="shw"``: a prefix of the target (the query's end is free in the target);
+- ``mode="hw"``: any substring of the target (both target ends free).
+
+``k`` >= 0 bounds the distance: a pair above it reports distance -1 (no location, no CIGAR);
+``k=-1`` (default) means no bound. ``task`` says how much is reported, as edlib's tasks:
+``"distance"`` (distance and the span of the first optimal location), ``"locations"`` (also every
+optimal location) or ``"path"`` (also the CIGAR of the first location). Distances and locations
+equal edlib's: locations are every optimal target end in increasing order, each with the start of
+the longest optimal alignment ending there (0 for nw/shw).
+
+Coordinates are 0-based, ends exclusive: ``target_begin``/``target_end`` is the target span of the
+first location (``-1`` when the distance is above k); the whole query is always aligned.
+
+The CIGAR uses ``=``, ``X``, ``I`` (a query base against a gap) and ``D`` (a target base against a
+gap), packed as the data model says (core/cigar.py). Several alignments can be optimal; every
+backend returns the one of this rule: Hirschberg's recursion splits the query at row floor(m/2)
+at the leftmost target column minimising forward + backward cost; a one-base query aligns to its
+leftmost equal target base (else a substitution on the first target base) with the other target
+bases deleted.
+
+Windowed (``method="windowed"``, ``mode="shw"`` only): Scrooge's GenASM with window ``window``
+(W, 2..64) and overlap ``overlap`` (O, 0 <= O < W): the same distance and CIGAR Scrooge's CPU code
+produces, including where its greedy windowing is worse than the exact prefix distance. Defaults
+W=64, O=33 (long reads); Scrooge's short-read configuration is W=32, O=17. Bases must be A, C, G or
+T (either case) for it; the exact method compares any bytes, case-sensitively (as edlib).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .core import cigar as core_cigar
+from .core.backend import choose_backend, resolve_threads
+from .core.packed import (SequenceInput, byte_array, check_array, check_int, check_offsets, concat, int64_array,
+                          offsets_of, sequence_bytes)
+from .core.params import Params
+from .core.results import Results
+
+MODES = ("nw", "shw", "hw")
+TASKS = ("distance", "locations", "path")
+METHODS = ("exact", "windowed")
+MAX_WINDOW = 64
+# A CIGAR run length has 28 bits, so no sequence may be longer.
+MAX_EDIT_LENGTH = core_cigar.MAX_LENGTH
+LONG_READ_WINDOW = (64, 33)
+SHORT_READ_WINDOW = (32, 17)
+
+
+@dataclass(frozen=True)
+class EditParams(Params):
+    """Edit-distance parameters (see the module doc): ``mode`` nw|shw|hw, ``k`` (-1: no bound),
+    ``task`` distance|locations|path, ``method`` exact|windowed, ``window`` W and ``overlap`` O
+    of the windowed method."""
+
+    mode: str = "nw"
+    k: int = -1
+    task: str = "distance"
+    method: str = "exact"
+    window: int = LONG_READ_WINDOW[0]
+    overlap: int = LONG_READ_WINDOW[1]
+
+    def validate(self) -> None:
+        for name, allowed in (("mode", MODES), ("task", TASKS), ("method", METHODS)):
+            value = getattr(self, name)
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
+        k = check_int(self.k, "k")
+        if k < -1:
+            raise ValueError(f"k must be -1 (no bound) or at least 0, not {k}")
+        window = check_int(self.window, "window")
+        overlap = check_int(self.overlap, "overlap")
+        if self.method == "windowed":
+            if self.mode != "shw":
+                raise ValueError(f"mode must be 'shw' with method='windowed' (GenASM solves the prefix problem), "
+                                 f"not {self.mode!r}")
+            if not 2 <= window <= MAX_WINDOW:
+                raise ValueError(f"window must be within 2..{MAX_WINDOW}, not {window}")
+            if not 0 <= overlap < window:
+                raise ValueError(f"overlap must be within 0..window-1 = {window - 1}, not {overlap}")
+        for name, value in (("k", k), ("window", window), ("overlap", overlap)):
+            object.__setattr__(self, name, value)
+
+
+@dataclass(frozen=True)
+class EditPairs:
+    """Pairs in packed form: pair i is ``query_bases[query_offsets[i]:query_offsets[i+1]]`` against
+    ``target_bases[target_offsets[i]:target_offsets[i+1]]`` (ASCII bytes, none empty)."""
+
+    query_bases: np.ndarray
+    query_offsets: np.ndarray
+    target_bases: np.ndarray
+    target_offsets: np.ndarray
+
+    @property
+    def n_pairs(self) -> int:
+        return len(self.query_offsets) - 1
+
+    def __len__(self) -> int:
+        return self.n_pairs
+
+    def query(self, i: int) -> bytes:
+        return self.query_bases[self.query_offsets[i]:self.query_offsets[i + 1]].tobytes()
+
+    def target(self, i: int) -> bytes:
+        return self.target_bases[self.target_offsets[i]:self.target_offsets[i + 1]].tobytes()
+
+    def select(self, start: int, stop: int) -> EditPairs:
+        """Pairs ``start:stop`` as a new packed set."""
+        q0, q1 = int(self.query_offsets[start]), int(self.query_offsets[stop])
+        t0, t1 = int(self.target_offsets[start]), int(self.target_offsets[stop])
+        return EditPairs(self.query_bases[q0:q1], self.query_offsets[start:stop + 1] - q0,
+                         self.target_bases[t0:t1], self.target_offsets[start:stop + 1] - t0)
+
+    @classmethod
+    def from_arrays(cls, *, query_bases: object, query_offsets: object, target_bases: object,
+                    target_offsets: object) -> EditPairs:
+        pairs = cls(byte_array(query_bases, "query_bases"), int64_array(query_offsets, "query_offsets"),
+                    byte_array(target_bases, "target_bases"), int64_array(target_offsets, "target_offsets"))
+        pairs.validate()
+        return pairs
+
+    def validate(self) -> None:
+        """TypeError/ValueError naming the field: dtypes, offsets, empty or over-long sequences."""
+        for name in ("query_bases", "target_bases"):
+            check_array(getattr(self, name), name, np.uint8)
+        for name in ("query_offsets", "target_offsets"):
+            check_array(getattr(self, name), name, np.int64)
+        if len(self.query_offsets) < 1:
+            raise ValueError("query_offsets must hold n_pairs + 1 offsets")
+        if len(self.target_offsets) != len(self.query_offsets):
+            raise ValueError(f"target_offsets has {len(self.target_offsets)} entries but query_offsets has "
+                             f"{len(self.query_offsets)}")
+        for name, bases in (("query_offsets", self.query_bases), ("target_offsets", self.target_bases)):
+            offsets = getattr(self, name)
+            check_offsets(offsets, name, len(bases), "pair", nonempty=True)
+            lengths = np.diff(offsets)
+            if len(lengths) and int(lengths.max()) > MAX_EDIT_LENGTH:
+                i = int(np.argmax(lengths))
+                raise ValueError(f"{name}: pair {i} is longer than {MAX_EDIT_LENGTH} bases (the CIGAR's run limit)")
+
+
+def pack_edit_pairs(pairs: Iterable[tuple[SequenceInput, SequenceInput]]) -> EditPairs:
+    """Pack ``(query, target)`` tuples (str, bytes or uint8 arrays)."""
+    queries, targets = [], []
+    for i, pair in enumerate(pairs):
+        if not isinstance(pair, tuple) or len(pair) != 2:
+            raise TypeError(f"pair {i}: expected (query, target), not {type(pair).__name__}")
+        queries.append(sequence_bytes(pair[0], f"pair {i} query"))
+        targets.append(sequence_bytes(pair[1], f"pair {i} target"))
+    return EditPairs.from_arrays(query_bases=concat(queries), query_offsets=offsets_of([len(q) for q in queries]),
+                                 target_bases=concat(targets), target_offsets=offsets_of([len(t) for t in targets]))
+
+
+class EditResults(Results):
+    """Columns ``distance`` (-1 above k), ``target_begin``, ``target_end`` (the first location,
+    0-based, end exclusive; -1 above k), the optional ragged CIGAR (task path) and, for tasks
+    locations and path, every optimal location as a second ragged array: ``loc_begin``,
+    ``loc_end`` (int64) with ``loc_offsets`` (n_pairs + 1), pair i's from loc_offsets[i]."""
+
+    COLUMNS = ("distance", "target_begin", "target_end")
+
+    def __init__(self, columns: dict[str, np.ndarray], cigar_ops: np.ndarray | None = None,
+                 cigar_offsets: np.ndarray | None = None,
+                 locations: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> None:
+        super().__init__(columns, cigar_ops, cigar_offsets)
+        self.locations = locations
+        if locations is not None:
+            begin, end, offsets = locations
+            if len(offsets) != self.n_pairs + 1 or offsets[0] != 0 or offsets[-1] != len(begin) != len(end):
+                raise ValueError("loc_offsets must hold n_pairs + 1 offsets from 0 to len(loc_begin)")
+
+    @property
+    def distance(self) -> np.ndarray:
+        return self.columns["distance"]
+
+    @property
+    def target_begin(self) -> np.ndarray:
+        return self.columns["target_begin"]
+
+    @property
+    def target_end(self) -> np.ndarray:
+        return self.columns["target_end"]
+
+    def pair_locations(self, i: int) -> list[tuple[int, int]]:
+        """Pair i's optimal locations [(begin, end)], end exclusive."""
+        if self.locations is None:
+            raise ValueError("these results carry no locations (task 'locations' or 'path')")
+        begin, end, offsets = self.locations
+        a, b = int(offsets[i]), int(offsets[i + 1])
+        return list(zip(begin[a:b].tolist(), end[a:b].tolist()))
+
+    def alignment(self, i: int, query_length: int) -> core_cigar.Alignment:
+        """Pair i as an :class:`Alignment` (score = the distance; the whole query is aligned)."""
+        return core_cigar.Alignment(int(self.distance[i]), 0, query_length, int(self.target_begin[i]),
+                                    int(self.target_end[i]), self.cigar(i))
+
+    def alignments(self, pairs: EditPairs) -> list[core_cigar.Alignment]:
+        """Every pair as an :class:`Alignment` (task path)."""
+        lengths = np.diff(pairs.query_offsets)
+        return [self.alignment(i, int(lengths[i])) for i in range(self.n_pairs)]
+
+    def __getitem__(self, index: slice) -> EditResults:
+        part = super().__getitem__(index)
+        assert isinstance(part, EditResults)
+        if self.locations is not None:
+            start, stop, _ = index.indices(self.n_pairs)
+            stop = max(start, stop)
+            begin, end, offsets = self.locations
+            a, b = int(offsets[start]), int(offsets[stop])
+            part.locations = (begin[a:b], end[a:b], offsets[start:stop + 1] - a)
+        return part
+
+    @classmethod
+    def concat(cls, parts: Sequence[Results]) -> EditResults:
+        joined = super().concat(parts)
+        assert isinstance(joined, EditResults)
+        if all(isinstance(p, EditResults) and p.locations is not None for p in parts):
+            begin = np.concatenate([p.locations[0] for p in parts])  # type: ignore[union-attr]
+            end = np.concatenate([p.locations[1] for p in parts])  # type: ignore[union-attr]
+            counts = np.concatenate([np.diff(p.locations[2]) for p in parts])  # type: ignore[union-attr]
+            joined.locations = (begin, end, offsets_of(counts))
+        return joined
+
+    def __eq__(self, other: object) -> bool:
+        same = super().__eq__(other)
+        if same is not True or not isinstance(other, EditResults):
+            return same
+        if (self.locations is None) != (other.locations is None):
+            return False
+        return self.locations is None or all(np.array_equal(a, b) for a, b in zip(self.locations,
+                                                                                 other.locations))  # type: ignore[arg-type]
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def edit(
+    pairs: EditPairs | Iterable[tuple[SequenceInput, SequenceInput]],
+    params: EditParams | None = None,
+    *,
+    backend: str = "auto",
+    threads: int | None = None,
+    cpu_isa: str | None = None,
+    out: None = None,
+    **keywords: Any,
+) -> EditResults:
+    """Edit distance of every pair (see the module doc); ``params`` or its fields as keywords
+    (``edit(pairs, mode="hw", task="path")``). ``pairs`` is :class:`EditPairs` or an iterable of
+    ``(query, target)``. ``cpu_isa``: "scalar" (this family's only CPU variant so far). ``out``
+    is reserved (results are ragged, so they are always allocated here)."""
+    params = EditParams.from_kwargs(params, **keywords)
+    if not isinstance(pairs, EditPairs):
+        pairs = pack_edit_pairs(pairs)
+    pairs.validate()
+    if out is not None:
+        raise TypeError("out is not supported by edit (its results are ragged)")
+    n_threads = resolve_threads(threads)
+    chosen = choose_backend(backend, "edit")
+    if chosen == "gpu":  # no GPU kernel yet, so choose_backend only gets here if one appears
+        raise NotImplementedError("the edit family has no GPU kernel yet")
+    from ..cython_cpu import edit as cpu_edit
+
+    if cpu_isa is not None and cpu_isa not in cpu_edit.ISAS:
+        raise ValueError(f"cpu_isa must be one of {', '.join(cpu_edit.ISAS)} for edit, not {cpu_isa!r}")
+    # The backend's ragged scratch (CIGAR and location room) grows with the bases it is handed,
+    # so a large job runs in chunks of consecutive pairs and the parts are joined.
+    lengths = np.diff(pairs.query_offsets) + np.diff(pairs.target_offsets)
+    parts, start = [], 0
+    while start < pairs.n_pairs or not parts:
+        stop = max(start + 1, int(np.searchsorted(np.cumsum(lengths[start:]), CHUNK_BASES, side="right")) + start)
+        stop = min(stop, pairs.n_pairs)
+        parts.append(_run_cpu(cpu_edit, pairs.select(start, stop), params, n_threads, start))
+        start = stop
+    if len(parts) == 1:
+        return parts[0]
+    joined = EditResults.concat(parts)
+    assert isinstance(joined, EditResults)
+    return joined
+
+
+# Bases (query + target) of one backend call: bounds its scratch to a few hundred MiB.
+CHUNK_BASES = 1 << 24
+
+
+def _run_cpu(cpu_edit: Any, pairs: EditPairs, params: EditParams, threads: int, first: int) -> EditResults:
+    n = pairs.n_pairs
+    columns = {name: np.zeros(n, dtype=np.int64) for name in EditResults.COLUMNS}
+
+    class _Out:
+        distance, t_begin, t_end = columns["distance"], columns["target_begin"], columns["target_end"]
+
+    bad, locations, cigar = cpu_edit.run(pairs, params, _Out, threads=threads, isa="scalar")
+    if bad >= 0:
+        raise ValueError(f"pair {first + bad} has a byte other than A, C, G, T (the windowed method takes only those)")
+    ops, offsets = cigar if cigar is not None else (None, None)
+    return EditResults(columns, ops, offsets, locations)
+
+
+def edit_cpu_isas() -> list[str]:
+    """CPU variants of the edit family (scalar only: no SIMD body yet)."""
+    from ..cython_cpu import edit as cpu_edit
+
+    return cpu_edit.edit_isas()
