@@ -864,3 +864,11 @@ def test_pairhmm_request_bytes_is_the_sum_over_batches():
         assert counted == int(_packing.pairhmm_request_bytes_per_batch(job).sum()) + 32
         message = len(PAIRHMM.request(job, False).SerializeToString())
         assert counted <= message <= counted + _packing.REQUEST_FRAMING_BYTES
+
+
+def test_a_gpu_server_runs_a_family_without_a_gpu_kernel_on_the_cpu() -> None:
+    from warpdp.grpc.server import _family_backend
+
+    assert not warpdp.plugin.core.backend.has_gpu_kernel("align")
+    assert _family_backend("gpu", "align") == "cpu"
+    assert _family_backend("cpu", "pairhmm") == "cpu"

@@ -107,11 +107,13 @@ def run(pairs, params, out, *, threads=0, str isa=None):
                          f"(available: {', '.join(ISAS)})")
     locations = cigar = None
     if want_locations:
-        starts = np.asarray(t_offsets[:n], dtype=np.int64) + np.arange(n, dtype=np.int64)
+        # From the pairs' own arrays, not from the typed memoryviews above.
+        starts = np.asarray(pairs.target_offsets, dtype=np.int64)[:n] + np.arange(n, dtype=np.int64)
         begin, offsets = _compact(loc_begin, starts, n_locations)
         end, _ = _compact(loc_end, starts, n_locations)
         locations = (begin, end, offsets)
     if want_cigar:
-        starts = np.asarray(q_offsets[:n], dtype=np.int64) + np.asarray(t_offsets[:n], dtype=np.int64)
+        starts = (np.asarray(pairs.query_offsets, dtype=np.int64)[:n]
+                  + np.asarray(pairs.target_offsets, dtype=np.int64)[:n])
         cigar = _compact(cigar_ops, starts, n_cigar)
     return bad_pair, locations, cigar

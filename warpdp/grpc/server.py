@@ -26,7 +26,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from .. import registry
-from ..plugin.backend import choose_backend, cpu_name, resolve_threads
+from ..plugin.core.backend import choose_backend, cpu_name, has_gpu_kernel, resolve_threads
 from ..registry import Family
 from . import _shm_server, warpdp_pb2
 from ._admission import MemoryBudget
@@ -73,6 +73,15 @@ def _family_setting(family: Family, name: str, backend: str, default: dict[str, 
 def _format_address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
 
+
+
+def _family_backend(requested: str, name: str) -> str:
+    """The backend a family runs on in this server: as requested, except that on a GPU server a
+    family with no GPU kernel yet runs on the CPU (logged) instead of stopping the server."""
+    if requested == "gpu" and not has_gpu_kernel(name):
+        logger.info("warpdp serve: %s has no GPU kernel yet; it runs on the CPU", name)
+        return "cpu"
+    return choose_backend(requested, name)
 
 class Server:
     """A warpdp gRPC server. ``Server(config).start()`` serves until :meth:`stop`.
@@ -164,7 +173,7 @@ class Server:
             if (algorithm.name, algorithm.rpc) != (family.name, family.rpc):
                 raise ValueError(f"family {family.name!r} (RPC {family.rpc}) has the service description of "
                                  f"{algorithm.name!r} (RPC {algorithm.rpc})")
-        backends = {family.name: choose_backend(cfg.backend, family.name) for family in families}
+        backends = {family.name: _family_backend(cfg.backend, family.name) for family in families}
         self.backend = backends[families[0].name]
         self.workers = cfg.workers or max(_family_setting(family, "workers", backends[family.name], DEFAULT_WORKERS)
                                           for family in families)

@@ -19,14 +19,18 @@ class BackendUnavailableError(RuntimeError):
     """The requested backend cannot run here (no GPU kernel, no CuPy, no usable device)."""
 
 
+def has_gpu_kernel(algorithm: str) -> bool:
+    """Whether this version of warpdp has a GPU kernel for `algorithm` at all (usable or not)."""
+    try:
+        return importlib.util.find_spec(f"warpdp.kernels.{algorithm}") is not None
+    except ModuleNotFoundError:  # no warpdp.kernels package at all
+        return False
+
+
 @functools.cache
 def gpu_status(algorithm: str) -> tuple[bool, str]:
     """Whether the GPU backend of `algorithm` can run here, and why not when it cannot."""
-    try:
-        has_kernel = importlib.util.find_spec(f"warpdp.kernels.{algorithm}") is not None
-    except ModuleNotFoundError:  # no warpdp.kernels package at all
-        has_kernel = False
-    if not has_kernel:
+    if not has_gpu_kernel(algorithm):
         return False, f"this version of warpdp has no GPU kernel for {algorithm}"
     try:
         import cupy
