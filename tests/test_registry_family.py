@@ -6,6 +6,7 @@ client's generic call, through messages and through shared memory (requests and 
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -321,7 +322,13 @@ def test_server_serves_the_family_unary_and_stream(runs_family):
                 assert algorithm.results(out) == expected(chunk)
             channel.close()
         assert metric_reaches(server, "warpdp_requests_total", {"method": "Runs", "code": "OK"}, 1)
-        assert metric_reaches(server, "warpdp_requests_total", {"method": "RunsStream", "code": "OK"}, 1)
+        # One stream or several (the client may spread a job over streams): at least one, all OK.
+        streams_ok = {"method": "RunsStream", "code": "OK"}
+        deadline = time.monotonic() + WAIT
+        while server.metrics.sample("warpdp_requests_total", streams_ok) < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert server.metrics.sample("warpdp_requests_total", streams_ok) >= 1
+        assert server.metrics.sample("warpdp_requests_total", {"method": "RunsStream", "code": "INTERNAL"}) == 0
     finally:
         server.stop()
 
@@ -333,7 +340,13 @@ def test_client_splits_into_streams_when_over_the_limits(runs_family):
             assert client.call("runs", pack_runs(SEQUENCES * 3)) == expected(SEQUENCES * 3)
         # The first try, unary, was over the limit; the client learnt the limits and streamed.
         assert metric_reaches(server, "warpdp_requests_total", {"method": "Runs", "code": "RESOURCE_EXHAUSTED"}, 1)
-        assert metric_reaches(server, "warpdp_requests_total", {"method": "RunsStream", "code": "OK"}, 1)
+        # One stream or several (the client may spread a job over streams): at least one, all OK.
+        streams_ok = {"method": "RunsStream", "code": "OK"}
+        deadline = time.monotonic() + WAIT
+        while server.metrics.sample("warpdp_requests_total", streams_ok) < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert server.metrics.sample("warpdp_requests_total", streams_ok) >= 1
+        assert server.metrics.sample("warpdp_requests_total", {"method": "RunsStream", "code": "INTERNAL"}) == 0
     finally:
         server.stop()
 

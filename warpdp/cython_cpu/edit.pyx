@@ -29,7 +29,10 @@ def _compact(values, starts, counts):
     """Each pair's first counts[i] values from starts[i], concatenated, and their offsets."""
     offsets = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
-    index = np.repeat(starts - offsets[:len(counts)], counts) + np.arange(offsets[-1], dtype=np.int64)
+    # No negative index here: this module is compiled with wraparound=False, which hands -1 to
+    # the array as it is (numpy 2.5 then refuses it).
+    total = offsets[len(counts)]
+    index = np.repeat(starts - offsets[:len(counts)], counts) + np.arange(total, dtype=np.int64)
     return values[index], offsets
 
 
@@ -107,13 +110,11 @@ def run(pairs, params, out, *, threads=0, str isa=None):
                          f"(available: {', '.join(ISAS)})")
     locations = cigar = None
     if want_locations:
-        # From the pairs' own arrays, not from the typed memoryviews above.
-        starts = np.asarray(pairs.target_offsets, dtype=np.int64)[:n] + np.arange(n, dtype=np.int64)
+        starts = np.asarray(t_offsets[:n], dtype=np.int64) + np.arange(n, dtype=np.int64)
         begin, offsets = _compact(loc_begin, starts, n_locations)
         end, _ = _compact(loc_end, starts, n_locations)
         locations = (begin, end, offsets)
     if want_cigar:
-        starts = (np.asarray(pairs.query_offsets, dtype=np.int64)[:n]
-                  + np.asarray(pairs.target_offsets, dtype=np.int64)[:n])
+        starts = np.asarray(q_offsets[:n], dtype=np.int64) + np.asarray(t_offsets[:n], dtype=np.int64)
         cigar = _compact(cigar_ops, starts, n_cigar)
     return bad_pair, locations, cigar
