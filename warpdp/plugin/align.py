@@ -43,7 +43,7 @@ Memory: a CIGAR needs one byte per DP cell of a pair; pairs over ``max_traceback
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,8 +51,7 @@ import numpy as np
 
 from .core import cigar as cigar_ops
 from .core.backend import choose_backend, resolve_cpu_isa, resolve_threads
-from .core.packed import (SequenceInput, byte_array, check_array, check_int, check_offsets, concat, int64_array,
-                          offsets_of, sequence_bytes)
+from .core.packed import QueryTargetPairs, SequenceInput, check_array, check_int, check_offsets
 from .core.params import Params
 from .core.results import Results
 
@@ -160,69 +159,17 @@ class AlignParams(Params):
 
 
 @dataclass(frozen=True)
-class AlignPairs:
+class AlignPairs(QueryTargetPairs):
     """Pairs in packed form: pair i aligns ``query_bases[query_offsets[i]:query_offsets[i+1]]`` with
     ``target_bases[target_offsets[i]:target_offsets[i+1]]`` (ASCII bytes; no sequence may be empty)."""
-
-    query_bases: np.ndarray
-    query_offsets: np.ndarray
-    target_bases: np.ndarray
-    target_offsets: np.ndarray
-
-    @property
-    def n_pairs(self) -> int:
-        return len(self.query_offsets) - 1
-
-    def __len__(self) -> int:
-        return self.n_pairs
-
-    def query(self, i: int) -> bytes:
-        return self.query_bases[self.query_offsets[i]:self.query_offsets[i + 1]].tobytes()
-
-    def target(self, i: int) -> bytes:
-        return self.target_bases[self.target_offsets[i]:self.target_offsets[i + 1]].tobytes()
 
     def cells(self) -> np.ndarray:
         """(len_q + 1) * (len_t + 1) per pair: the DP cells, and the traceback bytes with a CIGAR."""
         return (np.diff(self.query_offsets) + 1) * (np.diff(self.target_offsets) + 1)
 
-    def select(self, start: int, stop: int) -> AlignPairs:
-        q0, q1 = int(self.query_offsets[start]), int(self.query_offsets[stop])
-        t0, t1 = int(self.target_offsets[start]), int(self.target_offsets[stop])
-        return AlignPairs(self.query_bases[q0:q1], self.query_offsets[start:stop + 1] - q0,
-                          self.target_bases[t0:t1], self.target_offsets[start:stop + 1] - t0)
-
-    @classmethod
-    def from_arrays(cls, *, query_bases: object, query_offsets: object, target_bases: object,
-                    target_offsets: object) -> AlignPairs:
-        pairs = cls(byte_array(query_bases, "query_bases"), int64_array(query_offsets, "query_offsets"),
-                    byte_array(target_bases, "target_bases"), int64_array(target_offsets, "target_offsets"))
-        pairs.validate()
-        return pairs
-
-    @classmethod
-    def from_sequences(cls, pairs: Iterable[tuple[SequenceInput, SequenceInput]]) -> AlignPairs:
-        """Pack ``(query, target)`` pairs (str, bytes or uint8 arrays)."""
-        queries, targets = [], []
-        for i, pair in enumerate(pairs):
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise TypeError(f"pair {i}: expected (query, target), not {type(pair).__name__}")
-            queries.append(sequence_bytes(pair[0], f"pair {i} query"))
-            targets.append(sequence_bytes(pair[1], f"pair {i} target"))
-        packed = cls(concat(queries), offsets_of([len(s) for s in queries]),
-                     concat(targets), offsets_of([len(s) for s in targets]))
-        packed.validate()
-        return packed
-
     def validate(self) -> None:
         """TypeError/ValueError naming the field when the arrays are inconsistent or a sequence is empty."""
-        check_array(self.query_bases, "query_bases", np.uint8)
-        check_array(self.target_bases, "target_bases", np.uint8)
-        check_array(self.query_offsets, "query_offsets", np.int64)
-        check_array(self.target_offsets, "target_offsets", np.int64)
-        if len(self.target_offsets) != len(self.query_offsets):
-            raise ValueError(f"target_offsets has {len(self.target_offsets)} entries but query_offsets has "
-                             f"{len(self.query_offsets)}")
+        super().validate()
         check_offsets(self.query_offsets, "query_offsets", len(self.query_bases), "query", nonempty=True)
         check_offsets(self.target_offsets, "target_offsets", len(self.target_bases), "target", nonempty=True)
 

@@ -39,8 +39,7 @@ import numpy as np
 
 from .core import cigar as core_cigar
 from .core.backend import choose_backend, resolve_threads
-from .core.packed import (SequenceInput, byte_array, check_array, check_int, check_offsets, concat, int64_array,
-                          offsets_of, sequence_bytes)
+from .core.packed import QueryTargetPairs, SequenceInput, check_int, check_offsets, offsets_of
 from .core.params import Params
 from .core.results import Results
 
@@ -90,54 +89,13 @@ class EditParams(Params):
 
 
 @dataclass(frozen=True)
-class EditPairs:
+class EditPairs(QueryTargetPairs):
     """Pairs in packed form: pair i is ``query_bases[query_offsets[i]:query_offsets[i+1]]`` against
     ``target_bases[target_offsets[i]:target_offsets[i+1]]`` (ASCII bytes, none empty)."""
 
-    query_bases: np.ndarray
-    query_offsets: np.ndarray
-    target_bases: np.ndarray
-    target_offsets: np.ndarray
-
-    @property
-    def n_pairs(self) -> int:
-        return len(self.query_offsets) - 1
-
-    def __len__(self) -> int:
-        return self.n_pairs
-
-    def query(self, i: int) -> bytes:
-        return self.query_bases[self.query_offsets[i]:self.query_offsets[i + 1]].tobytes()
-
-    def target(self, i: int) -> bytes:
-        return self.target_bases[self.target_offsets[i]:self.target_offsets[i + 1]].tobytes()
-
-    def select(self, start: int, stop: int) -> EditPairs:
-        """Pairs ``start:stop`` as a new packed set."""
-        q0, q1 = int(self.query_offsets[start]), int(self.query_offsets[stop])
-        t0, t1 = int(self.target_offsets[start]), int(self.target_offsets[stop])
-        return EditPairs(self.query_bases[q0:q1], self.query_offsets[start:stop + 1] - q0,
-                         self.target_bases[t0:t1], self.target_offsets[start:stop + 1] - t0)
-
-    @classmethod
-    def from_arrays(cls, *, query_bases: object, query_offsets: object, target_bases: object,
-                    target_offsets: object) -> EditPairs:
-        pairs = cls(byte_array(query_bases, "query_bases"), int64_array(query_offsets, "query_offsets"),
-                    byte_array(target_bases, "target_bases"), int64_array(target_offsets, "target_offsets"))
-        pairs.validate()
-        return pairs
-
     def validate(self) -> None:
         """TypeError/ValueError naming the field: dtypes, offsets, empty or over-long sequences."""
-        for name in ("query_bases", "target_bases"):
-            check_array(getattr(self, name), name, np.uint8)
-        for name in ("query_offsets", "target_offsets"):
-            check_array(getattr(self, name), name, np.int64)
-        if len(self.query_offsets) < 1:
-            raise ValueError("query_offsets must hold n_pairs + 1 offsets")
-        if len(self.target_offsets) != len(self.query_offsets):
-            raise ValueError(f"target_offsets has {len(self.target_offsets)} entries but query_offsets has "
-                             f"{len(self.query_offsets)}")
+        super().validate()
         for name, bases in (("query_offsets", self.query_bases), ("target_offsets", self.target_bases)):
             offsets = getattr(self, name)
             check_offsets(offsets, name, len(bases), "pair", nonempty=True)
@@ -149,14 +107,7 @@ class EditPairs:
 
 def pack_edit_pairs(pairs: Iterable[tuple[SequenceInput, SequenceInput]]) -> EditPairs:
     """Pack ``(query, target)`` tuples (str, bytes or uint8 arrays)."""
-    queries, targets = [], []
-    for i, pair in enumerate(pairs):
-        if not isinstance(pair, tuple) or len(pair) != 2:
-            raise TypeError(f"pair {i}: expected (query, target), not {type(pair).__name__}")
-        queries.append(sequence_bytes(pair[0], f"pair {i} query"))
-        targets.append(sequence_bytes(pair[1], f"pair {i} target"))
-    return EditPairs.from_arrays(query_bases=concat(queries), query_offsets=offsets_of([len(q) for q in queries]),
-                                 target_bases=concat(targets), target_offsets=offsets_of([len(t) for t in targets]))
+    return EditPairs.from_sequences(pairs)
 
 
 class EditResults(Results):

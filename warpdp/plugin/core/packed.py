@@ -5,7 +5,9 @@ inputs to that form and check it, with errors that name the field.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -123,3 +125,71 @@ def sequence_bytes(value: object, what: str) -> np.ndarray:
     if isinstance(value, np.ndarray) and value.dtype == np.uint8 and value.ndim == 1:
         return value
     raise TypeError(f"{what} must be str, bytes or a 1-D uint8 array, not {type(value).__name__}")
+
+
+_Pairs = TypeVar("_Pairs", bound="QueryTargetPairs")
+
+
+@dataclass(frozen=True)
+class QueryTargetPairs:
+    """Pairs of a query and a target in packed form: pair i is
+    ``query_bases[query_offsets[i]:query_offsets[i+1]]`` against
+    ``target_bases[target_offsets[i]:target_offsets[i+1]]`` (ASCII bytes). The families that take
+    such pairs (align, edit) subclass it and check what they need in ``validate``."""
+
+    query_bases: np.ndarray
+    query_offsets: np.ndarray
+    target_bases: np.ndarray
+    target_offsets: np.ndarray
+
+    @property
+    def n_pairs(self) -> int:
+        return len(self.query_offsets) - 1
+
+    def __len__(self) -> int:
+        return self.n_pairs
+
+    def query(self, i: int) -> bytes:
+        return self.query_bases[self.query_offsets[i]:self.query_offsets[i + 1]].tobytes()
+
+    def target(self, i: int) -> bytes:
+        return self.target_bases[self.target_offsets[i]:self.target_offsets[i + 1]].tobytes()
+
+    def select(self: _Pairs, start: int, stop: int) -> _Pairs:
+        """Pairs ``start:stop`` as a new packed set of the same type."""
+        q0, q1 = int(self.query_offsets[start]), int(self.query_offsets[stop])
+        t0, t1 = int(self.target_offsets[start]), int(self.target_offsets[stop])
+        return type(self)(self.query_bases[q0:q1], self.query_offsets[start:stop + 1] - q0,
+                          self.target_bases[t0:t1], self.target_offsets[start:stop + 1] - t0)
+
+    @classmethod
+    def from_arrays(cls: type[_Pairs], *, query_bases: object, query_offsets: object, target_bases: object,
+                    target_offsets: object) -> _Pairs:
+        pairs = cls(byte_array(query_bases, "query_bases"), int64_array(query_offsets, "query_offsets"),
+                    byte_array(target_bases, "target_bases"), int64_array(target_offsets, "target_offsets"))
+        pairs.validate()
+        return pairs
+
+    @classmethod
+    def from_sequences(cls: type[_Pairs], pairs: Iterable[tuple[SequenceInput, SequenceInput]]) -> _Pairs:
+        """Pack ``(query, target)`` pairs (str, bytes or uint8 arrays)."""
+        queries, targets = [], []
+        for i, pair in enumerate(pairs):
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise TypeError(f"pair {i}: expected (query, target), not {type(pair).__name__}")
+            queries.append(sequence_bytes(pair[0], f"pair {i} query"))
+            targets.append(sequence_bytes(pair[1], f"pair {i} target"))
+        return cls.from_arrays(query_bases=concat(queries), query_offsets=offsets_of([len(q) for q in queries]),
+                               target_bases=concat(targets), target_offsets=offsets_of([len(t) for t in targets]))
+
+    def validate(self) -> None:
+        """TypeError/ValueError naming the field: dtypes and the two offset arrays' lengths."""
+        for name in ("query_bases", "target_bases"):
+            check_array(getattr(self, name), name, np.uint8)
+        for name in ("query_offsets", "target_offsets"):
+            check_array(getattr(self, name), name, np.int64)
+        if len(self.query_offsets) < 1:
+            raise ValueError("query_offsets must hold n_pairs + 1 offsets")
+        if len(self.target_offsets) != len(self.query_offsets):
+            raise ValueError(f"target_offsets has {len(self.target_offsets)} entries but query_offsets has "
+                             f"{len(self.query_offsets)}")
