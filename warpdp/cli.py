@@ -182,7 +182,7 @@ def add_seedext_parser(subparsers: Any) -> None:
 
 
 def _run_seedext(args: argparse.Namespace) -> int:
-    from .plugin.seedext import SeedExtParams, seed_extend_with
+    from .plugin.seedext import SeedExtParams
     from .plugin.seedext_io import read_seedext_fasta, read_seedext_tsv, write_seedext_results
 
     params = SeedExtParams(a=args.a, b=args.b, o_del=args.o_del, e_del=args.e_del, o_ins=args.o_ins,
@@ -194,14 +194,9 @@ def _run_seedext(args: argparse.Namespace) -> int:
         if args.h0 is not None:
             raise ValueError("--h0 applies to FASTA input (--targets); TSV lines carry their own h0")
         pairs = read_seedext_tsv(sys.stdin if args.input == "-" else args.input)
-    from .grpc.cli import client_from_args
+    from .grpc.cli import run_family
 
-    client = client_from_args(args)
-    if client is not None:
-        with client:
-            results = client.seed_extend_with(pairs, params)
-    else:
-        results = seed_extend_with(pairs, params, backend=args.backend, threads=args.threads)
+    results = run_family(args, "seedext", pairs, params)
     write_seedext_results(results, sys.stdout if args.output == "-" else args.output)
     return 0
 

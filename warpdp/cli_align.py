@@ -56,7 +56,7 @@ _GATK_DEFAULTS = {"match": 200, "mismatch": -150, "gap_open": -260, "gap_extend"
 
 
 def run_align(args: argparse.Namespace) -> int:
-    from .plugin.align import AlignParams, align
+    from .plugin.align import AlignParams
     from .plugin.align_io import read_align_fastx, read_align_tsv, write_align_sam, write_align_tsv
 
     fields: dict[str, Any] = dict(mode=args.mode, gaps=args.gaps, gap_convention=args.gap_convention,
@@ -73,14 +73,9 @@ def run_align(args: argparse.Namespace) -> int:
         pairs, query_names, target_names = read_align_fastx(args.input, args.targets)
     else:
         pairs = read_align_tsv(sys.stdin if args.input == "-" else args.input)
-    from .grpc.cli import client_from_args
+    from .grpc.cli import run_family
 
-    client = client_from_args(args)
-    if client is not None:
-        with client:
-            results = client.call("align", pairs, params)
-    else:
-        results = align(pairs, params, backend=args.backend, threads=args.threads)
+    results = run_family(args, "align", pairs, params)
     if args.sam:
         write_align_sam(results, pairs, args.output, query_names, target_names)
     else:

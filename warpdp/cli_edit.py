@@ -52,7 +52,7 @@ optimal target column; a one-base query takes its leftmost equal target base."""
 
 
 def _run_edit(args: argparse.Namespace) -> int:
-    from .plugin.edit import EditParams, edit
+    from .plugin.edit import EditParams
     from .plugin.edit_io import read_edit_fastx, read_edit_tsv, write_edit_sam, write_edit_tsv
 
     # Checked before reading a possibly large input.
@@ -66,14 +66,9 @@ def _run_edit(args: argparse.Namespace) -> int:
         names = (query_names, target_names)
     else:
         pairs = read_edit_tsv(sys.stdin if args.input == "-" else args.input)
-    from .grpc.cli import client_from_args
+    from .grpc.cli import run_family
 
-    client = client_from_args(args)
-    if client is not None:
-        with client:
-            results = client.call("edit", pairs, params)
-    else:
-        results = edit(pairs, params, backend=args.backend, threads=args.threads)
+    results = run_family(args, "edit", pairs, params)
     if args.sam:
         write_edit_sam(results, pairs, args.output, *names)
     else:

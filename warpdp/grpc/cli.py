@@ -10,7 +10,9 @@ import logging
 import math
 import os
 import sys
+from typing import Any
 
+from .. import registry
 from ..plugin.backend import BACKENDS, BackendUnavailableError
 from .client import Client
 from ._admission import DEFAULT_BUDGET_CAP, DEFAULT_BUDGET_FLOOR, RECEIVE_COPIES, parse_bytes
@@ -209,6 +211,16 @@ def client_from_args(args: argparse.Namespace) -> Client | None:
     else:
         token = os.environ.get("WARPDP_TOKEN") or None
     return Client(args.server, token=token, tls_ca=args.server_tls_ca, timeout=args.server_timeout)
+
+
+def run_family(args: argparse.Namespace, family: str, pairs: Any, params: Any) -> Any:
+    """A registered family's results for a CLI subcommand: through the servers `--server` names,
+    else in-process with --backend and --threads."""
+    client = client_from_args(args)
+    if client is not None:
+        with client:
+            return client.call(family, pairs, params)
+    return registry.family(family).entry_point()(pairs, params, backend=args.backend, threads=args.threads)
 
 
 def main(argv: list[str] | None = None) -> int:
