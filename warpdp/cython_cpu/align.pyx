@@ -24,10 +24,6 @@ def family_isas() -> list[str]:
     return list(FAMILY_ISAS)
 
 
-cdef int64_t* _ptr(int64_t[::1] view):
-    return &view[0] if view.shape[0] > 0 else NULL
-
-
 def run(pairs, params, out, *, threads=0, str isa=None):
     """Fill ``out``'s five int64 columns for every pair (AlignPairs) with ``params`` (AlignParams).
     Returns ``(ops, counts)``: the CIGAR ops of every pair (uint32, pair after pair) and their
@@ -79,11 +75,11 @@ def run(pairs, params, out, *, threads=0, str isa=None):
     cdef uint32_t[::1] ops
     cdef int64_t[::1] counts
     cdef align_outputs c_out
-    c_out.score = _ptr(score)
-    c_out.query_begin = _ptr(qb)
-    c_out.query_end = _ptr(qe)
-    c_out.target_begin = _ptr(tb)
-    c_out.target_end = _ptr(te)
+    c_out.score = int64_ptr(score)
+    c_out.query_begin = int64_ptr(qb)
+    c_out.query_end = int64_ptr(qe)
+    c_out.target_begin = int64_ptr(tb)
+    c_out.target_end = int64_ptr(te)
     c_out.ops = NULL
     c_out.ops_capacity = 0
     c_out.ops_count = NULL

@@ -1,7 +1,7 @@
 # Shared by every CPU extension (each .pyx includes this file): the names of the SIMD
 # variants, which of them this CPU runs, and small buffer helpers.
 # The C declarations these helpers use come from cpu_common_c.pxi, which each family's .pxd includes.
-from libc.stdint cimport uint8_t
+from libc.stdint cimport int64_t, uint8_t
 
 ISA_NAMES = ("scalar", "avx2", "avx512")
 
@@ -23,6 +23,10 @@ cdef int isa_code(str isa) except -1:
 
 cdef const uint8_t* bytes_ptr(const uint8_t[::1] view):
     # Zero-length arrays have no element to take the address of.
+    return &view[0] if view.shape[0] > 0 else NULL
+
+
+cdef int64_t* int64_ptr(int64_t[::1] view):
     return &view[0] if view.shape[0] > 0 else NULL
 
 

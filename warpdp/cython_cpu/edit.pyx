@@ -21,10 +21,6 @@ def edit_isas() -> list[str]:
     return list(ISAS)
 
 
-cdef int64_t* _ptr(int64_t[::1] view):
-    return &view[0] if view.shape[0] > 0 else NULL
-
-
 def _compact(values, starts, counts):
     """Each pair's first counts[i] values from starts[i], concatenated, and their offsets."""
     offsets = np.zeros(len(counts) + 1, dtype=np.int64)
@@ -88,13 +84,13 @@ def run(pairs, params, out, *, threads=0, str isa=None):
     c_pairs.query_total = q_bases.shape[0]
     c_pairs.target_total = t_bases.shape[0]
     cdef edit_outputs c_out
-    c_out.distance = _ptr(distance)
-    c_out.t_begin = _ptr(t_begin)
-    c_out.t_end = _ptr(t_end)
-    c_out.n_locations = _ptr(n_loc_view)
-    c_out.n_cigar = _ptr(n_cig_view)
-    c_out.loc_begin = _ptr(loc_begin_view) if want_locations else NULL
-    c_out.loc_end = _ptr(loc_end_view) if want_locations else NULL
+    c_out.distance = int64_ptr(distance)
+    c_out.t_begin = int64_ptr(t_begin)
+    c_out.t_end = int64_ptr(t_end)
+    c_out.n_locations = int64_ptr(n_loc_view)
+    c_out.n_cigar = int64_ptr(n_cig_view)
+    c_out.loc_begin = int64_ptr(loc_begin_view) if want_locations else NULL
+    c_out.loc_end = int64_ptr(loc_end_view) if want_locations else NULL
     c_out.cigar_ops = &ops_view[0] if cigar_room > 0 else NULL
     cdef int status
     cdef int64_t bad_pair = -1

@@ -14,20 +14,14 @@ Outputs:
 """
 from __future__ import annotations
 
-import numpy as np
 
 from .align import COLUMNS, AlignPairs, AlignResults
 from .core import cigar
-from .core.packed import offsets_of
 from .core.text import PathOrFile, open_text, require_pysam
 
 
 def _packed(queries: list[bytes], targets: list[bytes]) -> AlignPairs:
-    return AlignPairs.from_arrays(
-        query_bases=np.frombuffer(b"".join(queries), dtype=np.uint8).copy(),
-        query_offsets=offsets_of([len(q) for q in queries]),
-        target_bases=np.frombuffer(b"".join(targets), dtype=np.uint8).copy(),
-        target_offsets=offsets_of([len(t) for t in targets]))
+    return AlignPairs.from_sequences(zip(queries, targets))
 
 
 def read_align_tsv(source: PathOrFile) -> AlignPairs:

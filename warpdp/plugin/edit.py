@@ -98,10 +98,8 @@ class EditPairs(QueryTargetPairs):
         super().validate()
         for name, bases in (("query_offsets", self.query_bases), ("target_offsets", self.target_bases)):
             offsets = getattr(self, name)
-            check_offsets(offsets, name, len(bases), "pair", nonempty=True)
-            lengths = np.diff(offsets)
-            if len(lengths) and int(lengths.max()) > MAX_EDIT_LENGTH:
-                i = int(np.argmax(lengths))
+            if check_offsets(offsets, name, len(bases), "pair", nonempty=True) > MAX_EDIT_LENGTH:
+                i = int(np.argmax(np.diff(offsets)))
                 raise ValueError(f"{name}: pair {i} is longer than {MAX_EDIT_LENGTH} bases (the CIGAR's run limit)")
 
 
@@ -207,9 +205,10 @@ def edit(
     ``(query, target)``. ``cpu_isa``: "scalar" (this family's only CPU variant so far). ``out``
     is reserved (results are ragged, so they are always allocated here)."""
     params = EditParams.from_kwargs(params, **keywords)
-    if not isinstance(pairs, EditPairs):
-        pairs = pack_edit_pairs(pairs)
-    pairs.validate()
+    if isinstance(pairs, EditPairs):
+        pairs.validate()
+    else:
+        pairs = pack_edit_pairs(pairs)  # validated as it is packed
     if out is not None:
         raise TypeError("out is not supported by edit (its results are ragged)")
     n_threads = resolve_threads(threads)
@@ -222,10 +221,11 @@ def edit(
         raise ValueError(f"cpu_isa must be one of {', '.join(cpu_edit.ISAS)} for edit, not {cpu_isa!r}")
     # The backend's ragged scratch (CIGAR and location room) grows with the bases it is handed,
     # so a large job runs in chunks of consecutive pairs and the parts are joined.
-    lengths = np.diff(pairs.query_offsets) + np.diff(pairs.target_offsets)
+    ends = np.cumsum(np.diff(pairs.query_offsets) + np.diff(pairs.target_offsets))  # bases up to each pair
     parts, start = [], 0
     while start < pairs.n_pairs or not parts:
-        stop = max(start + 1, int(np.searchsorted(np.cumsum(lengths[start:]), CHUNK_BASES, side="right")) + start)
+        done = int(ends[start - 1]) if start else 0
+        stop = max(start + 1, int(np.searchsorted(ends, done + CHUNK_BASES, side="right")))
         stop = min(stop, pairs.n_pairs)
         parts.append(_run_cpu(cpu_edit, pairs.select(start, stop), params, n_threads, start))
         start = stop

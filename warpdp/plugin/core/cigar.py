@@ -4,10 +4,12 @@ offsets into the ops (see docs/design.md, "Data model")."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from .packed import offsets_of  # the ragged CIGAR's offsets are the data model's offsets
 
 OPS = "MIDNSHP=X"
 OP_CODES = {op: code for code, op in enumerate(OPS)}
@@ -57,14 +59,6 @@ def tuples(packed: np.ndarray) -> list[tuple[int, int]]:
     """(op code, length) pairs, as pysam's cigartuples."""
     lengths, codes = unpack(packed)
     return list(zip(codes.tolist(), lengths.tolist()))
-
-
-def offsets_of(counts: Iterable[int]) -> np.ndarray:
-    """int64 offsets (n + 1, from 0) of consecutive pairs' op counts."""
-    counts = np.fromiter(counts, dtype=np.int64)
-    offsets = np.zeros(counts.size + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    return offsets
 
 
 def spans(packed: np.ndarray) -> tuple[int, int]:

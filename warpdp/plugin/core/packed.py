@@ -108,9 +108,13 @@ def concat(parts: Sequence[np.ndarray]) -> np.ndarray:
     return np.concatenate(parts).astype(np.uint8, copy=False) if len(parts) else np.zeros(0, dtype=np.uint8)
 
 
-def offsets_of(lengths: Sequence[int] | np.ndarray) -> np.ndarray:
+def offsets_of(lengths: Iterable[int] | np.ndarray) -> np.ndarray:
     """int64 offsets (n + 1 entries, starting at 0) of consecutive items of these lengths."""
-    return np.concatenate([[0], np.cumsum(np.asarray(lengths, dtype=np.int64))]).astype(np.int64)
+    if not isinstance(lengths, np.ndarray):
+        lengths = np.fromiter(lengths, dtype=np.int64)
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets
 
 
 def sequence_bytes(value: object, what: str) -> np.ndarray:
