@@ -149,3 +149,21 @@ def test_server_splits_jobs_over_the_limits_and_refuses_a_pair_over_them() -> No
             assert caught.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
     finally:
         server.stop()
+
+
+def test_client_call_through_shared_memory(monkeypatch) -> None:
+    from warpdp.grpc import _shm_client
+    from warpdp.grpc import client as client_module
+
+    if not _shm_client.available():
+        pytest.skip("no memfd shared memory here")
+    monkeypatch.setattr(client_module, "_SHARED_MIN_BYTES", 64)
+    server = start_server()
+    try:
+        pairs = pack_edit_pairs(PAIRS * 5)
+        params = EditParams(mode="hw", task="path")
+        with Client(server.address, timeout=WAIT) as client:
+            assert client.call("edit", pairs, params) == edit(pairs, params)
+        assert server.metrics.sample("warpdp_requests_total", {"method": "Edit", "code": "INVALID_ARGUMENT"}) == 0
+    finally:
+        server.stop()

@@ -9,7 +9,7 @@ import numpy as np
 
 from . import warpdp_pb2
 from ._algorithm import Algorithm, InvalidRequest, Job
-from ._packing import CellLimit
+from ._packing import CellLimit, int64_array
 from ..plugin.core.packed import offsets_of
 from ..plugin.edit import EditPairs, EditParams, EditResults, edit, edit_cpu_isas
 
@@ -25,6 +25,7 @@ class _Collected:
 
 
 def _i8(data: bytes) -> np.ndarray:
+    """A reply's int64 field as a writable array of the results."""
     return np.frombuffer(data, dtype="<i8").astype(np.int64)
 
 
@@ -49,15 +50,14 @@ class EditAlgorithm(Algorithm):
             params = EditParams(**fields)
         except (TypeError, ValueError) as exc:
             raise InvalidRequest("EditRequest", exc) from None
-        if packed is None:
-            packed = {name: getattr(request.pairs, name) for name in ("query_bases", "query_offsets",
-                                                                       "target_bases", "target_offsets")}
+        # The message's pairs, or a shared file's arrays (attributes of the same names).
+        message = request.pairs if packed is None else packed
         try:
             pairs = EditPairs.from_arrays(
-                query_bases=np.frombuffer(packed["query_bases"], dtype=np.uint8),
-                query_offsets=np.frombuffer(packed["query_offsets"], dtype="<i8"),
-                target_bases=np.frombuffer(packed["target_bases"], dtype=np.uint8),
-                target_offsets=np.frombuffer(packed["target_offsets"], dtype="<i8"))
+                query_bases=np.frombuffer(message.query_bases, dtype=np.uint8),
+                query_offsets=int64_array(message.query_offsets, "query_offsets"),
+                target_bases=np.frombuffer(message.target_bases, dtype=np.uint8),
+                target_offsets=int64_array(message.target_offsets, "target_offsets"))
         except (TypeError, ValueError) as exc:
             raise InvalidRequest("EditRequest.pairs", exc) from None
         return Job(pairs, params, pairs.n_pairs, self.cells(pairs, params))
@@ -74,6 +74,11 @@ class EditAlgorithm(Algorithm):
         # Columns, plus at most one CIGAR op per base and one location per target base (+1).
         bases = len(job.payload.query_bases) + len(job.payload.target_bases)
         return 24 * job.n_pairs + 4 * bases + 16 * (len(job.payload.target_bases) + job.n_pairs) + 16 * (job.n_pairs + 1)
+
+    def reply_bound(self, payload: EditPairs, key: Hashable) -> int:
+        # The shared-file result layout (_packing.ragged_file_arrays) holds columns and a CIGAR,
+        # not edit's locations: the client leaves no room, so results come in the message.
+        return 0
 
     def merge(self, payloads: list[EditPairs]) -> EditPairs:
         def joined(bases: str, offsets: str) -> tuple[np.ndarray, np.ndarray]:
