@@ -436,13 +436,3 @@ class SeedExtAlgorithm(PairsAlgorithm):
 PAIRHMM = PairHmmAlgorithm()
 XDROP = XdropAlgorithm()
 SEEDEXT = SeedExtAlgorithm()
-# In ServerInfo order.
-ALGORITHMS: tuple[Algorithm, ...] = (PAIRHMM, XDROP, SEEDEXT)
-
-
-def algorithm_for(payload: object) -> Algorithm:
-    """The algorithm whose packed input class `payload` is."""
-    for algorithm in ALGORITHMS:
-        if isinstance(payload, algorithm.payload_type):
-            return algorithm
-    raise TypeError(f"no algorithm takes {type(payload).__name__}")

@@ -75,6 +75,14 @@ def _check_parsed(request: Any, method: str, prefix: str) -> None:
         raise _RpcFailure(grpc.StatusCode.INVALID_ARGUMENT, f"{prefix}corrupt {method} request message ({request.error})")
 
 
+def out_of_memory_message(exc: MemoryError) -> str:
+    """What a caller is told of a MemoryError: a kernel's own refusal of a too-large job (a
+    subclass, e.g. align's traceback bound) says why; a plain one that memory ran out."""
+    if type(exc) is not MemoryError:
+        return str(exc)
+    return "the server ran out of memory handling this request; retry later, or split it"
+
+
 def _failure_status(method: str, exc: Exception) -> tuple[grpc.StatusCode, str]:
     """The status answering an exception: an _RpcFailure's own, or the one for an exception a
     handler did not expect to handle itself."""
@@ -82,13 +90,10 @@ def _failure_status(method: str, exc: Exception) -> tuple[grpc.StatusCode, str]:
         return exc.code, exc.message
     if isinstance(exc, AdmissionRefused):
         return grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc)
-    if isinstance(exc, MemoryError) and type(exc) is not MemoryError:
-        # A kernel's own refusal of a too-large job (e.g. align's traceback bound): its message says why.
-        return grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc)
     if isinstance(exc, MemoryError):
-        logger.warning("%s: out of memory (%s)", method, exc)
-        return (grpc.StatusCode.RESOURCE_EXHAUSTED,
-                "the server ran out of memory handling this request; retry later, or split it")
+        if type(exc) is MemoryError:
+            logger.warning("%s: out of memory (%s)", method, exc)
+        return grpc.StatusCode.RESOURCE_EXHAUSTED, out_of_memory_message(exc)
     logger.exception("%s failed", method)  # a bug: answer INTERNAL, keep serving
     return grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}"
 

@@ -19,7 +19,7 @@ from ._admission import MemoryBudget, Reservation, receive_bytes, request_cost
 from ._algorithm import InvalidRequest, Job
 from ._batcher import _DROPPED, _FAILED, Batcher, BatcherClosed, WorkItem
 from ._calls import (_CallStats, _check_parsed, _failure_status, _page_locked_or_plain, _RpcFailure, _sized,
-                     _Stream)
+                     _Stream, out_of_memory_message)
 from ._config import _DECODE_OFF_LOOP_BYTES, _MAP_FAILURES_BEFORE_READING, SERVICE_NAME, ServerConfig
 from ._kernel import AlgorithmKernel
 from ._metrics import Metrics
@@ -286,11 +286,10 @@ class WarpdpServicer:
                                 "the server is shutting down and takes no new calls; retry on another server")
 
     @staticmethod
-    def _decodes_off_loop(request: Any, nbytes: int | None = None) -> bool:
-        """Whether decoding the request (of nbytes on the wire, when known: ByteSize() takes
-        milliseconds on a large message) blocks long enough to move it off the event loop."""
-        return request.HasField("shared_file") or (
-            request.ByteSize() if nbytes is None else nbytes) >= _DECODE_OFF_LOOP_BYTES
+    def _decodes_off_loop(request: Any, nbytes: int) -> bool:
+        """Whether decoding the request (of nbytes on the wire) blocks long enough to move it
+        off the event loop."""
+        return request.HasField("shared_file") or nbytes >= _DECODE_OFF_LOOP_BYTES
 
     @staticmethod
     def _deadline(context: grpc.aio.ServicerContext) -> float | None:
@@ -299,7 +298,7 @@ class WarpdpServicer:
         return None if remaining is None else time.monotonic() + remaining
 
     async def _decode(self, kernel: AlgorithmKernel, request: Any, context: grpc.aio.ServicerContext,
-                      chunk: str = "", nbytes: int | None = None) -> Job:
+                      chunk: str, nbytes: int) -> Job:
         if self._decodes_off_loop(request, nbytes):
             peer = context.peer()
             return await asyncio.get_running_loop().run_in_executor(
@@ -307,7 +306,7 @@ class WarpdpServicer:
         return self._decode_blocking(kernel, request, context.peer(), chunk)
 
     async def _decode_chunk(self, kernel: AlgorithmKernel, request: Any, context: grpc.aio.ServicerContext,
-                            chunk: str, queued: _Stream, nbytes: int | None = None) -> tuple[Job, WorkItem | None]:
+                            chunk: str, queued: _Stream, nbytes: int) -> tuple[Job, WorkItem | None]:
         """A stream's chunk decoded, checked and queued (None: nothing to score). Off the event
         loop when large, where the thread that decoded it also queues it: a trip back through
         the busy loop first would only delay the backend."""
@@ -457,9 +456,7 @@ class WarpdpServicer:
             if isinstance(error, (ValueError, TypeError)):
                 raise _RpcFailure(grpc.StatusCode.INVALID_ARGUMENT, f"invalid request: {error}")
             if isinstance(error, MemoryError):
-                # A kernel's own refusal (a MemoryError subclass, e.g. align's traceback bound) says why.
-                raise _RpcFailure(grpc.StatusCode.RESOURCE_EXHAUSTED, str(error) if type(error) is not MemoryError
-                                  else "the server ran out of memory running this request; retry later or split it")
+                raise _RpcFailure(grpc.StatusCode.RESOURCE_EXHAUSTED, out_of_memory_message(error))
             raise _RpcFailure(grpc.StatusCode.INTERNAL, f"the backend failed: {type(error).__name__}: {error}")
         assert item.result is not None
         stats = warpdp_pb2.CallStats(backend=kernel.backend, cells=job.cells, queue_us=int(item.queue_s * 1e6),
