@@ -29,7 +29,6 @@ class CupyDevice:
         self.cupy = cupy
         self.device_id = cupy.cuda.runtime.getDevice()
         props = device_properties(self.device_id)
-        self.props = props
         self.sm_count = int(props["multiProcessorCount"])
         self.smem_per_sm = int(props.get("sharedMemPerMultiprocessor", 228 * 1024))
         self.regs_per_sm = int(props.get("regsPerMultiprocessor", 65536))

@@ -8,7 +8,6 @@ in the order the launcher's dtypes are listed; a module is checked against them 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -87,7 +86,3 @@ def clear() -> None:
     with _LOCK:
         _MODULES.clear()
 
-
-def name_list(names: Sequence[str]) -> tuple[str, ...]:
-    """Name expressions as a tuple without repeats, in order (a hashable part of a spec)."""
-    return tuple(dict.fromkeys(names))
