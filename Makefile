@@ -5,7 +5,7 @@ MVN ?= mvn
 # Batch mode, no download progress; ~/.m2 caches Maven Central's artifacts between runs.
 MVN_FLAGS ?= -B -ntp
 
-.PHONY: install run test test-python test-java test-gatk java-jar bench-cpu check-cuda
+.PHONY: install run test test-python test-java test-gatk test-cpp java-jar bench-cpu check-cuda
 
 # Installs warpdp (building the Cython/C CPU backend in place) with its test dependencies.
 install:
@@ -28,6 +28,15 @@ test-python: install
 # Builds java_shim/target/warpdp-gatk.jar and runs its tests against it.
 test-java: install
 	$(MVN) $(MVN_FLAGS) -f java_shim/pom.xml verify
+
+# The C/C++ front door (clients/cpp): libwarpdp, warpdp_logan, the example overlapper and their
+# ctest suite, built with AddressSanitizer + UBSan. The tests compare against the Python API of
+# this checkout, so its CPU extensions must be built in place first (`make install`).
+CPP_BUILD ?= build/cpp
+test-cpp:
+	cmake -S clients/cpp -B $(CPP_BUILD) -DWARPDP_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build $(CPP_BUILD) -j2
+	cd $(CPP_BUILD) && ctest --output-on-failure
 
 java-jar:
 	$(MVN) $(MVN_FLAGS) -q -f java_shim/pom.xml -DskipTests package
