@@ -1,8 +1,10 @@
 /* warpdp.h: the C API of warpdp (exact dynamic-programming kernels for genomics).
  *
  * A plain C API (no C++ types), usable from C and C++. A handle runs batches of the five kernel
- * families (pairhmm, xdrop, seedext, align, edit) in this process, on the same C kernels the Python
- * package compiles (AVX-512 / AVX2 / scalar, chosen at run time), with no Python and no server.
+ * families (pairhmm, xdrop, seedext, align, edit) either in this process, on the same C kernels the
+ * Python package compiles (AVX-512 / AVX2 / scalar, chosen at run time), with no Python and no
+ * server (warpdp_open_local), or on a `warpdp serve` server through gRPC (warpdp_open_client, when
+ * the library was built with gRPC). Both kinds of handle take the same calls.
  *
  * Data model (the project's, see docs/design.md): every sequence set is one byte array of
  * concatenated sequences plus int64 offsets (n + 1 entries, offsets[0] == 0, offsets[n] == total,
@@ -47,7 +49,10 @@ typedef enum {
     WARPDP_ERR_OUT_OF_MEMORY = 2,
     WARPDP_ERR_UNSUPPORTED = 3,       /* a CPU variant this CPU (or this family) does not have */
     WARPDP_ERR_RESOURCE_EXHAUSTED = 4, /* a pair over a configured limit (align's max_traceback_cells) */
-    WARPDP_ERR_INTERNAL = 5
+    WARPDP_ERR_INTERNAL = 5,
+    WARPDP_ERR_UNAVAILABLE = 6,        /* client handles: the server cannot be reached, or the call timed out */
+    WARPDP_ERR_UNAUTHENTICATED = 7,    /* client handles: the token was refused */
+    WARPDP_ERR_RPC = 8                 /* client handles: any other gRPC failure (the message names it) */
 } warpdp_status;
 
 /* A static name for a status ("WARPDP_ERR_INVALID_ARGUMENT", ...). */
@@ -70,10 +75,27 @@ typedef struct {
    close it with warpdp_close. WARPDP_ERR_UNSUPPORTED when cpu_isa cannot run on this CPU. */
 int warpdp_open_local(const warpdp_local_options *options, warpdp_handle **handle);
 
+typedef struct {
+    const char *address;     /* the server, "host:port" (any gRPC target: "unix:/path", ...) */
+    int tls;                 /* 0: plaintext, 1: TLS */
+    const char *tls_ca_file; /* TLS: PEM file of the roots to trust (NULL: the system's) */
+    const char *token;       /* NULL, or a bearer token sent as 'authorization: Bearer <token>' */
+    double timeout_seconds;  /* per call (0: none) */
+} warpdp_client_options;
+
+/* Opens a handle on a warpdp server (gRPC, the warpdp.v1 service) and checks that it answers
+   (ServerInfo). Each call is one unary RPC: a batch must fit the server's message limit
+   (--max-message-mb, 64 MB by default). The server checks what it receives as the in-process
+   library does, and its errors come back as the same codes with the server's message;
+   max_traceback_cells is the server's own. WARPDP_ERR_UNSUPPORTED when the library was built
+   without gRPC (WARPDP_WITH_GRPC=OFF). */
+int warpdp_open_client(const warpdp_client_options *options, warpdp_handle **handle);
+
 /* Frees the handle (NULL is allowed). No call on it may be in flight. */
 void warpdp_close(warpdp_handle *handle);
 
-/* The CPU variant the handle runs ("scalar", "avx2", "avx512"); align and edit have only "scalar". */
+/* The CPU variant the handle runs ("scalar", "avx2", "avx512"; align and edit have only "scalar");
+   "server" for a client handle. */
 const char *warpdp_handle_cpu_isa(const warpdp_handle *handle);
 
 /* ---------------------------------------------------------------- X-drop (SeqAn's extendSeed, GappedXDrop) */

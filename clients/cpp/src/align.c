@@ -118,6 +118,10 @@ int warpdp_align(warpdp_handle *handle, const warpdp_seq_pairs *pairs, const war
     WD_TRY(wd_check_pointer(params, "params", 1));
     WD_TRY(check_params(params));
     WD_TRY(check_results(results, pairs, params->cigar));
+#ifdef WARPDP_WITH_GRPC
+    if (handle->client != NULL)
+        return wd_client_align(handle->client, pairs, params, results);
+#endif
     int isa;
     WD_TRY(wd_family_isa(handle, "align", 1u << WARPDP_ISA_SCALAR, &isa));
     const align_pairs c_pairs = {pairs->query_bases, pairs->target_bases, pairs->query_offsets,

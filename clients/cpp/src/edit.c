@@ -108,6 +108,10 @@ int warpdp_edit(warpdp_handle *handle, const warpdp_seq_pairs *pairs, const warp
         return wd_fail(WARPDP_ERR_INVALID_ARGUMENT, "warpdp edit: mode must be SHW with the windowed method "
                        "(GenASM solves the prefix problem)");
     WD_TRY(check_results(results, pairs, params->task));
+#ifdef WARPDP_WITH_GRPC
+    if (handle->client != NULL)
+        return wd_client_edit(handle->client, pairs, params, results);
+#endif
     scratch s;
     edit_outputs out;
     int status = make_outputs(results, pairs, params, &s, &out);

@@ -29,6 +29,12 @@ const char *warpdp_status_name(int status)
         return "WARPDP_ERR_RESOURCE_EXHAUSTED";
     case WARPDP_ERR_INTERNAL:
         return "WARPDP_ERR_INTERNAL";
+    case WARPDP_ERR_UNAVAILABLE:
+        return "WARPDP_ERR_UNAVAILABLE";
+    case WARPDP_ERR_UNAUTHENTICATED:
+        return "WARPDP_ERR_UNAUTHENTICATED";
+    case WARPDP_ERR_RPC:
+        return "WARPDP_ERR_RPC";
     default:
         return "unknown warpdp status";
     }
@@ -139,16 +145,49 @@ int warpdp_open_local(const warpdp_local_options *options, warpdp_handle **handl
     made->threads = options->threads;
     made->isa = isa;
     made->isa_chosen = chosen;
+    made->client = NULL;
     *handle = made;
     return wd_ok();
 }
 
+int warpdp_open_client(const warpdp_client_options *options, warpdp_handle **handle)
+{
+    WD_TRY(wd_check_pointer(handle, "handle", 1));
+    *handle = NULL;
+    WD_TRY(wd_check_pointer(options, "options", 1));
+    WD_TRY(wd_check_pointer(options->address, "options->address", 1));
+    if (options->tls != 0 && options->tls != 1)
+        return wd_fail(WARPDP_ERR_INVALID_ARGUMENT, "warpdp: options->tls must be 0 or 1, not %d", options->tls);
+    if (!(options->timeout_seconds >= 0 && options->timeout_seconds <= 1e9))
+        return wd_fail(WARPDP_ERR_INVALID_ARGUMENT, "warpdp: options->timeout_seconds must be within 0..1e9");
+#ifdef WARPDP_WITH_GRPC
+    warpdp_handle *made = calloc(1, sizeof *made);
+    if (made == NULL)
+        return wd_fail(WARPDP_ERR_OUT_OF_MEMORY, "warpdp: out of memory opening a handle");
+    const int status = wd_client_open(options, &made->client);
+    if (status != WARPDP_OK) {
+        free(made);
+        return status;
+    }
+    *handle = made;
+    return wd_ok();
+#else
+    return wd_fail(WARPDP_ERR_UNSUPPORTED, "warpdp: this libwarpdp was built without gRPC (WARPDP_WITH_GRPC=OFF)");
+#endif
+}
+
 void warpdp_close(warpdp_handle *handle)
 {
+#ifdef WARPDP_WITH_GRPC
+    if (handle != NULL && handle->client != NULL)
+        wd_client_free(handle->client);
+#endif
     free(handle);
 }
 
 const char *warpdp_handle_cpu_isa(const warpdp_handle *handle)
 {
-    return handle == NULL ? "" : ISA_NAMES[handle->isa];
+    if (handle == NULL)
+        return "";
+    return handle->client != NULL ? "server" : ISA_NAMES[handle->isa];
 }

@@ -68,6 +68,17 @@ int warpdp_pairhmm(warpdp_handle *handle, const warpdp_pairhmm_batches *batches,
     WD_TRY(wd_check_pointer(out, "out", n_out > 0));
     if (use_double != 0 && use_double != 1)
         return wd_fail(WARPDP_ERR_INVALID_ARGUMENT, "warpdp pairhmm: use_double must be 0 or 1, not %d", use_double);
+#ifdef WARPDP_WITH_GRPC
+    if (handle->client != NULL) {
+        int64_t count;
+        WD_TRY(count_pairs(batches, &count));
+        if (count != n_out)
+            return wd_fail(WARPDP_ERR_INVALID_ARGUMENT,
+                           "warpdp pairhmm: n_out is %lld but the batches hold %lld pairs", (long long)n_out,
+                           (long long)count);
+        return wd_client_pairhmm(handle->client, batches, use_double, out, n_out);
+    }
+#endif
     int isa;
     WD_TRY(wd_family_isa(handle, "pairhmm", 7u, &isa));
     const pairhmm_batches b = {batches->read_bases, batches->read_quals, batches->read_ins, batches->read_del,

@@ -38,6 +38,10 @@ int warpdp_seedext(warpdp_handle *handle, const warpdp_seedext_pairs *pairs, con
     WD_TRY(check_pairs(pairs));
     WD_TRY(wd_check_pointer(params, "params", 1));
     WD_TRY(wd_check_pointer(results, "results", pairs->n_pairs > 0));
+#ifdef WARPDP_WITH_GRPC
+    if (handle->client != NULL)
+        return wd_client_seedext(handle->client, pairs, params, results);
+#endif
     int isa;
     WD_TRY(wd_family_isa(handle, "seedext", 7u, &isa));
     const seedext_batch batch = {pairs->query, pairs->target, pairs->query_offsets, pairs->target_offsets,

@@ -48,6 +48,10 @@ int warpdp_xdrop(warpdp_handle *handle, const warpdp_xdrop_pairs *pairs, const w
     if (params->report != WARPDP_XDROP_REPORT_LONGEST && params->report != WARPDP_XDROP_REPORT_BEST)
         return wd_fail(WARPDP_ERR_INVALID_ARGUMENT, "warpdp xdrop: report must be %d (longest) or %d (best), not %d",
                        WARPDP_XDROP_REPORT_LONGEST, WARPDP_XDROP_REPORT_BEST, params->report);
+#ifdef WARPDP_WITH_GRPC
+    if (handle->client != NULL)
+        return wd_client_xdrop(handle->client, pairs, params, results);
+#endif
     int isa;
     WD_TRY(wd_family_isa(handle, "xdrop", 7u, &isa));
     const xdrop_pairs c_pairs = {pairs->h_bases, pairs->v_bases, pairs->h_offsets, pairs->v_offsets, pairs->h_pos,

@@ -1,12 +1,17 @@
 """ctest: one warpdp.h entry point against the Python API, on ../shared/data inputs (where that
 folder exists) and on synthetic pairs (always).
 
-    compare_python.py FAMILY --harness PATH --work DIR
+    compare_python.py FAMILY --harness PATH --work DIR [--server]
 
 For each case the packed arrays go to DIR/<case>/ as raw files, warpdp_harness runs the C entry
 point on them, and every output array must equal what the Python API (warpdp.<family>, CPU
 backend, the same CPU variant) returns for the same arrays, element for element. Bad inputs must
 make both refuse: Python with ValueError, the C API with an error code and a message.
+
+With --server the harness opens a client handle (warpdp_open_client) on a real warpdp server
+started here (warpdp.grpc.Server, what `warpdp serve` runs; CPU backend, loopback, a bearer
+token), and the same cases must give the same results through gRPC; a wrong token must be
+refused (WARPDP_ERR_UNAUTHENTICATED), and, where openssl is installed, one case runs over TLS.
 """
 from __future__ import annotations
 
@@ -72,14 +77,22 @@ class Case:
             self.expected, self.python_error = None, str(error)
 
 
-def run_case(family: str, case: Case, harness: str, work: Path) -> list[str]:
+def run_case(family: str, case: Case, harness: str, work: Path, connect: dict[str, str] | None = None,
+             refused: str | None = None) -> list[str]:
+    """Runs the case (on a server when `connect` holds server/token/tls params); with `refused`,
+    the harness must fail with that status instead."""
     folder = work / case.name
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     for name, array in case.arrays.items():
         np.ascontiguousarray(array).tofile(folder / f"{name}.bin")
-    (folder / "params.txt").write_text("".join(f"{k} {v}\n" for k, v in case.params.items()))
+    params = {**case.params, **(connect or {})}
+    (folder / "params.txt").write_text("".join(f"{k} {v}\n" for k, v in params.items()))
     done = subprocess.run([harness, family, str(folder)], capture_output=True, text=True, timeout=600)
+    if refused is not None:
+        if done.returncode == 3 and refused in done.stderr:
+            return []
+        return [f"{case.name}: wanted {refused}, got exit {done.returncode}: {done.stderr.strip()}"]
     if case.expected is None:
         if done.returncode == 3 and "WARPDP_ERR_INVALID_ARGUMENT" in done.stderr:
             return []
@@ -319,22 +332,69 @@ FAMILIES = {"xdrop": xdrop_cases, "seedext": seedext_cases, "pairhmm": pairhmm_c
             "edit": edit_cases}
 
 
+TOKEN = "ctest-token-29"
+
+
+def tls_files(work: Path) -> tuple[Path, Path] | None:
+    """A self-signed certificate for localhost (openssl), or None where openssl is missing."""
+    if shutil.which("openssl") is None:
+        return None
+    cert, key = work / "cert.pem", work / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    return cert, key
+
+
+def run_on_server(family: str, cases: list[Case], harness: str, work: Path) -> list[str]:
+    from warpdp.grpc import Server, ServerConfig
+
+    problems = []
+    server = Server(ServerConfig(port=0, backend="cpu", host="127.0.0.1", tokens=(TOKEN,))).start()
+    try:
+        connect = {"server": server.address, "token": TOKEN}
+        for case in cases:
+            problems += run_case(family, case, harness, work / "server", connect)
+        problems += run_case(family, cases[0], harness, work / "server",
+                             {"server": server.address, "token": "wrong"}, refused="WARPDP_ERR_UNAUTHENTICATED")
+    finally:
+        server.stop()
+    work.mkdir(parents=True, exist_ok=True)
+    tls = tls_files(work)
+    if tls is None:
+        print("note: openssl is not installed: the TLS case does not run")
+        return problems
+    server = Server(ServerConfig(port=0, backend="cpu", host="127.0.0.1", tls_cert=tls[0], tls_key=tls[1])).start()
+    try:
+        port = server.address.rsplit(":", 1)[1]
+        problems += run_case(family, cases[-2], harness, work / "tls",
+                             {"server": f"localhost:{port}", "tls": "1", "tls_ca": str(tls[0])})
+    finally:
+        server.stop()
+    return problems
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("family", choices=sorted(FAMILIES))
     parser.add_argument("--harness", required=True)
     parser.add_argument("--work", required=True, type=Path)
+    parser.add_argument("--server", action="store_true", help="through a client handle on a warpdp server")
     args = parser.parse_args()
     if not DATA.exists():
         print(f"note: {DATA} is absent: synthetic cases only")
     cases = FAMILIES[args.family]()
     problems = []
-    for case in cases:
-        problems += run_case(args.family, case, args.harness, args.work)
+    if args.server:
+        problems = run_on_server(args.family, cases, args.harness, args.work)
+    else:
+        for case in cases:
+            problems += run_case(args.family, case, args.harness, args.work)
     for line in problems:
         print(line)
     refused = sum(case.expected is None for case in cases)
-    print(f"{args.family}: {len(cases)} cases ({refused} refused by both), {len(problems)} differences")
+    where = "through a server" if args.server else "in process"
+    print(f"{args.family} {where}: {len(cases)} cases ({refused} refused by both), {len(problems)} differences")
     return 1 if problems else 0
 
 

@@ -1,7 +1,8 @@
 /* Runs one warpdp.h entry point on arrays stored as raw files, for compare_python.py and
    benchmarks/cpp_inprocess.py:
      warpdp_harness FAMILY DIR [REPEATS]
-   reads DIR/params.txt ("name value" lines: parameters, threads, cpu_isa) and DIR/<array>.bin
+   reads DIR/params.txt ("name value" lines: parameters, threads, cpu_isa; or server ADDRESS with
+   token, tls, tls_ca for a client handle) and DIR/<array>.bin
    (raw little-endian arrays, as numpy's tofile writes them), calls warpdp_<FAMILY> and writes
    every output array to DIR/out_<name>.bin. Exit 0; 3 with "STATUS_NAME: message" on stderr when
    the call fails; 2 on a harness error. With REPEATS, the call runs that many times and the
@@ -291,9 +292,16 @@ int main(int argc, char **argv)
     if (argc == 4 && (repeats = atoi(argv[3])) < 1)
         die("REPEATS must be at least 1, not", argv[3]);
     read_params();
-    warpdp_local_options options = {(int)int_param("threads", 0), param("cpu_isa")};
     warpdp_handle *h;
-    int status = warpdp_open_local(&options, &h);
+    int status;
+    if (param("server") != NULL) { /* a client handle on that server */
+        const warpdp_client_options options = {param("server"), (int)int_param("tls", 0), param("tls_ca"),
+                                               param("token"), 60.0};
+        status = warpdp_open_client(&options, &h);
+    } else {
+        const warpdp_local_options options = {(int)int_param("threads", 0), param("cpu_isa")};
+        status = warpdp_open_local(&options, &h);
+    }
     if (status == WARPDP_OK) {
         const char *family = argv[1];
         if (strcmp(family, "xdrop") == 0)

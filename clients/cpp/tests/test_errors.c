@@ -311,6 +311,24 @@ static void handle_errors(void)
     EXPECT(warpdp_open_local(&o, &h), WARPDP_OK, "");
     warpdp_close(h);
     warpdp_close(NULL);
+    warpdp_client_options c = {NULL, 0, NULL, NULL, 2.0};
+    EXPECT(warpdp_open_client(&c, &h), WARPDP_ERR_INVALID_ARGUMENT, "address");
+    EXPECT(warpdp_open_client(NULL, &h), WARPDP_ERR_INVALID_ARGUMENT, "options");
+    c.address = "127.0.0.1:1";
+    c.tls = 2;
+    EXPECT(warpdp_open_client(&c, &h), WARPDP_ERR_INVALID_ARGUMENT, "tls");
+    c.tls = 0;
+    c.timeout_seconds = -1;
+    EXPECT(warpdp_open_client(&c, &h), WARPDP_ERR_INVALID_ARGUMENT, "timeout_seconds");
+    c.timeout_seconds = 2.0;
+#ifdef WARPDP_TEST_GRPC
+    EXPECT(warpdp_open_client(&c, &h), WARPDP_ERR_UNAVAILABLE, "server"); /* nothing listens on port 1 */
+    c.tls = 1;
+    c.tls_ca_file = "/nonexistent/ca.pem";
+    EXPECT(warpdp_open_client(&c, &h), WARPDP_ERR_INVALID_ARGUMENT, "tls_ca_file");
+#else
+    EXPECT(warpdp_open_client(&c, &h), WARPDP_ERR_UNSUPPORTED, "gRPC");
+#endif
     if (warpdp_api_version() != WARPDP_API_VERSION) {
         fprintf(stderr, "library API version %d, header %d\n", warpdp_api_version(), WARPDP_API_VERSION);
         failures++;
