@@ -2,15 +2,18 @@
 packed arrays: the overhead warpdp.h adds over the kernels (issue 29: < 2% on 10^4+ pairs).
 
     python benchmarks/cpp_inprocess.py --harness BUILD/tests/warpdp_harness [--pairs 10000]
-                                       [--threads N] [--repeats 5]
+                                       [--threads N] [--repeats 5] [--server]
 
 Build the harness without sanitizers first (`cmake -S clients/cpp -B build/cpp-release
 -DCMAKE_BUILD_TYPE=Release && cmake --build build/cpp-release`). For each family a workload of
 --pairs pairs is packed once; the Python side times `warpdp.<family>(..., backend="cpu")` (the
 public entry point: validation, dispatch, the C driver), the C side times the warpdp_<family>
 call inside warpdp_harness (the same driver behind warpdp.h's checks), both on the same arrays,
-threads and CPU variant. Each figure is the fastest of --repeats calls after a warm-up. Prints a
-markdown table for BENCHMARKS.md.
+threads and CPU variant. Python and C calls alternate (so a busy machine's drift hits both alike);
+each figure is the fastest of --repeats calls after a warm-up. With
+--server, the harness also times a client handle (warpdp_open_client) on a CPU warpdp server
+started here on loopback (one unary RPC per call, no shared memory). Prints a markdown table for
+BENCHMARKS.md.
 """
 from __future__ import annotations
 
@@ -118,7 +121,6 @@ WORKLOADS = {"xdrop": xdrop_workload, "seedext": seedext_workload, "pairhmm": pa
 
 
 def python_seconds(call: Callable[[int], Any], threads: int, repeats: int) -> float:
-    call(threads)
     best = float("inf")
     for _ in range(repeats):
         start = time.perf_counter()
@@ -127,11 +129,12 @@ def python_seconds(call: Callable[[int], Any], threads: int, repeats: int) -> fl
     return best
 
 
-def c_seconds(harness: str, family: str, arrays: dict, params: dict, threads: int, repeats: int) -> float:
+def c_seconds(harness: str, family: str, arrays: dict, params: dict, threads: int, repeats: int,
+              server: str | None = None) -> float:
     with tempfile.TemporaryDirectory() as folder:
         for name, array in arrays.items():
             np.ascontiguousarray(array).tofile(Path(folder) / f"{name}.bin")
-        params = {**params, "threads": threads}
+        params = {**params, "threads": threads} if server is None else {**params, "server": server}
         (Path(folder) / "params.txt").write_text("".join(f"{k} {v}\n" for k, v in params.items()))
         done = subprocess.run([harness, family, folder, str(repeats + 1)], capture_output=True, text=True,
                               check=True)
@@ -145,19 +148,35 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--families", nargs="+", default=list(WORKLOADS), choices=list(WORKLOADS))
+    parser.add_argument("--server", action="store_true", help="also time a client handle on a local CPU server")
     args = parser.parse_args()
+    server = None
+    if args.server:
+        from warpdp.grpc import Server, ServerConfig
+
+        server = Server(ServerConfig(port=0, backend="cpu", host="127.0.0.1", max_message_mb=1024)).start()
     print(f"CPU: {cpu_name()}, threads {args.threads}, variant {best_isa()} (align, edit: scalar), "
           f"commit {commit()}, pairs {args.pairs}, fastest of {args.repeats}\n")
-    print("| family | pairs | Python API (s) | C API in-process (s) | C / Python |")
-    print("|---|---:|---:|---:|---:|")
+    extra = " C API via server (s) | server / in-process |" if server else ""
+    print("| family | pairs | Python API (s) | C API in-process (s) | C / Python |" + extra)
+    print("|---|---:|---:|---:|---:|" + ("---:|---:|" if server else ""))
     for family in args.families:
         arrays, params, call = WORKLOADS[family](args.pairs)
         n = len(arrays.get("h_offsets", arrays.get("query_offsets", arrays.get("read_offsets")))) - 1
         if family == "pairhmm":
             n = int(np.dot(np.diff(arrays["batch_reads"]), np.diff(arrays["batch_haps"])))
-        py = python_seconds(call, args.threads, args.repeats)
-        c = c_seconds(args.harness, family, arrays, params, args.threads, args.repeats)
-        print(f"| {family} | {n} | {py:.4f} | {c:.4f} | {c / py:.3f} |")
+        call(args.threads)  # warm-up
+        py = c = float("inf")
+        for _ in range(args.repeats):
+            py = min(py, python_seconds(call, args.threads, 1))
+            c = min(c, c_seconds(args.harness, family, arrays, params, args.threads, 1))
+        row = f"| {family} | {n} | {py:.4f} | {c:.4f} | {c / py:.3f} |"
+        if server is not None:
+            remote = c_seconds(args.harness, family, arrays, params, args.threads, args.repeats, server.address)
+            row += f" {remote:.4f} | {remote / c:.3f} |"
+        print(row)
+    if server is not None:
+        server.stop()
 
 
 if __name__ == "__main__":
