@@ -10,7 +10,9 @@ Build the harness without sanitizers first (`cmake -S clients/cpp -B build/cpp-r
 public entry point: validation, dispatch, the C driver), the C side times the warpdp_<family>
 call inside warpdp_harness (the same driver behind warpdp.h's checks), both on the same arrays,
 threads and CPU variant. Python and C calls alternate (so a busy machine's drift hits both alike);
-each figure is the fastest of --repeats calls after a warm-up. With
+each figure is the fastest of --repeats calls after a warm-up. With --threads 1 the calling
+thread's CPU time is reported too (all the work then runs on it): on a shared machine it leaves
+out the time other processes held the core. With
 --server, the harness also times a client handle (warpdp_open_client) on a CPU warpdp server
 started here on loopback (one unary RPC per call, no shared memory). Prints a markdown table for
 BENCHMARKS.md.
@@ -120,17 +122,16 @@ WORKLOADS = {"xdrop": xdrop_workload, "seedext": seedext_workload, "pairhmm": pa
              "align": align_workload, "edit": edit_workload}
 
 
-def python_seconds(call: Callable[[int], Any], threads: int, repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call(threads)
-        best = min(best, time.perf_counter() - start)
-    return best
+def python_seconds(call: Callable[[int], Any], threads: int) -> tuple[float, float]:
+    """(wall seconds, calling thread's CPU seconds) of one call."""
+    start, cpu = time.perf_counter(), time.thread_time()
+    call(threads)
+    return time.perf_counter() - start, time.thread_time() - cpu
 
 
 def c_seconds(harness: str, family: str, arrays: dict, params: dict, threads: int, repeats: int,
-              server: str | None = None) -> float:
+              server: str | None = None) -> tuple[float, float]:
+    """(wall seconds, calling thread's CPU seconds), the best of `repeats` + 1 calls in one process."""
     with tempfile.TemporaryDirectory() as folder:
         for name, array in arrays.items():
             np.ascontiguousarray(array).tofile(Path(folder) / f"{name}.bin")
@@ -138,7 +139,8 @@ def c_seconds(harness: str, family: str, arrays: dict, params: dict, threads: in
         (Path(folder) / "params.txt").write_text("".join(f"{k} {v}\n" for k, v in params.items()))
         done = subprocess.run([harness, family, folder, str(repeats + 1)], capture_output=True, text=True,
                               check=True)
-        return float(done.stdout.split()[-1])
+        values = dict(line.split() for line in done.stdout.splitlines())
+        return float(values["seconds"]), float(values["thread_cpu_seconds"])
 
 
 def main() -> None:
@@ -157,22 +159,28 @@ def main() -> None:
         server = Server(ServerConfig(port=0, backend="cpu", host="127.0.0.1", max_message_mb=1024)).start()
     print(f"CPU: {cpu_name()}, threads {args.threads}, variant {best_isa()} (align, edit: scalar), "
           f"commit {commit()}, pairs {args.pairs}, fastest of {args.repeats}\n")
-    extra = " C API via server (s) | server / in-process |" if server else ""
+    cpu = args.threads == 1
+    extra = (" Python CPU (s) | C CPU (s) | C / Python, CPU |" if cpu else "") + \
+        (" C API via server (s) | server / in-process |" if server else "")
     print("| family | pairs | Python API (s) | C API in-process (s) | C / Python |" + extra)
-    print("|---|---:|---:|---:|---:|" + ("---:|---:|" if server else ""))
+    print("|---|---:|---:|---:|---:|" + ("---:|" * extra.count("|")))
     for family in args.families:
         arrays, params, call = WORKLOADS[family](args.pairs)
         n = len(arrays.get("h_offsets", arrays.get("query_offsets", arrays.get("read_offsets")))) - 1
         if family == "pairhmm":
             n = int(np.dot(np.diff(arrays["batch_reads"]), np.diff(arrays["batch_haps"])))
         call(args.threads)  # warm-up
-        py = c = float("inf")
+        py = c = py_cpu = c_cpu = float("inf")
         for _ in range(args.repeats):
-            py = min(py, python_seconds(call, args.threads, 1))
-            c = min(c, c_seconds(args.harness, family, arrays, params, args.threads, 1))
+            wall, thread = python_seconds(call, args.threads)
+            py, py_cpu = min(py, wall), min(py_cpu, thread)
+            wall, thread = c_seconds(args.harness, family, arrays, params, args.threads, 1)
+            c, c_cpu = min(c, wall), min(c_cpu, thread)
         row = f"| {family} | {n} | {py:.4f} | {c:.4f} | {c / py:.3f} |"
+        if cpu:
+            row += f" {py_cpu:.4f} | {c_cpu:.4f} | {c_cpu / py_cpu:.3f} |"
         if server is not None:
-            remote = c_seconds(args.harness, family, arrays, params, args.threads, args.repeats, server.address)
+            remote = c_seconds(args.harness, family, arrays, params, args.threads, args.repeats, server.address)[0]
             row += f" {remote:.4f} | {remote / c:.3f} |"
         print(row)
     if server is not None:
