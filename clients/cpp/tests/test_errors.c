@@ -309,6 +309,11 @@ static void handle_errors(void)
     EXPECT(warpdp_open_local(&o, &h), WARPDP_ERR_INVALID_ARGUMENT, "cpu_isa");
     o.cpu_isa = "scalar";
     EXPECT(warpdp_open_local(&o, &h), WARPDP_OK, "");
+    if (strcmp(warpdp_handle_cpu_isa(h), "scalar") != 0 || strcmp(warpdp_handle_cpu_isa(NULL), "") != 0 ||
+        strcmp(warpdp_status_name(WARPDP_ERR_UNAVAILABLE), "WARPDP_ERR_UNAVAILABLE") != 0) {
+        fprintf(stderr, "warpdp_handle_cpu_isa or warpdp_status_name is wrong\n");
+        failures++;
+    }
     warpdp_close(h);
     warpdp_close(NULL);
     warpdp_client_options c = {NULL, 0, NULL, NULL, 2.0};
