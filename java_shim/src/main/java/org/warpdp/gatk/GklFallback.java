@@ -87,6 +87,11 @@ public final class GklFallback {
         }
     }
 
+    /** Whether the switch to GKL's {@code kernel} ("Pair-HMM", "Smith-Waterman") was logged in this JVM (for tests). */
+    public static boolean announced(String kernel) {
+        return ANNOUNCED.contains(kernel);
+    }
+
     /** The class loader of the GKL copy in use, or null before one was loaded (for tests). */
     public static synchronized ClassLoader loaderInUse() {
         return loader;

@@ -24,10 +24,6 @@ public class IntelSmithWaterman implements SWAlignerNativeBinding {
     public IntelSmithWaterman() {
     }
 
-    void setNativeLibraryName(String nativeLibraryName) {
-        // No native library: the work happens on the server.
-    }
-
     /** Connects to the warpdp server; when it is unreachable, loads GKL's own implementation (unless
      * {@code warpdp.fallback=none}). False when neither works. */
     @Override
