@@ -79,6 +79,9 @@ public final class GrpcTransport implements Transport {
     private final ManagedChannel channel;
     private final String target;
     private final int servers;
+    // Made once: a call per alignment (GATK's Smith-Waterman) should not rebuild them; a deadline makes a copy.
+    private final WarpdpGrpc.WarpdpBlockingStub blockingStub;
+    private final WarpdpGrpc.WarpdpStub asyncStub;
 
     public GrpcTransport(ClientOptions options) {
         this.target = options.target();
@@ -127,6 +130,8 @@ public final class GrpcTransport implements Transport {
             builder.disableRetry();
         }
         this.channel = builder.build();
+        this.blockingStub = WarpdpGrpc.newBlockingStub(channel);
+        this.asyncStub = WarpdpGrpc.newStub(channel);
     }
 
     private static final long RETRY_BUFFER_PER_CALL = 256L << 20;
@@ -443,7 +448,7 @@ public final class GrpcTransport implements Transport {
             starts[i + 1] = Math.addExact(starts[i], Math.toIntExact(rpc.pairs(requests.get(i))));
         }
         if (requests.size() == 1) {
-            WarpdpGrpc.WarpdpBlockingStub stub = WarpdpGrpc.newBlockingStub(channel);
+            WarpdpGrpc.WarpdpBlockingStub stub = blockingStub;
             if (deadlineMillis > 0) {
                 stub = stub.withDeadlineAfter(deadlineMillis, TimeUnit.MILLISECONDS);
             }
@@ -490,7 +495,7 @@ public final class GrpcTransport implements Transport {
                                                      long deadlineMillis) {
         String method = rpc.name() + "Stream";
         CompletableFuture<Void> done = new CompletableFuture<>();
-        WarpdpGrpc.WarpdpStub stub = WarpdpGrpc.newStub(channel);
+        WarpdpGrpc.WarpdpStub stub = asyncStub;
         if (deadlineMillis > 0) {
             stub = stub.withDeadlineAfter(deadlineMillis, TimeUnit.MILLISECONDS);
         }
