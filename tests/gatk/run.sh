@@ -2,14 +2,16 @@
 # `make test-gatk`: GATK 4.6.2.0 itself (resolved from Maven Central into ~/.m2) on a synthetic data set
 # made here (tests/gatk/make_dataset.py), HaplotypeCaller's Pair-HMM and Smith-Waterman computed three ways:
 #   gkl     GKL's own AVX Pair-HMM (--pair-hmm-implementation AVX_LOGLESS_CACHING) and Smith-Waterman
-#           (--smith-waterman FASTEST_AVAILABLE), GKL's native code from its jar
+#           (--smith-waterman FASTEST_AVAILABLE, GATK's default), GKL's native code from its jar
 #   warpdp  the same options with warpdp-gatk.jar first on the class path through the launcher jar, run as
-#           GATK's `gatk` script runs GATK (java ... -jar $GATK_LOCAL_JAR), against a CPU `warpdp serve`:
-#           both kernels on the server (its /metrics count the Smith-Waterman alignments it computed)
-#   java    GATK's Java LOGLESS_CACHING and Java Smith-Waterman
+#           GATK's `gatk` script runs GATK (java ... -jar $GATK_LOCAL_JAR), against a CPU `warpdp serve`,
+#           with -Dwarpdp.smithwaterman=server: both kernels on the server (its /metrics count the
+#           Smith-Waterman alignments it computed)
+#   java    GATK's Java LOGLESS_CACHING (and GKL's Smith-Waterman, GATK's default)
 # plus: the launcher with the server down (FASTEST_AVAILABLE for both: the shim falls back to GKL), GVCF mode,
 # Mutect2 on a tumour/normal pair, HaplotypeCallerSpark --spark-master local[2] (WARPDP_GATK_SPARK=0 skips
-# it), and the replay of the run's Pair-HMM workload. tests/gatk/compare.py checks the outputs and prints
+# it), and the replay of the run's Pair-HMM workload. Those other warpdp runs leave warpdp.smithwaterman at its
+# default (GKL's own Smith-Waterman through the shim's class), so they check the Pair-HMM alone. tests/gatk/compare.py checks the outputs and prints
 # PASS/FAIL lines and 'N passed, N failed'; exits non-zero on any failure.
 #
 # Needs: java_shim/target/warpdp-gatk.jar (make java-jar), JDK 17, Maven, python3 with warpdp and pysam.
@@ -126,7 +128,7 @@ SW=(--smith-waterman FASTEST_AVAILABLE)
 timed hc_gkl gatk_cp "${HC[@]}" -O "$OUT/hc_gkl.vcf.gz" --pair-hmm-implementation AVX_LOGLESS_CACHING "${SW[@]}" \
     --pair-hmm-results-file "$OUT/hc_gkl.pairhmm.txt"
 align_pairs "$OUT/align_pairs.before"
-timed hc_warpdp gatk_wrapper "$WARPDP_OPTS" "${HC[@]}" -O "$OUT/hc_warpdp.vcf.gz" \
+timed hc_warpdp gatk_wrapper "$WARPDP_OPTS -Dwarpdp.smithwaterman=server" "${HC[@]}" -O "$OUT/hc_warpdp.vcf.gz" \
     --pair-hmm-implementation AVX_LOGLESS_CACHING "${SW[@]}" --pair-hmm-results-file "$OUT/hc_warpdp.pairhmm.txt"
 align_pairs "$OUT/align_pairs.after"
 SW_ON_SERVER=$(( $(cat "$OUT/align_pairs.after") - $(cat "$OUT/align_pairs.before") ))
@@ -137,7 +139,8 @@ timed hc_java gatk_cp "${HC[@]}" -O "$OUT/hc_java.vcf.gz" --pair-hmm-implementat
     --pair-hmm-results-file "$OUT/hc_java.pairhmm.txt"
 
 say "HaplotypeCaller through the launcher with the server down (FASTEST_AVAILABLE)"
-timed hc_fallback gatk_wrapper "-Xmx$XMX -Dwarpdp.address=127.0.0.1:$DEAD_PORT" "${HC[@]}" "${SW[@]}" \
+timed hc_fallback gatk_wrapper "-Xmx$XMX -Dwarpdp.address=127.0.0.1:$DEAD_PORT -Dwarpdp.smithwaterman=server" \
+    "${HC[@]}" "${SW[@]}" \
     -O "$OUT/hc_fallback.vcf.gz"
 
 say "HaplotypeCaller -ERC GVCF (first 100 kb)"
@@ -187,7 +190,10 @@ cat > "$OUT/checks.json" <<EOF
      "Loading libgkl_smithwaterman"],
     ["HaplotypeCaller gkl Smith-Waterman", "$OUT/hc_gkl.log", ["Loading libgkl_smithwaterman"], "warpdp Smith-Waterman"],
     ["HaplotypeCaller server down Smith-Waterman", "$OUT/hc_fallback.log",
-     ["; using Intel GKL's own com.intel.gkl.smithwaterman.IntelSmithWaterman"], "warpdp Smith-Waterman: server"]$SPARK_LOGS
+     ["; using Intel GKL's own com.intel.gkl.smithwaterman.IntelSmithWaterman"], "warpdp Smith-Waterman: server"],
+    ["HaplotypeCaller -ERC GVCF warpdp: GKL's Smith-Waterman by default", "$OUT/gvcf_warpdp.log",
+     ["warpdp Smith-Waterman: using Intel GKL's own com.intel.gkl.smithwaterman.IntelSmithWaterman",
+      "Using AVX accelerated SmithWaterman implementation"], "warpdp Smith-Waterman: server"]$SPARK_LOGS
   ],
   "sw_counts": [
     ["HaplotypeCaller warpdp: Smith-Waterman alignments computed by the server", $SW_ON_SERVER, ${SW_BY_SHIM:-null}]

@@ -60,29 +60,36 @@ public final class GklFallback {
     /**
      * GKL's {@code className} of type {@code type} (a GATK native binding; {@code kernel} names it in messages),
      * loaded and with its native library in place, or null (with a warning) when GKL is not on the class path
-     * or its native code does not load here. The switch to GKL is logged once per JVM and kernel.
+     * or its native code does not load here. {@code reason}: why the server is not used; null when GKL's code
+     * is what was asked for (then the choice is logged at INFO, not as a warning). The switch to GKL is
+     * logged once per JVM and kernel.
      */
     public static <T extends NativeLibrary> T load(Class<T> type, String kernel, String className, File tempDir,
                                                    String reason) {
-        String unavailable = "warpdp " + kernel + " not available (" + reason + ")";
+        String why = reason != null ? "warpdp " + kernel + " not available (" + reason + ")"
+                : "warpdp " + kernel + ": GKL's own asked for";
         try {
             ClassLoader gkl = gklLoader();
             if (gkl == null) {
-                LOG.warning(unavailable + ", and GKL's own " + kernel + " is not on the class path");
+                LOG.warning(why + ", and GKL's own " + kernel + " is not on the class path");
                 return null;
             }
             T binding = type.cast(Class.forName(className, true, gkl).getConstructor().newInstance());
             if (!binding.load(tempDir)) {
-                LOG.warning(unavailable + ", and GKL's " + className + " does not load on this machine (no AVX?)");
+                LOG.warning(why + ", and GKL's " + className + " does not load on this machine (no AVX?)");
                 return null;
             }
             // Once per JVM and kernel: Spark makes a Pair-HMM per partition, GATK several aligners.
-            if (ANNOUNCED.add(kernel)) {
-                LOG.warning(unavailable + "; using Intel GKL's own " + className + " from " + origin + " instead");
+            if (ANNOUNCED.add(reason != null ? kernel : kernel + " (asked for)")) {
+                if (reason != null) {
+                    LOG.warning(why + "; using Intel GKL's own " + className + " from " + origin + " instead");
+                } else {
+                    LOG.info("warpdp " + kernel + ": using Intel GKL's own " + className + " from " + origin);
+                }
             }
             return binding;
         } catch (ReflectiveOperationException | IOException | LinkageError | ClassCastException e) {
-            LOG.warning(unavailable + ", and GKL's " + className + " cannot be loaded: " + e);
+            LOG.warning(why + ", and GKL's " + className + " cannot be loaded: " + e);
             return null;
         }
     }

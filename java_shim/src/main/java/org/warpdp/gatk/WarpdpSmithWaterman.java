@@ -1,6 +1,7 @@
 package org.warpdp.gatk;
 
 import java.io.File;
+import java.util.Locale;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.logging.Logger;
 
@@ -20,7 +21,7 @@ import org.warpdp.client.WarpdpClient;
  * and parameter set.
  *
  * <p>GATK's {@code SmithWatermanIntelAligner} calls {@link #load} once (false: GATK uses its Java aligner
- * with {@code --smith-waterman FASTEST_AVAILABLE}, or stops), then {@link #align} one pair at a time, and
+ * with {@code --smith-waterman FASTEST_AVAILABLE}, its default), then {@link #align} one pair at a time, and
  * {@link #close} at the end. GATK's interface has no batch call, so each alignment is one unary RPC on
  * the shared channel. Inputs are checked by {@link #check} before anything is sent.
  */
@@ -41,6 +42,22 @@ public class WarpdpSmithWaterman implements SWAlignerNativeBinding {
     /** Fixed options (null: from system properties / environment at {@link #load}). */
     public WarpdpSmithWaterman(ClientOptions options) {
         this.fixedOptions = options;
+    }
+
+    /**
+     * Whether GATK's Smith-Waterman should run on the server: setting {@code warpdp.smithwaterman} (or
+     * {@code WARPDP_SMITHWATERMAN}) {@code server}; {@code gkl} (the default) keeps GKL's own native code.
+     */
+    public static boolean requested() {
+        String v = System.getProperty("warpdp.smithwaterman");
+        if (v == null || v.isBlank()) {
+            v = System.getenv("WARPDP_SMITHWATERMAN");
+        }
+        v = v == null || v.isBlank() ? "gkl" : v.strip().toLowerCase(Locale.ROOT);
+        if (!v.equals("gkl") && !v.equals("server")) {
+            LOG.warning("warpdp.smithwaterman=" + v + " is neither gkl nor server; using gkl");
+        }
+        return v.equals("server");
     }
 
     /** Connects to the server and checks its health; false, with a warning logged, when it does not serve. */

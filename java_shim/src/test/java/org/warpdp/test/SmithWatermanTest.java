@@ -35,8 +35,8 @@ import com.intel.gkl.smithwaterman.IntelSmithWaterman;
 
 /**
  * GATK's Smith-Waterman binding: {@code com.intel.gkl.smithwaterman.IntelSmithWaterman} on the test server
- * gives Intel GKL's native output (../shared/data/sw, made with GKL's AVX2 kernel) on every case; with the
- * server down it runs GKL's own class (GKL's jar is behind ours on the test class path, as in GATK), which
+ * ({@code warpdp.smithwaterman=server}) gives Intel GKL's native output (../shared/data/sw, made with GKL's
+ * AVX2 kernel) on every case; by default, or with the server down, it runs GKL's own class (GKL's jar is behind ours on the test class path, as in GATK), which
  * is then compared with the server on random pairs; bad input is refused the same way on both paths.
  */
 public class SmithWatermanTest {
@@ -77,26 +77,37 @@ public class SmithWatermanTest {
         return cases;
     }
 
-    /** The binding on the test server, as GATK's SmithWatermanIntelAligner makes it. */
+    /** A binding loaded as GATK's SmithWatermanIntelAligner does, with -Dwarpdp.smithwaterman=server (or not). */
+    private static IntelSmithWaterman loaded(boolean server, String address) {
+        String saved = TestSupport.address(); // sets -Dwarpdp.address, which the binding reads
+        System.setProperty("warpdp.address", address);
+        if (server) {
+            System.setProperty("warpdp.smithwaterman", "server");
+        }
+        try {
+            IntelSmithWaterman sw = new IntelSmithWaterman();
+            boolean loaded = sw.load(null);
+            boolean gklNeeded = !server || !address.equals(saved); // GKL's own class, not the server's
+            assumeTrue("GKL's native Smith-Waterman does not load here (no AVX2?); skipping", loaded || !gklNeeded);
+            assertTrue("load() must find the test server", loaded);
+            return sw;
+        } finally {
+            System.clearProperty("warpdp.smithwaterman");
+            System.setProperty("warpdp.address", saved);
+        }
+    }
+
+    /** The binding on the test server. */
     static IntelSmithWaterman onServer() {
-        TestSupport.address(); // sets -Dwarpdp.address, which the binding reads
-        IntelSmithWaterman sw = new IntelSmithWaterman();
-        assertTrue("load() must find the test server", sw.load(null));
+        IntelSmithWaterman sw = loaded(true, TestSupport.address());
         assertSame("the server does the work", sw.warpdp(), sw.active());
         return sw;
     }
 
-    /** The binding with the server down: GKL's own class through the fallback, or a skip where GKL cannot load. */
+    /** The binding asked to use the server while it is down: GKL's own class through the fallback (or a skip
+     * where GKL cannot load). */
     static IntelSmithWaterman withServerDown() throws IOException {
-        String saved = TestSupport.address();
-        System.setProperty("warpdp.address", "127.0.0.1:" + TestSupport.freePort());
-        try {
-            IntelSmithWaterman sw = new IntelSmithWaterman();
-            assumeTrue("GKL's native Smith-Waterman does not load here (no AVX2?); skipping", sw.load(null));
-            return sw;
-        } finally {
-            System.setProperty("warpdp.address", saved);
-        }
+        return loaded(true, "127.0.0.1:" + TestSupport.freePort());
     }
 
     private static boolean isHaplotypeCallerSet(SWParameters p, SWParameters set) {
@@ -274,10 +285,29 @@ public class SmithWatermanTest {
     }
 
     @Test
+    public void byDefaultGklsOwnCodeRunsWithoutAskingTheServer() throws Exception {
+        List<SwCase> cases = cases();
+        long before = WarpdpSmithWaterman.alignments();
+        try (IntelSmithWaterman sw = loaded(false, TestSupport.address())) {
+            assertNotSame("not the warpdp binding", sw.warpdp(), sw.active());
+            assertSame("GKL's class, defined by the fallback's own loader", GklFallback.loaderInUse(),
+                    sw.active().getClass().getClassLoader());
+            assertEquals("no connection to the server", null, sw.warpdp().client());
+            SwCase c = cases.get(0);
+            SWNativeAlignerResult r = sw.align(c.ref(), c.alt(), c.params(), c.strategy());
+            assertEquals(c.where(), c.cigar(), r.cigar);
+            assertEquals(c.where(), c.offset(), r.alignment_offset);
+            assertThrows(IllegalArgumentException.class, () -> sw.align(c.ref(), new byte[0], c.params(), c.strategy()));
+        }
+        assertEquals("nothing aligned on the server", before, WarpdpSmithWaterman.alignments());
+    }
+
+    @Test
     public void withoutServerOrFallbackLoadFailsAndAlignRefuses() throws Exception {
         String saved = TestSupport.address();
         System.setProperty("warpdp.address", "127.0.0.1:" + TestSupport.freePort());
         System.setProperty("warpdp.fallback", "none");
+        System.setProperty("warpdp.smithwaterman", "server");
         try {
             IntelSmithWaterman sw = new IntelSmithWaterman();
             assertFalse(sw.load(null));
@@ -287,6 +317,7 @@ public class SmithWatermanTest {
             sw.close();
         } finally {
             System.clearProperty("warpdp.fallback");
+            System.clearProperty("warpdp.smithwaterman");
             System.setProperty("warpdp.address", saved);
         }
     }

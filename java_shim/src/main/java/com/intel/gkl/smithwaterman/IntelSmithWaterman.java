@@ -11,10 +11,12 @@ import org.warpdp.gatk.WarpdpSmithWaterman;
 
 /**
  * Stands in for GKL's native Smith-Waterman: GATK instantiates this class by name for
- * {@code --smith-waterman FASTEST_AVAILABLE} ({@code SmithWatermanIntelAligner}). With warpdp-gatk.jar
- * before GATK's jar on the class path, GATK gets this class, which aligns on a warpdp server through
- * {@link WarpdpSmithWaterman}. When the server cannot be reached at {@link #load}, it runs GKL's own class
- * of the same name instead ({@link GklFallback}), so GATK keeps GKL's native speed.
+ * {@code --smith-waterman FASTEST_AVAILABLE} (GATK 4.6's default; {@code SmithWatermanIntelAligner}). With
+ * warpdp-gatk.jar before GATK's jar on the class path, GATK gets this class. With
+ * {@code warpdp.smithwaterman=server} it aligns on a warpdp server through {@link WarpdpSmithWaterman}, and
+ * when the server cannot be reached at {@link #load} it runs GKL's own class of the same name instead
+ * ({@link GklFallback}). By default ({@code gkl}) it runs GKL's own class at once: GATK aligns one pair per
+ * call, and a round trip per alignment costs far more than GKL's native code in process (docs/gatk.md).
  */
 public class IntelSmithWaterman implements SWAlignerNativeBinding {
     private static final String GKL_CLASS = "com.intel.gkl.smithwaterman.IntelSmithWaterman";
@@ -24,12 +26,17 @@ public class IntelSmithWaterman implements SWAlignerNativeBinding {
     public IntelSmithWaterman() {
     }
 
-    /** Connects to the warpdp server; when it is unreachable, loads GKL's own implementation (unless
-     * {@code warpdp.fallback=none}). False when neither works. */
+    /** With {@code warpdp.smithwaterman=server}, connects to the warpdp server and, when it is unreachable,
+     * loads GKL's own implementation (unless {@code warpdp.fallback=none}); by default loads GKL's own
+     * implementation. False when nothing that was asked for works. */
     @Override
     public synchronized boolean load(File tempDir) {
         if (active != null) {
             return true;
+        }
+        if (!WarpdpSmithWaterman.requested()) {
+            active = GklFallback.load(SWAlignerNativeBinding.class, "Smith-Waterman", GKL_CLASS, tempDir, null);
+            return active != null;
         }
         if (!GklFallback.enabled()) {
             if (warpdp.load(tempDir)) {
