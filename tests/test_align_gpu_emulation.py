@@ -245,7 +245,7 @@ GENERIC = [(mode, gaps, convention) for mode in ("global", "semiglobal", "local"
 @pytest.mark.parametrize("mode,gaps,convention", GENERIC)
 def test_random_pairs_every_mode(harness, tmp_path, mode: str, gaps: str, convention: str) -> None:
     rng = np.random.default_rng(hash((mode, gaps, convention)) % 2**32)
-    pairs = random_pairs(rng, 6, 80)
+    pairs = random_pairs(rng, 10, 100)
     for cigar in (False, True):
         params = AlignParams(mode=mode, gaps=gaps, gap_convention=convention, cigar=cigar,
                              zdrop=int(rng.choice([0, 3, 20])) if mode == "extension" and cigar else None)

@@ -260,7 +260,7 @@ def run(pairs: Any, params: Any, results: Any, *, threads: int = 0,
     if n == 0:
         return (np.zeros(0, np.uint32), np.zeros(0, np.int64)) if params.cigar else None
     chunks = plan_chunks(np.diff(pairs.query_offsets), np.diff(pairs.target_offsets), params.traceback,
-                         params.mode == "gatk")
+                         params.mode == "gatk", CHUNK_PAIRS, CHUNK_BYTES, TRACE_CHUNK_BYTES)
     gpu_chunks = [c for c in chunks if c.on_gpu]
     found = _RUNNERS.get().run(pairs, params, results.columns, gpu_chunks, cancelled) if gpu_chunks else []
     by_start = {c.start: f for c, f in zip(gpu_chunks, found)}
