@@ -55,6 +55,9 @@ static_assert(sizeof(Params) == 224, "Params layout changed: update PARAMS in wa
 
 extern "C" __global__ void align_struct_sizes(unsigned long long *out) { out[0] = sizeof(Params); }
 
+__device__ __forceinline__ int imax(int x, int y) { return x > y ? x : y; }
+__device__ __forceinline__ int imin(int x, int y) { return x < y ? x : y; }
+
 __device__ __forceinline__ i64 pack_pos(i64 i, i64 j) { return (i << 32) | j; }
 
 /* A, C, G, T in either case -> 0..3; any other byte -> 4 (N), as the CPU driver's to_codes. */
@@ -145,7 +148,7 @@ __device__ __forceinline__ void cell(const Params &p, Lane &L, int i, int j, int
         const int e = e_opened ? e_open : e_ext;
         const int s = ccode == 0 ? srow[0] : ccode == 1 ? srow[1] : ccode == 2 ? srow[2] : ccode == 3 ? srow[3] : srow[4];
         const int diag = L.h_diag + s;
-        h = max(max(diag, e), f);
+        h = imax(imax(diag, e), f);
         int source;
         if (p.mode == LOCAL && h <= 0) {
             h = 0; source = 3;
@@ -244,7 +247,7 @@ template <bool GATK, bool TRACE, bool ORIGIN>
 __device__ __forceinline__ void stripe(const Params &p, const Pair &pr, const Boundary &bd, u32 *trace, int i0,
                                        Lane &L, int lane)
 {
-    const int rows = min(32, pr.R - i0);
+    const int rows = imin(32, pr.R - i0);
     const int i = i0 + 1 + lane;
     const bool row_ok = lane < rows;
     const bool free_row0 = GATK ? !(p.overhang == INDEL || p.overhang == LEADING_INDEL)
@@ -342,13 +345,11 @@ __global__ void __launch_bounds__(128) dp_kernel(const Params *params)
     b.origin = 0;
     b.have = b.stop = false;
     Lane L;
-    int last_row = 0; /* the last row computed (z-drop stops early) */
     for (int i0 = 0; i0 < pr.R && !b.stop; i0 += 32) {
         stripe<GATK, TRACE, ORIGIN>(p, pr, bd, TRACE ? trace + (i0 >> 5) * words : nullptr, i0, L, lane);
-        const int rows = min(32, pr.R - i0);
+        const int rows = imin(32, pr.R - i0);
         if (GATK || p.mode == LOCAL || p.mode == EXTENSION)
             scan_rows<GATK, ORIGIN>(p, L, i0, rows, b);
-        last_row = i0 + rows;
     }
     if (lane != 0)
         return;
@@ -390,7 +391,6 @@ __global__ void __launch_bounds__(128) dp_kernel(const Params *params)
             }
         origin = bj == 0 ? 0 : (ORIGIN ? bd.oh[bj] : 0);
     }
-    (void)last_row;
     const bool empty = p.mode == LOCAL && best == 0;
     out[0] = best;
     out[1] = empty ? 0 : (int)(origin >> 32);
