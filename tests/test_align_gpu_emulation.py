@@ -245,7 +245,7 @@ GENERIC = [(mode, gaps, convention) for mode in ("global", "semiglobal", "local"
 @pytest.mark.parametrize("mode,gaps,convention", GENERIC)
 def test_random_pairs_every_mode(harness, tmp_path, mode: str, gaps: str, convention: str) -> None:
     rng = np.random.default_rng(hash((mode, gaps, convention)) % 2**32)
-    pairs = random_pairs(rng, 10, 100)
+    pairs = random_pairs(rng, 10, 300)
     for cigar in (False, True):
         params = AlignParams(mode=mode, gaps=gaps, gap_convention=convention, cigar=cigar,
                              zdrop=int(rng.choice([0, 3, 20])) if mode == "extension" and cigar else None)
@@ -305,8 +305,11 @@ def test_plan_chunks_cover_every_pair_once() -> None:
 
 
 def test_traceback_bytes_cover_the_kernel_layout() -> None:
-    # 4 bits a cell over whole stripes of 32 rows; steps per stripe < cols + 31, 8 a word
-    for rows, cols in ((1, 1), (31, 5), (32, 100), (33, 7), (500, 500)):
-        stripes = -(-rows // 32)
-        steps = cols + 31
-        assert gpu_module.traceback_words(np.array([rows]), np.array([cols]))[0] >= stripes * -(-steps // 8) * 32
+    # 4 bits a cell over whole stripes of STRIPE_ROWS rows; per row of a lane cols + 31 steps at most, 8 a word
+    text = CU_SOURCE.read_text()
+    assert f"constexpr int ROWS_PER_LANE = {gpu_module.ROWS_PER_LANE};" in text
+    for rows, cols in ((1, 1), (31, 5), (128, 100), (129, 7), (500, 500)):
+        stripes = -(-rows // gpu_module.STRIPE_ROWS)
+        steps = cols + 31  # s < cols + 31
+        want = stripes * gpu_module.ROWS_PER_LANE * -(-steps // 8) * 32
+        assert gpu_module.traceback_words(np.array([rows]), np.array([cols]))[0] >= want

@@ -33,6 +33,8 @@ constexpr int GLOBAL = 0, SEMIGLOBAL = 1, LOCAL = 2, EXTENSION = 3;
 constexpr int SOFTCLIP = 0, INDEL = 1, LEADING_INDEL = 2, IGNORE = 3;
 constexpr u32 OP_M = 0, OP_I = 1, OP_D = 2, OP_S = 4, OP_EQ = 7, OP_X = 8;
 constexpr u32 FULL = 0xffffffffu;
+constexpr int ROWS_PER_LANE = 4;                 /* rows of a stripe per lane (align.py's ROWS_PER_LANE) */
+constexpr int STRIPE_ROWS = 32 * ROWS_PER_LANE;
 constexpr int RECORD = 8; /* ints per pair in out: score q_begin q_end t_begin t_end end_row end_col n_ops */
 
 /* One launch: pairs 0..n of a chunk. Offsets are relative to the chunk's sequences. */
@@ -70,7 +72,8 @@ __device__ __forceinline__ int base_code(u32 c)
 /* Bytes per boundary column: H and F (int32), and with ORIGIN the two origins (int64). */
 __host__ __device__ constexpr int boundary_bytes(bool origin) { return origin ? 24 : 8; }
 
-/* Words of trace per stripe of 32 rows over `cols` columns (steps < cols + 31, 8 per word). */
+/* Words of trace per row of a lane in a stripe over `cols` columns (steps < cols + 32, 8 per word);
+   a stripe has ROWS_PER_LANE times as many. */
 __device__ __forceinline__ i64 stripe_words(int cols) { return (i64)((cols + 31 + 7) >> 3) * 32; }
 
 /* The pair's rows (R: query, GATK the ref) and columns (C: target, GATK the alt). */
@@ -102,11 +105,11 @@ __device__ __forceinline__ int edge_h(const Params &p, bool gatk, bool free_edge
     return free_edge ? 0 : -(p.first + (r - 1) * p.ext);
 }
 
-/* The state a lane carries along its row, and what it hands to the next lane. */
+/* The state a lane carries along one of its rows; the last row's outputs go to the next lane. */
 struct Lane {
     int h_left, e, h_diag;       /* H(i, j-1), E(i, j-1), H(i-1, j-1) */
     i64 o_left, o_e, o_diag;     /* their traceback ends (ORIGIN) */
-    int h_out, f_out, c_out;     /* H(i, j), F(i, j), column code: for lane l + 1 next step */
+    int h_out, f_out;            /* H(i, j), F(i, j): for the row below */
     i64 oh_out, of_out;
     int row_max, row_j;          /* the row's highest cell, first among equals (from column 0) */
     i64 row_o;
@@ -216,45 +219,44 @@ struct Best {
 
 /* The CPU's per-row bookkeeping over the stripe's rows, in order (every lane the same). */
 template <bool GATK, bool ORIGIN>
-__device__ __forceinline__ void scan_rows(const Params &p, const Lane &L, int i0, int rows, Best &b)
+__device__ __forceinline__ void scan_rows(const Params &p, const Lane (&L)[ROWS_PER_LANE], int i0, int rows, Best &b)
 {
-    for (int k = 0; k < rows; k++) {
-        const int i = i0 + 1 + k;
-        if (GATK) {
-            const int v = __shfl_sync(FULL, L.last_h, k);
-            if (!b.have || v >= b.score) {
-                b.score = v; b.i = i; b.have = true;
+    for (int l = 0; l * ROWS_PER_LANE < rows; l++) {
+#pragma unroll
+        for (int r = 0; r < ROWS_PER_LANE; r++) {
+            const int k = l * ROWS_PER_LANE + r, i = i0 + 1 + k;
+            if (GATK) {
+                const int v = __shfl_sync(FULL, L[r].last_h, l);
+                if (k < rows && (!b.have || v >= b.score)) {
+                    b.score = v; b.i = i; b.have = true;
+                }
+                continue;
             }
-            continue;
-        }
-        const int rm = __shfl_sync(FULL, L.row_max, k), rj = __shfl_sync(FULL, L.row_j, k);
-        const i64 ro = ORIGIN ? __shfl_sync(FULL, L.row_o, k) : 0;
-        if (rm > b.score) {
-            b.score = rm; b.i = i; b.j = rj; b.origin = ro;
-        }
-        if (p.mode == EXTENSION && p.zdrop >= 0) {
-            const i64 off = (i64)(i - b.i) - (rj - b.j);
-            if ((i64)b.score - rm > (i64)p.zdrop + (i64)p.ext * (off < 0 ? -off : off)) {
-                b.stop = true;
-                return;
+            const int rm = __shfl_sync(FULL, L[r].row_max, l), rj = __shfl_sync(FULL, L[r].row_j, l);
+            const i64 ro = ORIGIN ? __shfl_sync(FULL, L[r].row_o, l) : 0;
+            if (k >= rows)
+                continue;
+            if (rm > b.score) {
+                b.score = rm; b.i = i; b.j = rj; b.origin = ro;
+            }
+            if (p.mode == EXTENSION && p.zdrop >= 0) {
+                const i64 off = (i64)(i - b.i) - (rj - b.j);
+                if ((i64)b.score - rm > (i64)p.zdrop + (i64)p.ext * (off < 0 ? -off : off)) {
+                    b.stop = true;
+                    return;
+                }
             }
         }
     }
 }
 
-/* One stripe: rows i0 + 1 .. i0 + rows, every column. */
-template <bool GATK, bool TRACE, bool ORIGIN>
-__device__ __forceinline__ void stripe(const Params &p, const Pair &pr, const Boundary &bd, u32 *trace, int i0,
-                                       Lane &L, int lane)
+/* A lane's row r of the stripe: state at the start of the stripe (column 0). */
+template <bool GATK>
+__device__ __forceinline__ void start_row(const Params &p, const Pair &pr, Lane &L, int i, bool row_ok, bool free_col0,
+                                          int &rcode, int (&srow)[5])
 {
-    const int rows = imin(32, pr.R - i0);
-    const int i = i0 + 1 + lane;
-    const bool row_ok = lane < rows;
-    const bool free_row0 = GATK ? !(p.overhang == INDEL || p.overhang == LEADING_INDEL)
-                                : (p.mode == SEMIGLOBAL || p.mode == LOCAL);
-    const bool free_col0 = GATK ? free_row0 : p.mode == LOCAL;
-    const int rcode = row_ok ? (GATK ? pr.rows[i - 1] : base_code(pr.rows[i - 1])) : 0;
-    int srow[5];
+    rcode = row_ok ? (GATK ? pr.rows[i - 1] : base_code(pr.rows[i - 1])) : 0;
+#pragma unroll
     for (int c = 0; c < 5; c++)
         srow[c] = GATK ? 0 : p.matrix[5 * (rcode < 5 ? rcode : 4) + c];
     L.h_left = edge_h(p, GATK, free_col0, i);
@@ -263,21 +265,47 @@ __device__ __forceinline__ void stripe(const Params &p, const Pair &pr, const Bo
     L.o_left = (!GATK && p.mode == LOCAL) ? pack_pos(i, 0) : 0;
     L.o_e = 0;
     L.o_diag = (!GATK && p.mode == LOCAL && i > 1) ? pack_pos(i - 1, 0) : 0;
-    L.h_out = L.f_out = L.c_out = 0;
+    L.h_out = L.f_out = 0;
     L.oh_out = L.of_out = 0;
     L.row_max = L.h_left;
     L.row_j = 0;
     L.row_o = L.o_left;
     L.last_h = 0;
-    const int C = pr.C, steps = C + rows - 1;
-    u32 word = 0;
+}
+
+/* One stripe: rows i0 + 1 .. i0 + rows (rows <= STRIPE_ROWS), every column. Lane l holds rows
+   i0 + 1 + ROWS_PER_LANE * l + r, r < ROWS_PER_LANE, and at step s computes their cells of column
+   s - l + 1, top to bottom: a row's up neighbour is the row above in the same lane, the first
+   row's comes from lane l - 1 (its last row, one step earlier) or, for lane 0, the boundary. */
+template <bool GATK, bool TRACE, bool ORIGIN>
+__device__ __forceinline__ void stripe(const Params &p, const Pair &pr, const Boundary &bd, u32 *trace, int i0,
+                                       Lane (&L)[ROWS_PER_LANE], int lane)
+{
+    const int rows = imin(STRIPE_ROWS, pr.R - i0);
+    const int first_row = i0 + 1 + ROWS_PER_LANE * lane;
+    const bool free_row0 = GATK ? !(p.overhang == INDEL || p.overhang == LEADING_INDEL)
+                                : (p.mode == SEMIGLOBAL || p.mode == LOCAL);
+    const bool free_col0 = GATK ? free_row0 : p.mode == LOCAL;
+    int rcode[ROWS_PER_LANE], srow[ROWS_PER_LANE][5];
+#pragma unroll
+    for (int r = 0; r < ROWS_PER_LANE; r++)
+        start_row<GATK>(p, pr, L[r], first_row + r, first_row + r <= i0 + rows, free_col0, rcode[r], srow[r]);
+    const int last = ROWS_PER_LANE - 1;
+    const int writer = (rows - 1) / ROWS_PER_LANE, writer_row = (rows - 1) % ROWS_PER_LANE;
+    const int C = pr.C, steps = C + (rows - 1) / ROWS_PER_LANE;
+    const i64 row_words = stripe_words(C);
+    int c_out = 0;
+    u32 word[ROWS_PER_LANE];
+#pragma unroll
+    for (int r = 0; r < ROWS_PER_LANE; r++)
+        word[r] = 0;
     for (int s = 0; s < steps; s++) {
-        int up_h = __shfl_up_sync(FULL, L.h_out, 1), up_f = __shfl_up_sync(FULL, L.f_out, 1);
-        int ccode = __shfl_up_sync(FULL, L.c_out, 1);
+        int up_h = __shfl_up_sync(FULL, L[last].h_out, 1), up_f = __shfl_up_sync(FULL, L[last].f_out, 1);
+        int ccode = __shfl_up_sync(FULL, c_out, 1);
         i64 o_up_h = 0, o_up_f = 0;
         if (ORIGIN) {
-            o_up_h = __shfl_up_sync(FULL, L.oh_out, 1);
-            o_up_f = __shfl_up_sync(FULL, L.of_out, 1);
+            o_up_h = __shfl_up_sync(FULL, L[last].oh_out, 1);
+            o_up_f = __shfl_up_sync(FULL, L[last].of_out, 1);
         }
         const int j = s - lane + 1;
         if (lane == 0 && j <= C) { /* the row above the stripe */
@@ -299,26 +327,43 @@ __device__ __forceinline__ void stripe(const Params &p, const Pair &pr, const Bo
                 }
             }
         }
-        u32 nibble = 0;
-        if (row_ok && j >= 1 && j <= C) {
-            cell<GATK, ORIGIN>(p, L, i, j, rcode, srow, up_h, up_f, ccode, o_up_h, o_up_f, nibble);
-            L.c_out = ccode;
-            if (GATK && j == C)
-                L.last_h = L.h_out;
-            if (lane == rows - 1) { /* the row the next stripe starts from */
-                bd.h[j] = L.h_out;
-                bd.f[j] = L.f_out;
+        u32 nibble[ROWS_PER_LANE];
+        const bool column_ok = j >= 1 && j <= C;
+#pragma unroll
+        for (int r = 0; r < ROWS_PER_LANE; r++) {
+            nibble[r] = 0;
+            if (column_ok && first_row + r <= i0 + rows) {
+                cell<GATK, ORIGIN>(p, L[r], first_row + r, j, rcode[r], srow[r], up_h, up_f, ccode, o_up_h, o_up_f,
+                                   nibble[r]);
+                if (GATK && j == C)
+                    L[r].last_h = L[r].h_out;
+                if (lane == writer && r == writer_row) { /* the row the next stripe starts from */
+                    bd.h[j] = L[r].h_out;
+                    bd.f[j] = L[r].f_out;
+                    if (ORIGIN) {
+                        bd.oh[j] = L[r].oh_out;
+                        bd.of[j] = L[r].of_out;
+                    }
+                }
+                up_h = L[r].h_out;
+                up_f = L[r].f_out;
                 if (ORIGIN) {
-                    bd.oh[j] = L.oh_out;
-                    bd.of[j] = L.of_out;
+                    o_up_h = L[r].oh_out;
+                    o_up_f = L[r].of_out;
                 }
             }
         }
+        if (column_ok)
+            c_out = ccode;
         if (TRACE) {
-            word |= nibble << ((s & 7) * 4);
-            if ((s & 7) == 7 || s == steps - 1) {
-                trace[(s >> 3) * 32 + lane] = word;
-                word = 0;
+            const i64 at = (i64)(s >> 3) * 32 + lane;
+#pragma unroll
+            for (int r = 0; r < ROWS_PER_LANE; r++) {
+                word[r] |= nibble[r] << ((s & 7) * 4);
+                if ((s & 7) == 7 || s == steps - 1) {
+                    trace[r * row_words + at] = word[r];
+                    word[r] = 0;
+                }
             }
         }
     }
@@ -344,10 +389,11 @@ __global__ void __launch_bounds__(128) dp_kernel(const Params *params)
     b.i = b.j = 0;
     b.origin = 0;
     b.have = b.stop = false;
-    Lane L;
-    for (int i0 = 0; i0 < pr.R && !b.stop; i0 += 32) {
-        stripe<GATK, TRACE, ORIGIN>(p, pr, bd, TRACE ? trace + (i0 >> 5) * words : nullptr, i0, L, lane);
-        const int rows = imin(32, pr.R - i0);
+    Lane L[ROWS_PER_LANE];
+    for (int i0 = 0; i0 < pr.R && !b.stop; i0 += STRIPE_ROWS) {
+        stripe<GATK, TRACE, ORIGIN>(p, pr, bd, TRACE ? trace + (i0 / STRIPE_ROWS) * ROWS_PER_LANE * words : nullptr,
+                                    i0, L, lane);
+        const int rows = imin(STRIPE_ROWS, pr.R - i0);
         if (GATK || p.mode == LOCAL || p.mode == EXTENSION)
             scan_rows<GATK, ORIGIN>(p, L, i0, rows, b);
     }
@@ -405,8 +451,8 @@ __global__ void __launch_bounds__(128) dp_kernel(const Params *params)
 /* The 4 bits of cell (i, j), i, j >= 1, in a pair's trace (layout of stripe()). */
 __device__ __forceinline__ u32 trace_cell(const u32 *trace, i64 words, int i, int j)
 {
-    const int l = (i - 1) & 31, s = j - 1 + l;
-    const u32 word = trace[(i64)((i - 1) >> 5) * words + (s >> 3) * 32 + l];
+    const int within = (i - 1) % STRIPE_ROWS, l = within / ROWS_PER_LANE, r = within % ROWS_PER_LANE, s = j - 1 + l;
+    const u32 word = trace[((i64)((i - 1) / STRIPE_ROWS) * ROWS_PER_LANE + r) * words + (s >> 3) * 32 + l];
     return (word >> ((s & 7) * 4)) & 15;
 }
 

@@ -40,6 +40,8 @@ logger = logging.getLogger("warpdp")
 THREADS_PER_BLOCK = 128         # four warps: four pairs per block
 WARPS_PER_BLOCK = THREADS_PER_BLOCK // 32
 TRACEBACK_THREADS = 128
+ROWS_PER_LANE = 4               # rows of a stripe per lane (align.cu's ROWS_PER_LANE)
+STRIPE_ROWS = 32 * ROWS_PER_LANE
 RECORD_INTS = 8                 # per pair: score q_begin q_end t_begin t_end end_row end_col n_ops
 MAX_SHARED_BYTES = 96 * 1024    # boundary rows of a block's warps in shared memory up to this
 CHUNK_PAIRS = 1 << 18
@@ -73,10 +75,10 @@ def boundary_bytes(origin: bool) -> int:
 
 
 def traceback_words(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """32-bit words of 4-bit cells per pair: whole stripes of 32 rows, 8 anti-diagonal steps a
-    word (align.cu's stripe_words)."""
+    """32-bit words of 4-bit cells per pair: whole stripes of STRIPE_ROWS rows, per row of a lane
+    8 anti-diagonal steps a word (align.cu's stripe_words)."""
     rows, cols = np.asarray(rows, np.int64), np.asarray(cols, np.int64)
-    return (rows + 31) // 32 * ((cols + 38) // 8 * 32)
+    return (rows + STRIPE_ROWS - 1) // STRIPE_ROWS * ROWS_PER_LANE * ((cols + 38) // 8 * 32)
 
 
 def traceback_bytes(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
