@@ -6,7 +6,7 @@ import collections
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -29,6 +29,7 @@ class Kernel(Protocol):
     def merge(self, payloads: list[Any]) -> Any: ...
 
     def run(self, payload: Any, key: Any, cancelled: CancelCheck | None = None) -> np.ndarray: ...
+    # A batcher with devices calls run(payload, key, cancelled, devices=[...]) instead.
 
 
 _QUEUED, _RUNNING, _DONE, _FAILED, _DROPPED = range(5)
@@ -119,12 +120,20 @@ class Batcher:
     requests wait and join the next batch instead of paying for a submission of their own.
     A chunk of a streamed job (``submit(..., streamed=True)``) is already sized for a
     submission: it is never coalesced and never waits for others.
+
+    With ``devices`` (GPU ids), each device gets ``workers`` workers of its own, and a
+    submission runs on the least-loaded device (fewest submissions running, then fewest cells);
+    one of ``split_cells`` or more runs on every device that is idle then (its chunks spread
+    over them, see warpdp.kernels.runtime.devices). The overlap rule above holds per device:
+    a small request waits only while every device is busy. Kernels get the devices as
+    ``run(..., devices=[...])``.
     """
 
     def __init__(self, *, workers: int = 1, batching: bool = True, max_wait_s: float = 0.002,
                  max_batch_cells: int = DEFAULT_MAX_BATCH_CELLS["cpu"], overlap_cells: int = 0,
                  metrics: Metrics | None = None,
-                 notify: Callable[[list[WorkItem]], None] | None = None) -> None:
+                 notify: Callable[[list[WorkItem]], None] | None = None,
+                 devices: Sequence[int] | None = None, split_cells: int | None = None) -> None:
         self._notify = notify    # called with items once they are done, failed or dropped
         self._batching = batching
         self._max_wait = max_wait_s
@@ -144,6 +153,12 @@ class Batcher:
         self._running = 0
         self._arriving = 0       # requests received but not yet queued
         self._draining = False   # shutting down: submit what is queued without waiting
+        self._devices = list(devices) if devices is not None else None
+        self._split_cells = split_cells
+        n_lanes = len(self._devices) if self._devices else 1
+        # Per device: submissions and cells running on it (one lane without devices).
+        self._lane_running = [0] * n_lanes
+        self._lane_cells = [0] * n_lanes
         self._closed = False     # no more submissions accepted
         self._stopping = False   # workers exit
         # Counters for logs and tests (the metrics carry the same under other names).
@@ -154,7 +169,7 @@ class Batcher:
         # Read when scraped, instead of set at every change (twice per request).
         self._metrics.queue_depth.set_function(lambda: len(self._queue))
         self._threads = [threading.Thread(target=self._loop, name=f"warpdp-batcher-{i}", daemon=True)
-                         for i in range(workers)]
+                         for i in range(workers * n_lanes)]
         for thread in self._threads:
             thread.start()
 
@@ -190,10 +205,11 @@ class Batcher:
             # to be arriving or the queue to be full, and (overlap_cells) for a running
             # submission to end or enough cells to overlap it. Anything else leaves its
             # decision as is, and waking it would only cost a thread switch.
-            if self._running and self._queued_cells < self._overlap_cells and not streamed:
+            busy = self._all_busy_locked()
+            if busy and self._queued_cells < self._overlap_cells and not streamed:
                 pass  # the running submission's worker takes it next
             elif (streamed or was_empty or self._arriving == 0 or self._queued_cells >= self._max_cells
-                    or (self._running and self._queued_cells - cells < self._overlap_cells)):
+                    or (busy and self._queued_cells - cells < self._overlap_cells)):
                 self._wake_worker_locked()
             self._changed_locked()
         return item
@@ -258,6 +274,11 @@ class Batcher:
     def running(self) -> int:
         return self._running
 
+    def device_load(self) -> list[tuple[int, int]]:
+        """(submissions, cells) running on each device (one entry without devices)."""
+        with self._lock:
+            return list(zip(self._lane_running, self._lane_cells))
+
     # -- workers --
 
     def _wake_worker_locked(self) -> None:
@@ -287,6 +308,24 @@ class Batcher:
             self._notify([item])
         self._changed_locked()
 
+    def _all_busy_locked(self) -> bool:
+        """Whether every device runs a submission (without devices: whether one runs)."""
+        return min(self._lane_running) > 0
+
+    def _place_locked(self, cells: int) -> list[int]:
+        """The lanes (indexes into devices) a submission of ``cells`` runs on: every idle one
+        for a large submission when two or more are idle, else the least-loaded one."""
+        lanes = range(len(self._lane_running))
+        idle = [lane for lane in lanes if self._lane_running[lane] == 0]
+        if self._split_cells is not None and cells >= self._split_cells and len(idle) > 1:
+            chosen = idle
+        else:
+            chosen = [min(lanes, key=lambda lane: (self._lane_running[lane], self._lane_cells[lane]))]
+        for lane in chosen:
+            self._lane_running[lane] += 1
+            self._lane_cells[lane] += cells // len(chosen)
+        return chosen
+
     def _loop(self) -> None:
         while True:
             with self._lock:
@@ -294,12 +333,17 @@ class Batcher:
                 if items is None:
                     return
                 self._running += 1
+                cells = sum(it.cells for it in items)
+                lanes = self._place_locked(cells)
                 self._changed_locked()
             try:
-                self._run(items)
+                self._run(items, None if self._devices is None else [self._devices[lane] for lane in lanes])
             finally:
                 with self._lock:
                     self._running -= 1  # this worker takes what is queued next itself
+                    for lane in lanes:
+                        self._lane_running[lane] -= 1
+                        self._lane_cells[lane] -= cells // len(lanes)
                     self._changed_locked()
 
     def _next_batch_locked(self) -> list[WorkItem] | None:
@@ -315,7 +359,7 @@ class Batcher:
                 self._queue.popleft()
                 self._drop_locked(first, "deadline")
                 continue
-            if (self._running and self._queued_cells < self._overlap_cells and not first.streamed
+            if (self._all_busy_locked() and self._queued_cells < self._overlap_cells and not first.streamed
                     and not self._draining):
                 self._sleep_locked(None)  # woken when a submission ends or enough is queued
                 continue
@@ -360,12 +404,14 @@ class Batcher:
         now = time.monotonic()
         return all(it.cancelled or (it.deadline is not None and it.deadline <= now) for it in items)
 
-    def _run(self, items: list[WorkItem]) -> None:
+    def _run(self, items: list[WorkItem], devices: list[int] | None = None) -> None:
         kernel, key = items[0].kernel, items[0].key
         start = time.monotonic()
         try:
             payload = items[0].payload if len(items) == 1 else kernel.merge([it.payload for it in items])
-            out = kernel.run(payload, key, lambda: self._unwanted(items))
+            cancelled = lambda: self._unwanted(items)  # noqa: E731
+            out = (kernel.run(payload, key, cancelled) if devices is None
+                   else kernel.run(payload, key, cancelled, devices=devices))
             expected = sum(it.n_out for it in items)
             if len(out) != expected:
                 raise RuntimeError(f"{kernel.name} backend returned {len(out)} results for {expected} items")
@@ -379,7 +425,7 @@ class Batcher:
                 logger.warning("a coalesced %s submission of %d requests failed (%s: %s); running them one by one",
                                kernel.name, len(items), type(exc).__name__, exc)
                 for item in items:
-                    self._run([item])
+                    self._run([item], devices)
                 return
             logger.exception("%s submission failed", kernel.name)
             self._finish(items, None, exc, start, time.monotonic())

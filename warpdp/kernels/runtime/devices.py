@@ -10,21 +10,28 @@ caller's output at their own place, so the output is in input order whichever de
 which chunk; the results are those of one device, bit for bit (each pair is scored alone).
 
 One device takes the calling thread itself: no thread, no shared iterator.
+
+A caller that places work on devices itself (the gRPC server's batcher) sets the devices a
+thread's calls run on by default with :func:`use_devices`; a launcher that resolves its
+``devices=None`` through :func:`resolve_devices` then follows it with no code of its own.
 """
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Generic, TypeVar
 
 __all__ = ["CHUNKS_PER_DEVICE", "SharedChunks", "check_device_list", "chunk_limit", "current_device", "device_count",
-           "resolve_devices", "spread"]
+           "resolve_devices", "spread", "use_devices"]
 
 # A job spread over several devices is cut into at least this many chunks per device (when it
 # is large enough), so that the devices finish about together: the last chunk each takes is
 # then a small part of its work.
 CHUNKS_PER_DEVICE = 6
+MIN_CHUNK_SHARE = 16
 
 C = TypeVar("C")  # a chunk
 T = TypeVar("T")  # what a device's run returns
@@ -64,11 +71,26 @@ def check_device_list(devices: object) -> list[int] | None:
     return ids
 
 
+_DEFAULT_DEVICES: ContextVar[list[int] | None] = ContextVar("warpdp_default_devices", default=None)
+
+
+@contextmanager
+def use_devices(devices: Sequence[int]) -> Iterator[None]:
+    """Within the block, calls of this thread (context) with ``devices=None`` run on ``devices``."""
+    token = _DEFAULT_DEVICES.set(check_device_list(devices))
+    try:
+        yield
+    finally:
+        _DEFAULT_DEVICES.reset(token)
+
+
 def resolve_devices(devices: object) -> list[int]:
-    """The GPU ids a call runs on: every device this process sees for None, else ``devices``
-    checked (ValueError naming an id this process does not see). An id listed twice gets two
-    host threads, which share that device's runner."""
+    """The GPU ids a call runs on: for None, those :func:`use_devices` set, else every device
+    this process sees; else ``devices`` checked (ValueError naming an id this process does not
+    see). An id listed twice gets two host threads, which share that device's runner."""
     ids = check_device_list(devices)
+    if ids is None:
+        ids = _DEFAULT_DEVICES.get()
     count = device_count()
     if ids is None:
         if count < 1:
@@ -84,10 +106,12 @@ def resolve_devices(devices: object) -> list[int]:
 def chunk_limit(limit: int, total: int, n_devices: int) -> int:
     """A launcher's chunk size limit (in its own unit: pairs, bytes, cells) for a job of
     ``total`` of that unit spread over ``n_devices``: unchanged on one device, else small
-    enough for CHUNKS_PER_DEVICE chunks per device (never below 1)."""
+    enough for CHUNKS_PER_DEVICE chunks per device, but not below MIN_CHUNK_SHARE of the limit
+    (each chunk costs host work: a small job is not worth cutting finer, and leaves devices idle)."""
     if n_devices <= 1:
         return limit
-    return max(1, min(limit, -(-int(total) // (CHUNKS_PER_DEVICE * n_devices))))
+    floor = max(1, limit // MIN_CHUNK_SHARE)
+    return max(floor, min(limit, -(-int(total) // (CHUNKS_PER_DEVICE * n_devices))))
 
 
 class SharedChunks(Generic[C]):
