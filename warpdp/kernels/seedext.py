@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
@@ -361,9 +361,14 @@ class _Runner(ChunkRunner):
                     return
                 planned.append(self.planners.submit(self._plan, pairs, params, *chunk, check_range))
 
-        def plan(_chunk: tuple[int, int]) -> _ChunkPlan:
+        def planned_chunks() -> Iterator[Future[_ChunkPlan]]:
+            # Chunks are taken from ``chunks`` here only: other devices' threads may share it.
             plan_ahead(1)  # the first chunk's plan alone: nothing competes with it
-            chunk_plan = planned.popleft().result()
+            while planned:
+                yield planned.popleft()
+
+        def plan(future: Future[_ChunkPlan]) -> _ChunkPlan:
+            chunk_plan = future.result()
             plan_ahead(_PLAN_WORKERS)
             return chunk_plan
 
@@ -374,7 +379,7 @@ class _Runner(ChunkRunner):
             return partial(_copy_out, table, plan.start, plan.n)
 
         try:
-            self.run_chunks(chunks, plan, enqueue, cancelled)
+            self.run_chunks(planned_chunks(), plan, enqueue, cancelled)
         finally:
             for future in planned:
                 future.cancel()
