@@ -69,6 +69,16 @@ def test_chunk_limit_gives_each_device_several_chunks() -> None:
     assert devices.chunk_limit(1000, 10**9, 4) == 1000
 
 
+def test_plan_spread_keeps_small_jobs_on_one_device() -> None:
+    smallest = 1600 // devices.MIN_CHUNK_SHARE
+    assert devices.plan_spread([3, 1, 2], (1600, smallest)) == ([3], [1600])  # as if given alone
+    assert devices.plan_spread([3, 1, 2], (1600, 4 * smallest)) == ([3, 1], [smallest])
+    # Enough of any unit (here the second) is enough.
+    ids, limits = devices.plan_spread([0, 1, 2, 3], (1600, 5), (10**6, 10**9))
+    assert ids == [0, 1, 2, 3] and limits == [smallest, 10**6]
+    assert devices.plan_spread([0], (1600, 10**9)) == ([0], [1600])
+
+
 class _ToyRunner(ChunkRunner):
     """A runner whose "GPU" doubles the numbers of a chunk into the output when collected."""
 
@@ -158,8 +168,11 @@ def test_xdrop_results_merge_in_order_over_devices(fake: tuple[int, list[tuple]]
         h, v = _seq(rng, int(rng.integers(10, 400))), _seq(rng, int(rng.integers(10, 400)))
         items.append((h, int(rng.integers(0, len(h) - 6)), v, int(rng.integers(0, len(v) - 6))))
     pairs = pack_xdrop_pairs(items)
-    real_split = xdrop.split_chunks
-    monkeypatch.setattr(xdrop, "split_chunks", lambda h, v, *limits: real_split(h, v, chunk_pairs=20))
+    monkeypatch.setattr(xdrop, "_CHUNK_PAIRS", 20)  # small chunks: the job is worth every device
+    used, limits = devices.plan_spread(list(range(n)), (20, pairs.n_pairs),
+                                       (xdrop._CHUNK_BYTES, int(pairs.h_offsets[-1]) + int(pairs.v_offsets[-1])))
+    assert used == list(range(n))
+    chunks = xdrop.split_chunks(pairs.h_offsets, pairs.v_offsets, *limits)
     results = XdropResults.empty(pairs.n_pairs)
     results.score[:] = -1
     xdrop.extend(pairs, results, k=6, x=50, match=1, mismatch=-1, gap=-1, best=False, devices=list(range(n)))
@@ -167,22 +180,24 @@ def test_xdrop_results_merge_in_order_over_devices(fake: tuple[int, list[tuple]]
     assert (results.score == 6).all()
     np.testing.assert_array_equal(results.begin_h, pairs.h_pos)
     np.testing.assert_array_equal(results.end_v, pairs.v_pos + 6)
-    assert sum(call[0] == "memcpy" and call[1] == 2 for call in log) == 15
+    assert sum(call[0] == "memcpy" and call[1] == 2 for call in log) == len(chunks) > 2 * n
     assert sorted(call[3] for call in log if call[0] == "compile") == list(range(n))
 
 
-def test_seedext_spreads_and_validates_devices(fake: tuple[int, list[tuple]]) -> None:
+def test_seedext_spreads_and_validates_devices(fake: tuple[int, list[tuple]], monkeypatch: pytest.MonkeyPatch) -> None:
     n, log = fake
+    monkeypatch.setattr(seedext, "_CHUNK_PAIRS", 200)  # small chunks: the job is worth every device
     rng = np.random.default_rng(7)
     pairs = pack_seed_pairs([(_seq(rng, int(q)), _seq(rng, int(t)), 10) for q, t in
                              zip(rng.integers(1, 300, 3000), rng.integers(1, 300, 3000))])
     table = np.full((pairs.n_pairs, 6), -1, np.int32)
     seedext.extend(pairs, SeedExtParams(), table, devices=list(range(n)))
     assert (table == 0).all()
-    chunks = seedext.split_chunks(pairs.query_offsets, pairs.target_offsets,
-                                  devices.chunk_limit(seedext._CHUNK_PAIRS, pairs.n_pairs, n),
-                                  devices.chunk_limit(seedext._CHUNK_BYTES, int(pairs.query_offsets[-1])
-                                                      + int(pairs.target_offsets[-1]), n))
+    assert sorted(call[3] for call in log if call[0] == "compile") == list(range(n))
+    used, limits = devices.plan_spread(list(range(n)), (seedext._CHUNK_PAIRS, pairs.n_pairs),
+                                       (seedext._CHUNK_BYTES, int(pairs.query_offsets[-1]) + int(pairs.target_offsets[-1])))
+    assert used == list(range(n))
+    chunks = seedext.split_chunks(pairs.query_offsets, pairs.target_offsets, *limits)
     assert sum(call[0] == "memcpy" and call[1] == 2 for call in log) == len(chunks)
     with pytest.raises(ValueError, match="no GPU 9 here"):
         seedext.extend(pairs, SeedExtParams(), table, devices=[0, 9])
@@ -224,29 +239,32 @@ class _DeviceKernel:
 
 def test_batcher_fills_the_least_loaded_device_and_splits_large_work() -> None:
     kernel = _DeviceKernel()
-    batcher = Batcher(workers=2, batching=False, max_wait_s=0, max_batch_cells=1000, overlap_cells=100,
+    batcher = Batcher(workers=2, batching=True, max_wait_s=0, max_batch_cells=1000, overlap_cells=100,
                       metrics=Metrics(), devices=[5, 6, 7], split_cells=500)
     try:
         assert len(batcher._threads) == 6  # a worker set per device
         large = batcher.submit(kernel, "k", [1], cells=600, n_out=1)  # every device idle: spread
         assert large.event.wait(WAIT)
-        held = [batcher.submit(kernel, "k", ["hold"], cells=200, n_out=1) for _ in range(2)]
+        # Work of overlap_cells or more starts beside a running submission, on another device.
+        held = [batcher.submit(kernel, key, ["hold"], cells=200, n_out=1) for key in ("a", "b")]  # not coalesced
         assert batcher.wait_for(lambda b: b.running == 2, WAIT)
-        small = batcher.submit(kernel, "k", [2], cells=1, n_out=1)  # one device idle: it runs there at once
-        assert small.event.wait(WAIT)
-        assert [load[0] for load in batcher.device_load()].count(1) == 2
-        big_now = batcher.submit(kernel, "k", ["hold"], cells=600, n_out=1)  # one idle: not spread
+        assert sorted(load[0] for load in batcher.device_load()) == [0, 1, 1]
+        # Small requests wait for a running submission to end and batch, as on one device.
+        small = [batcher.submit(kernel, "k", [k], cells=1, n_out=1) for k in (2, 3)]
+        assert batcher.wait_for(lambda b: b.queued == 2, WAIT) and kernel.placed[3:] == []
+        big_now = batcher.submit(kernel, "c", ["hold"], cells=600, n_out=1)  # one device idle: not spread
         assert batcher.wait_for(lambda b: b.running == 3, WAIT)
         kernel.release.set()
-        for item in (*held, big_now):
+        for item in (*held, *small, big_now):
             assert item.event.wait(WAIT)
         placed = kernel.placed
         assert placed[0] == ([1], [5, 6, 7])
         first_two = {tuple(d) for _, d in placed[1:3]}
         assert len(first_two) == 2 and all(len(d) == 1 for d in first_two)
         idle = ({5, 6, 7} - {d[0] for d in first_two}).pop()
-        assert placed[3] == ([2], [idle])
-        assert placed[4][1] == [idle]  # the least-loaded device (it ran nothing since), alone
+        # With 600 more cells queued the oldest requests go first (the small ones, together),
+        # then the large one, each on the device left idle (alone there: not spread).
+        assert placed[3:] == [([2, 3], [idle]), (["hold"], [idle])]
         assert batcher.device_load() == [(0, 0)] * 3
     finally:
         kernel.release.set()

@@ -124,9 +124,12 @@ class Batcher:
     With ``devices`` (GPU ids), each device gets ``workers`` workers of its own, and a
     submission runs on the least-loaded device (fewest submissions running, then fewest cells);
     one of ``split_cells`` or more runs on every device that is idle then (its chunks spread
-    over them, see warpdp.kernels.runtime.devices). The overlap rule above holds per device:
-    a small request waits only while every device is busy. Kernels get the devices as
-    ``run(..., devices=[...])``.
+    over them, see warpdp.kernels.runtime.devices). The overlap rule above holds for the server
+    as a whole: small requests wait for the running submission and batch, as on one device
+    (the host, not the GPUs, bounds many small requests; submissions of their own on idle
+    devices cost more host work than they gain, BENCHMARKS.md "Several GPUs"); queued work of
+    ``overlap_cells`` or more starts at once on the least-loaded device. Kernels get the
+    devices as ``run(..., devices=[...])``.
     """
 
     def __init__(self, *, workers: int = 1, batching: bool = True, max_wait_s: float = 0.002,
@@ -205,11 +208,10 @@ class Batcher:
             # to be arriving or the queue to be full, and (overlap_cells) for a running
             # submission to end or enough cells to overlap it. Anything else leaves its
             # decision as is, and waking it would only cost a thread switch.
-            busy = self._all_busy_locked()
-            if busy and self._queued_cells < self._overlap_cells and not streamed:
+            if self._running and self._queued_cells < self._overlap_cells and not streamed:
                 pass  # the running submission's worker takes it next
             elif (streamed or was_empty or self._arriving == 0 or self._queued_cells >= self._max_cells
-                    or (busy and self._queued_cells - cells < self._overlap_cells)):
+                    or (self._running and self._queued_cells - cells < self._overlap_cells)):
                 self._wake_worker_locked()
             self._changed_locked()
         return item
@@ -308,10 +310,6 @@ class Batcher:
             self._notify([item])
         self._changed_locked()
 
-    def _all_busy_locked(self) -> bool:
-        """Whether every device runs a submission (without devices: whether one runs)."""
-        return min(self._lane_running) > 0
-
     def _place_locked(self, cells: int) -> list[int]:
         """The lanes (indexes into devices) a submission of ``cells`` runs on: every idle one
         for a large submission when two or more are idle, else the least-loaded one."""
@@ -359,7 +357,7 @@ class Batcher:
                 self._queue.popleft()
                 self._drop_locked(first, "deadline")
                 continue
-            if (self._all_busy_locked() and self._queued_cells < self._overlap_cells and not first.streamed
+            if (self._running and self._queued_cells < self._overlap_cells and not first.streamed
                     and not self._draining):
                 self._sleep_locked(None)  # woken when a submission ends or enough is queued
                 continue

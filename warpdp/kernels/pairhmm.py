@@ -32,7 +32,7 @@ from .pairhmm_plan import (  # noqa: F401  (DOUBLE_CONFIG, the chunking constant
     KERNEL_CONFIGS, MAX_HAP_LEN, NVRTC_OPTIONS, PARAMS, PLAN_PARAMS, KernelConfig, _Chunk, _ChunkPlan,
     _reads_per_float_bin, item_limits, split_work)
 from .runtime.device import CupyDevice, device_info
-from .runtime.devices import chunk_limit, resolve_devices, spread
+from .runtime.devices import plan_spread, resolve_devices, spread
 from .runtime.module_cache import ModuleSpec
 from .runtime.occupancy import resident_blocks_per_sm
 from .runtime.runner import ChunkRunner, CopyOut, Runners
@@ -173,7 +173,7 @@ class _Runner(ChunkRunner):
 
     def run(self, batches: Any, chunks: Iterable[_Chunk], page_locked: frozenset[str], out: np.ndarray,
             use_double: bool, cancelled: CancelCheck | None = None) -> None:
-        """Score the pairs of ``chunks`` (see :func:`_split`) into ``out``."""
+        """Score the pairs of ``chunks`` (see :func:`forward`) into ``out``."""
         stats = _input_stats(batches)
 
         def plan(chunk: _Chunk) -> _ChunkPlan:
@@ -226,19 +226,6 @@ class _Runner(ChunkRunner):
                 else:
                     times.append(elapsed(events[0], events[-1]) / 1000.0)
             return times[1:]
-
-
-def _split(batches: Any, page_locked: frozenset[str], chunk_bytes: int | None,
-           chunk_cells: int | None, n_devices: int = 1) -> list[_Chunk]:
-    """The chunks of a job. Smaller first chunks let the GPU start while the host copies the
-    next ones' input. Page-locked input (the gRPC server's) is uploaded as it lies, with no such
-    copy, and every chunk costs host work of its own: its chunks are all full-size, and larger.
-    Spread over several devices, the default sizes shrink so that each device gets several."""
-    all_locked = len(page_locked) == len(_UPLOADED_FIELDS)
-    default_cells = _PAGE_LOCKED_CHUNK_CELLS if all_locked else _DEFAULT_CHUNK_CELLS
-    return split_work(batches, chunk_bytes or _DEFAULT_CHUNK_BYTES,
-                      chunk_cells or chunk_limit(default_cells, int(batches.n_cells), n_devices),
-                      first_smaller=not all_locked)
 
 
 def _copy_out(out: np.ndarray, out_lo: int, n_out: int, slot: ChunkSlot) -> None:
@@ -321,7 +308,14 @@ def forward(batches: Any, out: np.ndarray, *, use_double: bool = False,
     if len(out) == 0:
         return
     page_locked = _page_locked_fields(batches, _runner(device_ids[0]).device)
-    chunks = _split(batches, page_locked, chunk_bytes, chunk_cells, len(device_ids))
+    # Smaller first chunks let the GPU start while the host copies the next ones' input.
+    # Page-locked input (the gRPC server's) is uploaded as it lies, with no such copy, and
+    # every chunk costs host work of its own: its chunks are all full-size, and larger.
+    all_locked = len(page_locked) == len(_UPLOADED_FIELDS)
+    default_cells = _PAGE_LOCKED_CHUNK_CELLS if all_locked else _DEFAULT_CHUNK_CELLS
+    device_ids, (spread_cells,) = plan_spread(device_ids, (chunk_cells or default_cells, int(batches.n_cells)))
+    chunks = split_work(batches, chunk_bytes or _DEFAULT_CHUNK_BYTES, chunk_cells or spread_cells,
+                        first_smaller=not all_locked)
     spread(device_ids, chunks, lambda device, share: _runner(device).run(batches, share, page_locked, out,
                                                                          bool(use_double), cancelled))
 

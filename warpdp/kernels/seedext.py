@@ -36,7 +36,7 @@ import numpy as np
 
 from ..plugin.cancel import CancelCheck
 from .host_copy import copy_arrays
-from .runtime.devices import chunk_limit, resolve_devices, spread
+from .runtime.devices import plan_spread, resolve_devices, spread
 from .runtime.launch_params import POINTER, launch_struct, set_row, struct_rows
 from .runtime.layout import sections
 from .runtime.module_cache import ModuleSpec, load_module
@@ -416,8 +416,9 @@ def extend(pairs: Any, params: Any, table: np.ndarray, check_range: RangeCheck |
     device_ids = resolve_devices(devices)
     if pairs.n_pairs == 0:
         return
-    n = len(device_ids)
-    chunks = split_chunks(pairs.query_offsets, pairs.target_offsets, chunk_limit(_CHUNK_PAIRS, pairs.n_pairs, n),
-                          chunk_limit(_CHUNK_BYTES, int(pairs.query_offsets[-1]) + int(pairs.target_offsets[-1]), n))
+    device_ids, (chunk_pairs, chunk_bytes) = plan_spread(
+        device_ids, (_CHUNK_PAIRS, pairs.n_pairs),
+        (_CHUNK_BYTES, int(pairs.query_offsets[-1]) + int(pairs.target_offsets[-1])))
+    chunks = split_chunks(pairs.query_offsets, pairs.target_offsets, chunk_pairs, chunk_bytes)
     spread(device_ids, chunks,
            lambda device, share: _runner(device).run(pairs, params, table, share, check_range, cancelled))

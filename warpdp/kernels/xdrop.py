@@ -36,7 +36,7 @@ import numpy as np
 
 from ..plugin.cancel import CancelCheck
 from .host_copy import copy_arrays
-from .runtime.devices import chunk_limit, resolve_devices, spread
+from .runtime.devices import plan_spread, resolve_devices, spread
 from .runtime.launch_params import POINTER, launch_struct, set_row, struct_rows
 from .runtime.layout import sections
 from .runtime.module_cache import ModuleSpec, load_module
@@ -482,11 +482,11 @@ def extend(pairs: Any, results: Any, *, k: int, x: int, match: int, mismatch: in
     """
     if pairs.n_pairs == 0:
         return
-    device_ids = resolve_devices(devices)
     scores = Scores(int(k), int(match), int(mismatch), int(gap), int(x), bool(best))
-    n = len(device_ids)
-    chunks = split_chunks(pairs.h_offsets, pairs.v_offsets, chunk_limit(_CHUNK_PAIRS, pairs.n_pairs, n),
-                          chunk_limit(_CHUNK_BYTES, int(pairs.h_offsets[-1]) + int(pairs.v_offsets[-1]), n))
+    device_ids, (chunk_pairs, chunk_bytes) = plan_spread(
+        resolve_devices(devices), (_CHUNK_PAIRS, pairs.n_pairs),
+        (_CHUNK_BYTES, int(pairs.h_offsets[-1]) + int(pairs.v_offsets[-1])))
+    chunks = split_chunks(pairs.h_offsets, pairs.v_offsets, chunk_pairs, chunk_bytes)
     ok = all(spread(device_ids, chunks,
                     lambda device, share: _runner(device).run(pairs, share, scores, results, cancelled)))
     if not ok:

@@ -25,7 +25,7 @@ from contextvars import ContextVar
 from typing import Any, Generic, TypeVar
 
 __all__ = ["CHUNKS_PER_DEVICE", "SharedChunks", "check_device_list", "chunk_limit", "current_device", "device_count",
-           "resolve_devices", "spread", "use_devices"]
+           "plan_spread", "resolve_devices", "spread", "use_devices"]
 
 # A job spread over several devices is cut into at least this many chunks per device (when it
 # is large enough), so that the devices finish about together: the last chunk each takes is
@@ -112,6 +112,21 @@ def chunk_limit(limit: int, total: int, n_devices: int) -> int:
         return limit
     floor = max(1, limit // MIN_CHUNK_SHARE)
     return max(floor, min(limit, -(-int(total) // (CHUNKS_PER_DEVICE * n_devices))))
+
+
+def plan_spread(device_ids: Sequence[int], *sizes: tuple[int, int]) -> tuple[list[int], list[int]]:
+    """The devices worth spreading a job over, and the chunk limits to cut it with.
+
+    ``sizes`` are the launcher's (chunk limit, the job's total) in each unit it cuts by (pairs,
+    bytes, cells). A device is worth using while the job has two chunks of the smallest size
+    (MIN_CHUNK_SHARE of a limit) for each device in some unit: a small job stays on the first
+    device, as if it had been given alone, instead of paying for threads and smaller chunks
+    (BENCHMARKS.md, "Several GPUs": a 2.4 ms Pair-HMM job took 4.1 ms over four GPUs)."""
+    n = len(device_ids)
+    if n > 1:
+        worth = max(int(total) // (2 * max(1, limit // MIN_CHUNK_SHARE)) for limit, total in sizes)
+        n = max(1, min(n, worth))
+    return list(device_ids[:n]), [chunk_limit(limit, total, n) for limit, total in sizes]
 
 
 class SharedChunks(Generic[C]):
