@@ -375,7 +375,8 @@ class Batcher:
         if self._batching and self._queue and not first.streamed:
             keep: collections.deque[WorkItem] = collections.deque()
             now = time.monotonic()
-            kernel, key, max_cells = first.kernel, first.key, self._max_cells
+            kernel, key = first.kernel, first.key
+            max_cells = min(self._max_cells, kernel.max_batch_cells or self._max_cells)
             for item in self._queue:
                 if item.deadline is not None and item.deadline <= now:
                     self._drop_locked(item, "deadline")

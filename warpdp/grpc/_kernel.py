@@ -28,11 +28,15 @@ class AlgorithmKernel:
     SLICE_CELLS_PER_THREAD = 8_000_000
     MIN_SLICE_CELLS_PER_THREAD = 1_000_000
 
-    def __init__(self, algorithm: Algorithm, backend: str, threads: int, slice_cells: int | None = None) -> None:
+    def __init__(self, algorithm: Algorithm, backend: str, threads: int, slice_cells: int | None = None,
+                 max_batch_cells: int | None = None) -> None:
         self.algorithm = algorithm
         self.name = algorithm.name
         self.backend = backend
         self.threads = threads
+        # This kernel's own cap on a coalesced submission (None: the batcher's): a family left on
+        # the CPU by a GPU server keeps the CPU's cap without lowering the GPU families' cap.
+        self.max_batch_cells = max_batch_cells
         # A setting gives slices of that size; else they adapt (one sizer per kernel, so what
         # it learns of the rate carries over from one submission to the next).
         self.slice_cells: int | SliceSizer = slice_cells or SliceSizer(

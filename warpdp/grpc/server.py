@@ -131,9 +131,11 @@ class Server:
         if self._grpc is not None:
             raise RuntimeError("the server is already started")
         kernels = self._make_kernels()
-        max_batch_cells = cfg.max_batch_cells or min(_family_setting(family, "max_batch_cells", kernel.backend,
-                                                                     DEFAULT_MAX_BATCH_CELLS)
-                                                     for family, kernel in kernels)
+        # The server's cap (and its clients' chunk size) comes from the families on its headline
+        # backend; a family left on the CPU by a GPU server caps its own submissions instead
+        # (AlgorithmKernel.max_batch_cells), so it does not shrink the GPU's submissions.
+        headline = [kernel for _, kernel in kernels if kernel.backend == self.backend] or [k for _, k in kernels]
+        max_batch_cells = cfg.max_batch_cells or min(kernel.max_batch_cells for kernel in headline)
         self._start_loop()
         self._batcher = self._make_batcher(max_batch_cells)
         self._blocking_pool = ThreadPoolExecutor(max_workers=cfg.handler_threads, thread_name_prefix="warpdp-blocking")
@@ -188,7 +190,10 @@ class Server:
         cpu_threads = cfg.threads or max(1, resolve_threads(None) // (cfg.workers or 1))
         kernels = [(family, AlgorithmKernel(family.algorithm(), backends[family.name],
                                             cpu_threads if backends[family.name] == "cpu" else (cfg.threads or 1),
-                                            slice_cells=cfg.cpu_slice_cells))
+                                            slice_cells=cfg.cpu_slice_cells,
+                                            max_batch_cells=cfg.max_batch_cells or _family_setting(
+                                                family, "max_batch_cells", backends[family.name],
+                                                DEFAULT_MAX_BATCH_CELLS)))
                    for family in families]
         if cfg.warmup:
             for _, kernel in kernels:
