@@ -221,7 +221,7 @@ def test_entries_check_devices_on_every_backend() -> None:
 class _DeviceKernel:
     """A fake kernel recording the devices each submission ran on; "hold" blocks until released."""
 
-    name, backend = "fake", "gpu"
+    name, backend, max_batch_cells = "fake", "gpu", None
 
     def __init__(self) -> None:
         self.release = threading.Event()
