@@ -269,3 +269,32 @@ def test_batcher_fills_the_least_loaded_device_and_splits_large_work() -> None:
     finally:
         kernel.release.set()
         batcher.close(WAIT)
+
+
+def test_serve_devices_option() -> None:
+    from helpers.grpc_server import parse_serve_args
+    from warpdp.grpc.cli import config_from_args
+    from warpdp.grpc import ServerConfig
+
+    assert config_from_args(parse_serve_args("--devices", "2,0")).devices == [2, 0]
+    assert config_from_args(parse_serve_args()).devices is None  # every GPU
+    for bad in ("0,x", "-1", ""):
+        with pytest.raises(SystemExit):
+            parse_serve_args("--devices", bad)
+    with pytest.raises(ValueError, match="lists a GPU twice"):
+        ServerConfig(devices=[1, 1]).check()
+    with pytest.raises(TypeError, match="devices must hold ints"):
+        ServerConfig(devices=["1"]).check()
+
+
+def test_gpu_server_refuses_a_device_it_does_not_see(monkeypatch: pytest.MonkeyPatch) -> None:
+    from warpdp.grpc import Server
+    from warpdp.grpc import server as server_module
+
+    _install(monkeypatch, 2)
+    monkeypatch.setattr(server_module, "_family_backend", lambda requested, name: "gpu")
+    try:
+        with pytest.raises(ValueError, match="no GPU 2 here"):
+            Server(backend="gpu", port=0, devices=[0, 2], warmup=False).start()
+    finally:
+        _forget_runners()
