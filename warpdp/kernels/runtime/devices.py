@@ -1,7 +1,8 @@
 """Several GPUs for one job: which devices a call runs on, and its chunks spread over them.
 
-A launcher cuts its job into chunks as for one device and hands them to :func:`spread` with
-the device ids :func:`resolve_devices` validated. Each device is driven by a host thread of
+A launcher asks :func:`plan_spread` which of the devices :func:`resolve_devices` validated are
+worth the job and what chunk size gives each several chunks, cuts its job into chunks as for
+one device, and hands them to :func:`spread`. Each device is driven by a host thread of
 its own, which enters the device's context and runs the launcher's per-device runner (its own
 module, slots and streams: runners are made per device, see :class:`.runner.Runners`) over a
 :class:`SharedChunks`: whichever device is ready takes the next chunk, so a device that is
@@ -31,6 +32,8 @@ __all__ = ["CHUNKS_PER_DEVICE", "SharedChunks", "check_device_list", "chunk_limi
 # is large enough), so that the devices finish about together: the last chunk each takes is
 # then a small part of its work.
 CHUNKS_PER_DEVICE = 6
+# Chunks are never cut below this share of the launcher's own limit (each chunk costs host work),
+# and a device is used only for two chunks of that size.
 MIN_CHUNK_SHARE = 16
 
 C = TypeVar("C")  # a chunk
