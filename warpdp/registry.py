@@ -172,10 +172,9 @@ register(Family(name="xdrop", rpc="Xdrop", service="warpdp.grpc._algorithms:XDRO
                 entry="warpdp.plugin.xdrop:xdrop", add_cli="warpdp.cli:add_xdrop_parser"))
 register(Family(name="seedext", rpc="SeedExtend", service="warpdp.grpc._algorithms:SEEDEXT",
                 entry="warpdp.plugin.seedext:seed_extend", add_cli="warpdp.cli:add_seedext_parser"))
-# Pairwise alignment with CIGAR and GATK's Smith-Waterman (issue #26); CPU only so far.
+# Pairwise alignment with CIGAR and GATK's Smith-Waterman (issue #26): CPU (scalar) and GPU.
 register(Family(name="align", rpc="Align", service="warpdp.grpc._align:ALIGN", entry="warpdp.plugin.align:align",
-                add_cli="warpdp.cli_align:add_align_parser",
-                info=lambda: "align: CPU (scalar variant only; no GPU kernel yet)"))
+                add_cli="warpdp.cli_align:add_align_parser"))
 # Edit distance (issue #27): CPU only so far, scalar (its own variants list).
 register(Family(name="edit", rpc="Edit", service="warpdp.grpc._edit:EDIT", entry="warpdp.plugin.edit:edit",
                 add_cli="warpdp.cli_edit:add_edit_parser",
