@@ -57,11 +57,18 @@ def test_windowed_pairs(runner, window, overlap):
 
 
 def test_windowed_tiers_all_run(runner):
-    # Long 15%-error reads with W=64 have windows over 8 and over 24 edits: every tier works.
-    pairs = random_pairs(5, 3, (3000, 4000), (0.15, 0.15), indel_rich=True)
+    # Long 15%-error reads with W=64 have windows over 8 edits, unrelated sequences over 24.
+    noisy = random_pairs(5, 2, (3000, 4000), (0.15, 0.15), indel_rich=True)
+    rng = np.random.default_rng(5)
+    acgt = np.frombuffer(b"ACGT", np.uint8)
+    unrelated = [(rng.choice(acgt, 500), rng.choice(acgt, 600))]
+    pairs = pack_edit_pairs([(noisy.query(0), noisy.target(0)), (noisy.query(1), noisy.target(1)), *unrelated])
     runner.launches.clear()
+    runner.counters.clear()
     _same(runner, pairs, method="windowed", mode="shw", window=64, overlap=33, task="path")
-    assert runner.launches == [gpu_edit.window_kernel_name(d) for d in gpu_edit.WINDOW_TIERS] * 1
+    assert runner.launches == [gpu_edit.window_kernel_name(d) for d in gpu_edit.WINDOW_TIERS]
+    tiers = runner.counters[0]  # pairs each tier took: all, those past 8 edits, those past 24
+    assert tiers[0] == 3 and 0 < tiers[2] <= tiers[1] <= 3, tiers
 
 
 def test_reference_data_exact_and_windowed(runner):
@@ -74,8 +81,9 @@ def test_reference_data_exact_and_windowed(runner):
                                               task="path"), runner=runner)
         assert [(int(got.distance[i]), got.cigarstring(i)) for i in range(len(pairs))] == \
             [(int(d), c) for d, c in expected]
+    some = gpu_edit.take_pairs(pairs, np.r_[0:300, 300:400:25])  # the short ones and 4 long (CI's time)
     for mode in MODES:
-        _same(runner, pairs, mode=mode, task="path")
+        _same(runner, some, mode=mode, task="path")
 
 
 def test_windowed_refuses_other_bytes_like_the_cpu(runner):
@@ -129,7 +137,7 @@ def test_split_chunks_covers_every_pair_in_bounded_pieces():
 def test_groups_keep_lengths_within_a_factor_of_two():
     size = np.array([1000, 900, 501, 500, 300, 251, 250, 3, 2, 2, 1])
     groups = gpu_edit._group_by_size(size)
-    assert groups == [(0, 3), (3, 6), (6, 7), (7, 8), (8, 11)]
+    assert groups == [(0, 3), (3, 6), (6, 7), (7, 10), (10, 11)]
     for a, b in groups:
         assert all(2 * size[i] > size[a] for i in range(a, b))
 
@@ -161,3 +169,46 @@ def test_take_and_splice_are_per_pair():
             columns[name][i] = 0
     spliced = gpu_edit.splice(_from_lists(columns, cigars, locations), indices, edit(taken, params, backend="cpu"))
     assert spliced == everything
+
+
+@pytest.fixture
+def fake_cupy(monkeypatch):
+    """tests/fake_cupy.py in place of CuPy: the device runner's calls are logged, nothing computed."""
+    import sys
+
+    from fake_cupy import make_fake_cupy
+    from warpdp.kernels.runtime import module_cache
+
+    cupy, log = make_fake_cupy({"edit_struct_sizes": [gpu_edit.PARAMS.itemsize]})
+    module_cache.clear()
+    gpu_edit._RUNNERS.clear()
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setitem(sys.modules, "cupy.cuda", cupy.cuda)
+    monkeypatch.setitem(sys.modules, "cupy.cuda.driver", cupy.cuda.driver)
+    monkeypatch.setattr(gpu_edit, "_CHUNK_PAIRS", 10)
+    yield log
+    module_cache.clear()
+    gpu_edit._RUNNERS.clear()
+
+
+@pytest.mark.parametrize("method", ["exact", "windowed"])
+def test_device_runner_enqueues_each_chunk_and_stops_when_cancelled(fake_cupy, method):
+    from warpdp.plugin.cancel import JobCancelled
+
+    pairs = random_pairs(9, 45, (20, 90), (0.01, 0.1))
+    params = EditParams(method=method, mode="shw", task="path")
+    results = gpu_edit.edit(pairs, params)  # zeros: the fake computes nothing
+    assert len(results) == 45 and results.has_cigar
+    uploads = [call for call in fake_cupy if call[0] == "memcpy" and call[1] == 1]
+    downloads = [call for call in fake_cupy if call[0] == "memcpy" and call[1] == 2]
+    launches = [call for call in fake_cupy if call[0] == "launch"]
+    assert len(uploads) == len(downloads) == 5  # chunks of 10 pairs
+    names = {call[1] for call in launches}
+    assert names <= set(gpu_edit.MODULE.name_expressions) and all(call[3] == gpu_edit.THREADS for call in launches)
+    if method == "windowed":
+        assert len(launches) == 5 * len(gpu_edit.WINDOW_TIERS)
+    fake_cupy.clear()
+    checks: list[int] = []
+    with pytest.raises(JobCancelled):
+        gpu_edit.edit(pairs, params, cancelled=lambda: checks.append(1) or len(checks) > 2)
+    assert len(checks) == 3 and sum(call[0] == "memcpy" and call[1] == 2 for call in fake_cupy) == 2

@@ -89,6 +89,7 @@ class HostRunner:
         self.lib = host_library()
         self.chunk_pairs, self.chunk_bases = chunk_pairs, chunk_bases
         self.launches: list[str] = []
+        self.counters: list[list[int]] = []  # each chunk's counts after its launches
 
     def run(self, pairs: EditPairs, params: Any, skip: np.ndarray, cancelled: Any = None) -> list[Any]:
         parts = []
@@ -103,6 +104,8 @@ class HostRunner:
                 self.launches.append(launch.kernel)
                 self.lib.launch(KERNEL_IDS[launch.kernel], plan.params_address(base, launch), launch.grid,
                                 gpu_edit.THREADS)
+            self.counters.append(memory[plan.at["counts"]:plan.at["counts"] + 4 * len(plan.counts)]
+                                 .view(np.int32).tolist())
             parts.append(plan.decode(memory[plan.at["out"]:plan.at["out"] + plan.out_bytes]))
         return parts
 

@@ -348,7 +348,7 @@ class _Runner(ChunkRunner):
         slot.done.record(stream)
 
     def run(self, pairs: Any, params: Any, skip: np.ndarray, cancelled: CancelCheck | None) -> list[Any]:
-        chunks = split_chunks(pairs.query_offsets, pairs.target_offsets)
+        chunks = split_chunks(pairs.query_offsets, pairs.target_offsets, _CHUNK_PAIRS, _CHUNK_BASES)
 
         def plan(chunk: tuple[int, int]) -> ChunkPlan:
             start, stop = chunk
