@@ -51,7 +51,7 @@ struct Params {
     int *overflow_count;
     const unsigned short *symbols;  // exact: byte -> 1..alphabet for bytes of the chunk's queries, else 0
     i64 *out;                   // OUT_COLUMNS x n_chunk
-    i64 *loc_begin;             // pair p's locations from target_offsets[p] + p (NULL: none asked)
+    i64 *loc_begin;             // pair p's locations from target_offsets[p] + p, windowed: at p (NULL: none)
     i64 *loc_end;
     u32 *cigar;                 // pair p's ops from query_offsets[p] + target_offsets[p] (NULL: none)
     u64 *words;                 // scratch: word w of slot s at w * slots + s
@@ -441,8 +441,8 @@ __device__ bool windowed_pair(const Params &p, int pair, const Slot &s)
     p.out[OUT_N_LOCATIONS * n_chunk + pair] = kept && p.task != TASK_DISTANCE ? 1 : 0;
     p.out[OUT_N_CIGAR * n_chunk + pair] = kept && p.task == TASK_PATH ? c.finish() : 0;
     if (kept && p.task != TASK_DISTANCE) {
-        p.loc_begin[t_at + pair] = 0;
-        p.loc_end[t_at + pair] = t0;
+        p.loc_begin[pair] = 0;  // one location per pair: room for one each
+        p.loc_end[pair] = t0;
     }
     return true;
 }
