@@ -13,7 +13,8 @@ Workloads like Scrooge's, generated here:
 - short: 10^6 reads of 100-250 bases with 1-5 % errors (substitutions 80 %, indels 10 % each);
   CPU rows take the first --cpu-short of them.
 Times `warpdp.edit` from packed arrays in memory to results in memory (validation, chunks,
-kernels, ragged results); windowed rows use Scrooge's configurations (W=64/O=33 long,
+kernels, ragged results). GPU exact rows run as launched (a warp per long read) and, on the
+first --thread-kernel-long long pairs, with the thread-per-pair kernel forced; windowed rows use Scrooge's configurations (W=64/O=33 long,
 W=32/O=17 short) and ask for the CIGAR, exact rows NW with distance only and with the path.
 edlib runs `edlib.align` per pair on the same sequences (mode NW, task distance / path).
 """
@@ -87,6 +88,8 @@ def main() -> int:
     parser.add_argument("--short-pairs", type=int, default=1_000_000)
     parser.add_argument("--cpu-long", type=int, default=40, help="long pairs of the CPU and edlib rows")
     parser.add_argument("--cpu-short", type=int, default=20_000, help="short pairs of the CPU and edlib rows")
+    parser.add_argument("--thread-kernel-long", type=int, default=200,
+                        help="long pairs of the GPU rows that force the thread-per-pair exact kernel")
     parser.add_argument("--rows", default="gpu,cpu,edlib", help="which of gpu, cpu, edlib to run")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
@@ -98,6 +101,16 @@ def main() -> int:
             ("exact NW, distance", dict(mode="nw", task="distance"), "distance"),
             ("exact NW, path", dict(mode="nw", task="path"), "path")]
     table = []
+    if "gpu" in rows_wanted and len(long):  # the thread-per-pair exact kernel on long reads, for comparison
+        from warpdp.kernels import edit as gpu_edit
+
+        subset = long.select(0, min(args.thread_kernel_long, len(long)))
+        gpu_edit.WARP_MIN_QUERY, warp_min_query = 10**9, gpu_edit.WARP_MIN_QUERY
+        for label, task in (("exact NW, distance", "distance"), ("exact NW, path", "path")):
+            t = seconds(lambda: warpdp.edit(subset, backend="gpu", mode="nw", task=task), 1)
+            table.append(("long", label, "GPU, thread per pair", len(subset), len(subset) / t))
+            print(*table[-1], flush=True)
+        gpu_edit.WARP_MIN_QUERY = warp_min_query
     for name, (pairs, (w, o), cpu_n) in sets.items():
         subset = pairs.select(0, min(cpu_n, len(pairs)))
         for label, fields, edlib_task in runs:
@@ -107,7 +120,8 @@ def main() -> int:
             before = len(table)
             if "gpu" in rows_wanted:
                 t = seconds(lambda: warpdp.edit(pairs, backend="gpu", **fields), args.repeats)
-                table.append((name, label, "GPU", len(pairs), len(pairs) / t))
+                kind = "GPU" if fields.get("method") == "windowed" else "GPU, warp per long read"
+                table.append((name, label, kind, len(pairs), len(pairs) / t))
             if "cpu" in rows_wanted:
                 t = seconds(lambda: warpdp.edit(subset, backend="cpu", threads=1, **fields), 1)
                 table.append((name, label, "CPU 1 thread", len(subset), len(subset) / t))

@@ -119,6 +119,27 @@ def test_random_long_indel_rich_pairs(mode):
             _same(pairs, mode=mode, task=task, k=k)
 
 
+def test_thread_kernel_on_long_pairs(monkeypatch):
+    from warpdp.kernels import edit as gpu_edit
+
+    monkeypatch.setattr(gpu_edit, "WARP_MIN_QUERY", 10**9)  # long queries go to the warp kernel otherwise
+    pairs = random_pairs(22, 3, (5000, 20000), (0.05, 0.15), indel_rich=True)
+    for mode in MODES:
+        for task in TASKS:
+            _same(pairs, mode=mode, task=task, k=-1 if task != "locations" else 700)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_warp_kernel_on_short_and_edge_pairs(monkeypatch, mode):
+    from warpdp.kernels import edit as gpu_edit
+
+    monkeypatch.setattr(gpu_edit, "WARP_MIN_QUERY", 0)  # short queries go to the thread kernel otherwise
+    for pairs in (random_pairs(23, 300, (100, 250), (0.01, 0.05)), edge_pairs()):
+        for task in TASKS:
+            for k in (-1, 0, 5, 40):
+                _same(pairs, mode=mode, task=task, k=k)
+
+
 @pytest.mark.parametrize(("window", "overlap"), [(64, 33), (32, 17), (16, 0), (2, 1), (64, 63)])
 def test_random_windowed(window, overlap):
     short = random_pairs(13, 400, (100, 250), (0.01, 0.05))

@@ -39,10 +39,26 @@ def test_exact_short_and_edge_pairs(runner, mode, task):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_exact_long_pairs(runner, mode):
-    pairs = random_pairs(2, 2, (5000, 6000), (0.05, 0.15), indel_rich=True)
+@pytest.mark.parametrize("warp_min_query", [10**9, gpu_edit.WARP_MIN_QUERY])  # thread kernel, then as launched
+def test_exact_long_pairs(runner, monkeypatch, mode, warp_min_query):
+    monkeypatch.setattr(gpu_edit, "WARP_MIN_QUERY", warp_min_query)
+    pairs = random_pairs(2, 2, (1500, 2500), (0.05, 0.15), indel_rich=True)
+    runner.launches.clear()
     for task, k in (("path", -1), ("locations", 200), ("distance", 5)):
         _same(runner, pairs, mode=mode, task=task, k=k)
+    kernel = gpu_edit.EXACT_KERNEL if warp_min_query > 2500 else gpu_edit.EXACT_WARP_KERNEL
+    assert set(runner.launches) == {kernel}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_warp_kernel_on_short_and_edge_pairs(runner, monkeypatch, mode):
+    monkeypatch.setattr(gpu_edit, "WARP_MIN_QUERY", 0)  # every pair on the warp kernel
+    runner.launches.clear()
+    for pairs in (random_pairs(21, 6, (60, 200), (0.01, 0.1)), edge_pairs()):
+        for task in TASKS:
+            for k in (-1, 0, 6):
+                _same(runner, pairs, mode=mode, task=task, k=k)
+    assert set(runner.launches) == {gpu_edit.EXACT_WARP_KERNEL}
 
 
 @pytest.mark.parametrize(("window", "overlap"), [(64, 33), (32, 17), (16, 0), (2, 1), (64, 63)])
@@ -71,7 +87,8 @@ def test_windowed_tiers_all_run(runner):
     assert tiers[0] == 3 and 0 < tiers[2] <= tiers[1] <= 3, tiers
 
 
-def test_reference_data_exact_and_windowed(runner):
+def test_reference_data_exact_and_windowed(runner, monkeypatch):
+    monkeypatch.setattr(gpu_edit, "WARP_MIN_QUERY", 10**9)  # the warp kernel's host build is slow on 20 kb
     text = [tuple(line.split()) for line in shared_file("edit", "pairs-400.tsv").read_text().splitlines()]
     pairs = pack_edit_pairs(text)
     for window, overlap in ((64, 33), (32, 17)):

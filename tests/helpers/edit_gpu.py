@@ -2,7 +2,8 @@
 
 The host build compiles ``warpdp/kernels/edit.cu`` as C++ (g++), each CUDA thread of a launch
 run one after another (the kernels are one thread per alignment and share nothing but the
-atomic overflow counters), so the launcher's plans, uploads, launches and decoding run on the
+atomic overflow counters) and the 32 lanes of the warp kernel's warps as fibers that meet at
+each shuffle or warp barrier, so the launcher's plans, uploads, launches and decoding run on the
 CPU end to end: :class:`HostRunner` is a drop-in for the launcher's device runner.
 """
 from __future__ import annotations
@@ -27,7 +28,9 @@ CU_SOURCE = Path(gpu_edit.__file__).with_name("edit.cu")
 KERNEL_IDS = {name: i for i, name in enumerate(gpu_edit.MODULE.name_expressions)}
 
 HARNESS = r"""
+#include <ucontext.h>
 #include <cstdint>
+#include <vector>
 #define __global__
 #define __device__
 #define __forceinline__ inline
@@ -35,16 +38,78 @@ HARNESS = r"""
 struct EmuDim { unsigned x = 0, y = 0, z = 0; };
 static EmuDim threadIdx, blockIdx, blockDim, gridDim;
 static int atomicAdd(int *p, int v) { const int old = *p; *p += v; return old; }
+
+/* The warp kernel's lanes are fibers on this thread, resumed in turn; a lane runs until its
+   next warp collective (every lane makes the same ones). Collective k posts in bank k % 2, so a
+   lane may post for k + 1 while later lanes still read bank k. */
+struct Fiber { ucontext_t context; std::vector<char> stack; unsigned tid = 0; long long count = 0; bool done = false; };
+static std::vector<Fiber> fibers(32);
+static ucontext_t scheduler;
+static int current = 0;
+static long long banks[2][32];
+static int collective(long long value)
+{
+    Fiber &me = fibers[current];
+    const int bank = (int)(me.count++ & 1);
+    banks[bank][current] = value;
+    swapcontext(&me.context, &scheduler);
+    return bank;
+}
+template <class T> static T __shfl_up_sync(unsigned, T value, unsigned delta)
+{
+    const int lane = current, bank = collective((long long)value);
+    return (T)banks[bank][lane >= (int)delta ? lane - (int)delta : lane];
+}
+static void __syncwarp(unsigned = 0xffffffffu) { collective(0); }
+
 #include EDIT_CU
 using namespace warpdp_edit;
+static const Params *fiber_params = nullptr;
+static void fiber_main()
+{
+    exact_warp_kernel(fiber_params);
+    fibers[current].done = true;
+    swapcontext(&fibers[current].context, &scheduler);
+}
+static void run_warp(const Params *p, unsigned first_tid)
+{
+    fiber_params = p;
+    for (int lane = 0; lane < 32; lane++) {
+        Fiber &f = fibers[lane];
+        f.stack.resize(1 << 18);
+        f.tid = first_tid + lane, f.count = 0, f.done = false;
+        getcontext(&f.context);
+        f.context.uc_stack.ss_sp = f.stack.data();
+        f.context.uc_stack.ss_size = f.stack.size();
+        f.context.uc_link = nullptr;
+        makecontext(&f.context, fiber_main, 0);
+    }
+    for (bool running = true; running;) {
+        running = false;
+        for (int lane = 0; lane < 32; lane++) {
+            if (fibers[lane].done)
+                continue;
+            current = lane;
+            threadIdx.x = fibers[lane].tid;
+            swapcontext(&scheduler, &fibers[lane].context);
+            running = true;
+        }
+    }
+}
+
 extern "C" unsigned long long params_size() { return sizeof(Params); }
 extern "C" void launch(int kernel, const Params *p, int grid, int block)
 {
     gridDim.x = grid;
     blockDim.x = block;
-    for (int b = 0; b < grid; b++)
+    for (int b = 0; b < grid; b++) {
+        blockIdx.x = b;
+        if (kernel == 4) {
+            for (int warp = 0; warp < block / 32; warp++)
+                run_warp(p, warp * 32);
+            continue;
+        }
         for (int t = 0; t < block; t++) {
-            blockIdx.x = b;
             threadIdx.x = t;
             switch (kernel) {
             case 0: windowed_kernel<8>(p); break;
@@ -53,6 +118,7 @@ extern "C" void launch(int kernel, const Params *p, int grid, int block)
             default: exact_kernel(p); break;
             }
         }
+    }
 }
 """
 
@@ -63,7 +129,7 @@ def host_library() -> ctypes.CDLL:
     if compiler is None:
         pytest.skip("g++ is needed to build the GPU kernels for the host")
     assert list(KERNEL_IDS) == [gpu_edit.window_kernel_name(d) for d in gpu_edit.WINDOW_TIERS] + [
-        gpu_edit.EXACT_KERNEL], "the harness's switch follows the launcher's kernel list"
+        gpu_edit.EXACT_KERNEL, gpu_edit.EXACT_WARP_KERNEL], "the harness's switch follows the launcher's kernel list"
     source = CU_SOURCE.read_text() + HARNESS
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     library = Path(tempfile.gettempdir()) / f"warpdp-edit-host-{digest}.so"

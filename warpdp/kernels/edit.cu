@@ -58,10 +58,11 @@ struct Params {
     int *ints;                  // exact scratch: slot s's from s * ints_per_slot
     u8 *bytes;                  // exact scratch: slot s's from s * bytes_per_slot
     i64 k;
+    i64 words_per_lane;         // exact_warp_kernel: scratch words of one lane
     i64 ints_per_slot;
     i64 bytes_per_slot;
     int n_chunk;
-    int slots;                  // threads of the launch (grid x block)
+    int slots;                  // threads of the launch (grid x block); warps for exact_warp_kernel
     int alphabet;
     int mode;
     int task;
@@ -107,76 +108,164 @@ struct Cigar {
 
 /* ---------------------------------------------------------------- exact */
 
-// row[j] = D[m][j] (j = 0..n) as edit_body.h's last_row: values above k (k >= 0) as k + 1.
-__device__ void last_row(const u8 *q, i64 m, const u8 *t, i64 n, bool free_start, i64 k, int *row,
-                         const Slot &s, const unsigned short *symbols, int alphabet)
-{
-    const i64 blocks = (m + 63) / 64;
-    const i64 pv_at = (i64)(alphabet + 1) * blocks, mv_at = pv_at + blocks, bottom_at = mv_at + blocks;
-    for (i64 w = 0; w < pv_at; w++)
-        s[w] = 0;
-    for (i64 i = 0; i < m; i++)
-        s[(i64)symbols[q[i]] * blocks + i / 64] |= 1ull << (i % 64);
-    for (i64 b = 0; b < blocks; b++) {
-        s[pv_at + b] = ~0ull;
-        s[mv_at + b] = 0;
-        s[bottom_at + b] = (u64)(64 * (b + 1) < m ? 64 * (b + 1) : m);
-    }
-    const int lastbit = (int)((m - 1) % 64);
-    i64 last = blocks - 1;
-    if (k >= 0)
-        for (last = 0; last < blocks - 1 && (i64)s[bottom_at + last] <= k;)
-            last++;
-    row[0] = (int)(k >= 0 && m > k ? k + 1 : m);
-    for (i64 j = 0; j < n; j++) {
-        const i64 eq_at = (i64)symbols[t[j]] * blocks;
-        int hin = free_start ? 0 : 1;
-        for (i64 b = 0; b <= last; b++) {
-            u64 e = s[eq_at + b];
-            const u64 p = s[pv_at + b], mm = s[mv_at + b];
-            const u64 xv = e | mm;
-            if (hin < 0)
-                e |= 1ull;
-            const u64 xh = (((e & p) + p) ^ p) | e;
-            u64 ph = mm | ~(xh | p);
-            u64 mh = p & xh;
-            const int bit = b == blocks - 1 ? lastbit : 63;
-            const int hout = (int)((ph >> bit) & 1) - (int)((mh >> bit) & 1);
-            ph <<= 1;
-            mh <<= 1;
-            if (hin < 0)
-                mh |= 1ull;
-            else if (hin > 0)
-                ph |= 1ull;
-            s[pv_at + b] = mh | ~(xv | ph);
-            s[mv_at + b] = ph & xv;
-            s[bottom_at + b] = (u64)((i64)s[bottom_at + b] + hout);
-            hin = hout;
-        }
-        if (k >= 0) {
-            while (last > 0 && (i64)s[bottom_at + last] >= k + 64)
-                last--;
-            if (last < blocks - 1 && (i64)s[bottom_at + last] <= k) {
-                last++;
-                s[pv_at + last] = ~0ull;
-                s[mv_at + last] = 0;
-                const i64 height = last == blocks - 1 ? m - 64 * last : 64;
-                s[bottom_at + last] = (u64)((i64)s[bottom_at + last - 1] + height);
-            }
-        }
-        const i64 value = last == blocks - 1 ? (i64)s[bottom_at + blocks - 1] : (i64)0x7fffffffffffffffLL;
-        row[j + 1] = (int)(k >= 0 && value > k ? k + 1 : value);
-    }
-}
+__device__ __forceinline__ int clip(i64 value, i64 k) { return (int)(k >= 0 && value > k ? k + 1 : value); }
 
-__device__ void reverse_copy(u8 *dst, const u8 *src, i64 len)
-{
-    for (i64 i = 0; i < len; i++)
-        dst[i] = src[len - 1 - i];
-}
+/* One thread per pair: edit_body.h's last_row with its Ukkonen cut-off, the block state in the
+   thread's slot of the interleaved scratch. */
+struct ThreadTeam {
+    static const bool DOUBLING = true;  // bound doubling: the cut-off makes small bounds cheap
+    Slot s;
+
+    __device__ bool leader() const { return true; }
+    __device__ void reverse_copy(u8 *dst, const u8 *src, i64 len) const
+    {
+        for (i64 i = 0; i < len; i++)
+            dst[i] = src[len - 1 - i];
+    }
+
+    // row[j] = D[m][j] (j = 0..n); values above k (k >= 0) as k + 1.
+    __device__ void last_row(const u8 *q, i64 m, const u8 *t, i64 n, bool free_start, i64 k, int *row,
+                             const unsigned short *symbols, int alphabet) const
+    {
+        const i64 blocks = (m + 63) / 64;
+        const i64 pv_at = (i64)(alphabet + 1) * blocks, mv_at = pv_at + blocks, bottom_at = mv_at + blocks;
+        for (i64 w = 0; w < pv_at; w++)
+            s[w] = 0;
+        for (i64 i = 0; i < m; i++)
+            s[(i64)symbols[q[i]] * blocks + i / 64] |= 1ull << (i % 64);
+        for (i64 b = 0; b < blocks; b++) {
+            s[pv_at + b] = ~0ull;
+            s[mv_at + b] = 0;
+            s[bottom_at + b] = (u64)(64 * (b + 1) < m ? 64 * (b + 1) : m);
+        }
+        const int lastbit = (int)((m - 1) % 64);
+        i64 last = blocks - 1;
+        if (k >= 0)
+            for (last = 0; last < blocks - 1 && (i64)s[bottom_at + last] <= k;)
+                last++;
+        row[0] = clip(m, k);
+        for (i64 j = 0; j < n; j++) {
+            const i64 eq_at = (i64)symbols[t[j]] * blocks;
+            int hin = free_start ? 0 : 1;
+            for (i64 b = 0; b <= last; b++) {
+                u64 e = s[eq_at + b];
+                const u64 p = s[pv_at + b], mm = s[mv_at + b];
+                const u64 xv = e | mm;
+                if (hin < 0)
+                    e |= 1ull;
+                const u64 xh = (((e & p) + p) ^ p) | e;
+                u64 ph = mm | ~(xh | p);
+                u64 mh = p & xh;
+                const int bit = b == blocks - 1 ? lastbit : 63;
+                const int hout = (int)((ph >> bit) & 1) - (int)((mh >> bit) & 1);
+                ph <<= 1;
+                mh <<= 1;
+                if (hin < 0)
+                    mh |= 1ull;
+                else if (hin > 0)
+                    ph |= 1ull;
+                s[pv_at + b] = mh | ~(xv | ph);
+                s[mv_at + b] = ph & xv;
+                s[bottom_at + b] = (u64)((i64)s[bottom_at + b] + hout);
+                hin = hout;
+            }
+            if (k >= 0) {
+                while (last > 0 && (i64)s[bottom_at + last] >= k + 64)
+                    last--;
+                if (last < blocks - 1 && (i64)s[bottom_at + last] <= k) {
+                    last++;
+                    s[pv_at + last] = ~0ull;
+                    s[mv_at + last] = 0;
+                    const i64 height = last == blocks - 1 ? m - 64 * last : 64;
+                    s[bottom_at + last] = (u64)((i64)s[bottom_at + last - 1] + height);
+                }
+            }
+            row[j + 1] = last == blocks - 1 ? clip((i64)s[bottom_at + blocks - 1], k) : (int)(k + 1);
+        }
+    }
+};
+
+/* One warp per pair (long queries): lane l holds a contiguous run of the query's 64-row blocks
+   and computes column j at step j + l, its first block's horizontal delta coming from lane l-1
+   (a shuffle per step), so the lanes sweep the columns as a diagonal wavefront. Every column
+   is computed whole (values above k come out as k + 1 all the same), so one pass replaces bound
+   doubling. The rest of the pair's work runs in every lane alike; lane 0 writes the answers. */
+struct WarpTeam {
+    static const bool DOUBLING = false;
+    u64 *words;  // the warp's scratch: a lane's word i at words[i * 32 + lane]
+    int lane;
+
+    __device__ bool leader() const { return lane == 0; }
+    __device__ u64 &word(i64 i) const { return words[i * 32 + lane]; }
+    __device__ void reverse_copy(u8 *dst, const u8 *src, i64 len) const
+    {
+        __syncwarp();  // nobody still reads dst
+        for (i64 i = lane; i < len; i += 32)
+            dst[i] = src[len - 1 - i];
+        __syncwarp();
+    }
+
+    __device__ void last_row(const u8 *q, i64 m, const u8 *t, i64 n, bool free_start, i64 k, int *row,
+                             const unsigned short *symbols, int alphabet) const
+    {
+        __syncwarp();  // nobody still reads the last row
+        const i64 blocks = (m + 63) / 64, per_lane = (blocks + 31) / 32, b0 = lane * per_lane;
+        const i64 mine = b0 >= blocks ? 0 : (blocks - b0 < per_lane ? blocks - b0 : per_lane);
+        const i64 pv_at = (i64)(alphabet + 1) * per_lane, mv_at = pv_at + per_lane;
+        for (i64 w = 0; w < pv_at; w++)
+            word(w) = 0;
+        for (i64 i = 0; i < mine; i++) {
+            const i64 first = (b0 + i) * 64, end = first + 64 < m ? first + 64 : m;
+            for (i64 r = first; r < end; r++)
+                word((i64)symbols[q[r]] * per_lane + i) |= 1ull << (r - first);
+            word(pv_at + i) = ~0ull;
+            word(mv_at + i) = 0;
+        }
+        const int last_lane = (int)((blocks - 1) / per_lane), lastbit = (int)((m - 1) % 64);
+        i64 score = m;  // D[m][j] in the last lane
+        if (lane == 0)
+            row[0] = clip(m, k);
+        int from_left = 0;
+        for (i64 step = 0; step < n + last_lane; step++) {
+            const i64 j = step - lane;
+            int hin = lane == 0 ? (free_start ? 0 : 1) : from_left;
+            if (mine > 0 && j >= 0 && j < n) {
+                const i64 eq_at = (i64)symbols[t[j]] * per_lane;
+                for (i64 i = 0; i < mine; i++) {
+                    u64 e = word(eq_at + i);
+                    const u64 p = word(pv_at + i), mm = word(mv_at + i);
+                    const u64 xv = e | mm;
+                    if (hin < 0)
+                        e |= 1ull;
+                    const u64 xh = (((e & p) + p) ^ p) | e;
+                    u64 ph = mm | ~(xh | p);
+                    u64 mh = p & xh;
+                    const int bit = b0 + i == blocks - 1 ? lastbit : 63;
+                    const int hout = (int)((ph >> bit) & 1) - (int)((mh >> bit) & 1);
+                    ph <<= 1;
+                    mh <<= 1;
+                    if (hin < 0)
+                        mh |= 1ull;
+                    else if (hin > 0)
+                        ph |= 1ull;
+                    word(pv_at + i) = mh | ~(xv | ph);
+                    word(mv_at + i) = ph & xv;
+                    hin = hout;
+                }
+                if (lane == last_lane) {
+                    score += hin;
+                    row[j + 1] = clip(score, k);
+                }
+            }
+            from_left = __shfl_up_sync(0xffffffffu, hin, 1);
+        }
+        __syncwarp();  // the row is whole for every lane
+    }
+};
 
 // Global alignment of q[0..m) with t[0..n) by Hirschberg's rule (edit_body.h), left to right.
-__device__ void hirschberg(const u8 *q, i64 m, const u8 *t, i64 n, Cigar &c, int *ints, u8 *rev, const Slot &s,
+template <class Team>
+__device__ void hirschberg(const Team &team, const u8 *q, i64 m, const u8 *t, i64 n, Cigar &c, int *ints, u8 *rev,
                            const unsigned short *symbols, int alphabet)
 {
     int stack[STACK][4];  // segments (query start, query length, target start, target length)
@@ -210,10 +299,10 @@ __device__ void hirschberg(const u8 *q, i64 m, const u8 *t, i64 n, Cigar &c, int
         }
         const i64 mid = sm / 2;
         int *fwd = ints, *bwd = ints + sn + 1;
-        reverse_copy(rev, sq + mid, sm - mid);
-        reverse_copy(rev + (sm - mid), st, sn);
-        last_row(sq, mid, st, sn, false, -1, fwd, s, symbols, alphabet);
-        last_row(rev, sm - mid, rev + (sm - mid), sn, false, -1, bwd, s, symbols, alphabet);
+        team.reverse_copy(rev, sq + mid, sm - mid);
+        team.reverse_copy(rev + (sm - mid), st, sn);
+        team.last_row(sq, mid, st, sn, false, -1, fwd, symbols, alphabet);
+        team.last_row(rev, sm - mid, rev + (sm - mid), sn, false, -1, bwd, symbols, alphabet);
         i64 split = 0, best = 0x7fffffffffffffffLL;
         for (i64 j = 0; j <= sn; j++) {
             const i64 cost = (i64)fwd[j] + bwd[sn - j];
@@ -233,12 +322,13 @@ __device__ void hirschberg(const u8 *q, i64 m, const u8 *t, i64 n, Cigar &c, int
 }
 
 // Start of the longest optimal alignment (distance best) of q ending at t[end] (edit_body.h).
-__device__ i64 start_of(const u8 *rq, i64 m, const u8 *t, i64 end, i64 best, u8 *rt, int *rrow, const Slot &s,
+template <class Team>
+__device__ i64 start_of(const Team &team, const u8 *rq, i64 m, const u8 *t, i64 end, i64 best, u8 *rt, int *rrow,
                         const unsigned short *symbols, int alphabet)
 {
     const i64 span = end + 1 < m + best ? end + 1 : m + best;
-    reverse_copy(rt, t + end + 1 - span, span);
-    last_row(rq, m, rt, span, false, best, rrow, s, symbols, alphabet);
+    team.reverse_copy(rt, t + end + 1 - span, span);
+    team.last_row(rq, m, rt, span, false, best, rrow, symbols, alphabet);
     i64 last = 1;
     for (i64 j = 1; j <= span; j++)
         if (rrow[j] == best)
@@ -246,12 +336,14 @@ __device__ i64 start_of(const u8 *rq, i64 m, const u8 *t, i64 end, i64 best, u8 
     return end + 1 - last;
 }
 
-__device__ void exact_pair(const Params &p, int pair, const Slot &s, int *ints, u8 *bytes)
+template <class Team>
+__device__ void exact_pair(const Params &p, int pair, const Team &team, int *ints, u8 *bytes)
 {
     const i64 q_at = p.query_offsets[pair], t_at = p.target_offsets[pair];
     const u8 *q = p.query + q_at, *t = p.target + t_at;
     const i64 m = p.query_offsets[pair + 1] - q_at, n = p.target_offsets[pair + 1] - t_at;
     const i64 k = p.k;
+    const bool leader = team.leader();
     i64 distance = -1, t_begin = -1, t_end = -1, count = 0, n_cigar = 0;
     i64 *loc_begin = p.loc_begin ? p.loc_begin + t_at + pair : 0;
     i64 *loc_end = p.loc_end ? p.loc_end + t_at + pair : 0;
@@ -260,10 +352,10 @@ __device__ void exact_pair(const Params &p, int pair, const Slot &s, int *ints, 
         u8 *rq = bytes, *rt = bytes + m;
         const i64 first_end = p.mode == MODE_NW ? n : (p.mode == MODE_SHW ? 0 : 1);
         const i64 most = m > n ? m : n;
-        i64 bound = k >= 0 ? k : (most < 64 ? most : 64);
+        i64 bound = k >= 0 ? k : (Team::DOUBLING && most > 64 ? 64 : most);
         i64 best;
         for (;;) {
-            last_row(q, m, t, n, p.mode == MODE_HW, bound >= most ? -1 : bound, row, s, p.symbols, p.alphabet);
+            team.last_row(q, m, t, n, p.mode == MODE_HW, bound >= most ? -1 : bound, row, p.symbols, p.alphabet);
             best = row[n];
             for (i64 j = first_end; j <= n; j++)
                 best = row[j] < best ? row[j] : best;
@@ -273,12 +365,12 @@ __device__ void exact_pair(const Params &p, int pair, const Slot &s, int *ints, 
         }
         if (!(k >= 0 && best > k)) {
             distance = best;
-            reverse_copy(rq, q, m);
+            team.reverse_copy(rq, q, m);
             for (i64 j = first_end; j <= n; j++) {
                 if (row[j] != best)
                     continue;
                 const i64 end = j - 1;
-                const i64 start = p.mode == MODE_HW ? start_of(rq, m, t, end, best, rt, rrow, s, p.symbols,
+                const i64 start = p.mode == MODE_HW ? start_of(team, rq, m, t, end, best, rt, rrow, p.symbols,
                                                                 p.alphabet)
                                                     : 0;
                 if (count == 0) {
@@ -289,17 +381,21 @@ __device__ void exact_pair(const Params &p, int pair, const Slot &s, int *ints, 
                     count = 1;
                     break;
                 }
-                loc_begin[count] = start;
-                loc_end[count] = end + 1;
+                if (leader) {
+                    loc_begin[count] = start;
+                    loc_end[count] = end + 1;
+                }
                 count++;
             }
             if (p.task == TASK_PATH) {
-                Cigar c = {p.cigar + q_at + t_at, 0, 0};
-                hirschberg(q, m, t + t_begin, t_end - t_begin, c, ints, bytes, s, p.symbols, p.alphabet);
+                Cigar c = {leader ? p.cigar + q_at + t_at : 0, 0, 0};
+                hirschberg(team, q, m, t + t_begin, t_end - t_begin, c, ints, bytes, p.symbols, p.alphabet);
                 n_cigar = c.finish();
             }
         }
     }
+    if (!leader)
+        return;
     const i64 n_chunk = p.n_chunk;
     p.out[OUT_DISTANCE * n_chunk + pair] = distance;
     p.out[OUT_T_BEGIN * n_chunk + pair] = t_begin;
@@ -308,16 +404,30 @@ __device__ void exact_pair(const Params &p, int pair, const Slot &s, int *ints, 
     p.out[OUT_N_CIGAR * n_chunk + pair] = n_cigar;
 }
 
+// One thread per pair; slots = threads.
 __global__ void __launch_bounds__(128) exact_kernel(const Params *params)
 {
     const Params &p = *params;
     const int slot = blockIdx.x * blockDim.x + threadIdx.x;
-    const Slot s = {p.words + slot, p.slots};
+    const ThreadTeam team = {{p.words + slot, p.slots}};
     int *ints = p.ints + slot * p.ints_per_slot;
     u8 *bytes = p.bytes + slot * p.bytes_per_slot;
     const int count = *p.count;
     for (int i = slot; i < count; i += p.slots)
-        exact_pair(p, p.order[i], s, ints, bytes);
+        exact_pair(p, p.order[i], team, ints, bytes);
+}
+
+// One warp per pair; slots = warps, words_per_slot counted per lane.
+__global__ void __launch_bounds__(128) exact_warp_kernel(const Params *params)
+{
+    const Params &p = *params;
+    const int slot = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
+    const WarpTeam team = {p.words + (i64)slot * 32 * p.words_per_lane, lane};
+    int *ints = p.ints + slot * p.ints_per_slot;
+    u8 *bytes = p.bytes + slot * p.bytes_per_slot;
+    const int count = *p.count;
+    for (int i = slot; i < count; i += p.slots)
+        exact_pair(p, p.order[i], team, ints, bytes);
 }
 
 /* ---------------------------------------------------------------- windowed */

@@ -43,10 +43,12 @@ logger = logging.getLogger("warpdp")
 THREADS = 128                     # per block (the kernels' __launch_bounds__)
 WINDOW_TIERS = (8, 24, 64)        # edits per window each windowed tier keeps in registers
 TIER_SLOTS = (1 << 16, 1 << 14, 1 << 12)  # threads of each tier's launch (its scratch follows)
-EXACT_KERNEL = "warpdp_edit::exact_kernel"
+EXACT_KERNEL = "warpdp_edit::exact_kernel"            # a thread per pair
+EXACT_WARP_KERNEL = "warpdp_edit::exact_warp_kernel"  # a warp per pair: queries over WARP_MIN_QUERY
+WARP_MIN_QUERY = 512
 MAX_EXACT_SLOTS = 1 << 16         # threads of one exact launch
 SCRATCH_BUDGET = 2 << 30          # bytes of scratch of one exact launch
-GPU_MAX_BLOCK_CELLS = 1 << 27     # ceil(m / 64) * n of a pair above this: the CPU backend
+GPU_MAX_BLOCK_CELLS = 1 << 27     # ceil(m / 64) * n of a pair above this (x32 for a warp): the CPU backend
 MAX_SLOT_BYTES = 64 << 20         # one exact thread's scratch above this: the CPU backend
 OUT_COLUMNS = 5                   # distance, target_begin, target_end, n_locations, n_cigar
 BAD_BASE = -2                     # the windowed kernel's distance of a pair with a byte not ACGT
@@ -64,10 +66,11 @@ PARAMS = launch_struct([
     *((name, POINTER) for name in (
         "query", "target", "query_offsets", "target_offsets", "order", "count", "overflow", "overflow_count",
         "symbols", "out", "loc_begin", "loc_end", "cigar", "words", "ints", "bytes")),
-    ("k", np.int64), ("ints_per_slot", np.int64), ("bytes_per_slot", np.int64),
+    ("k", np.int64), ("words_per_lane", np.int64), ("ints_per_slot", np.int64), ("bytes_per_slot", np.int64),
     *((name, np.int32) for name in (
         "n_chunk", "slots", "alphabet", "mode", "task", "window", "overlap", "trace_rows"))])
-MODULE = ModuleSpec("edit", ("-std=c++17",), tuple(window_kernel_name(d) for d in WINDOW_TIERS) + (EXACT_KERNEL,),
+MODULE = ModuleSpec("edit", ("-std=c++17",),
+                    tuple(window_kernel_name(d) for d in WINDOW_TIERS) + (EXACT_KERNEL, EXACT_WARP_KERNEL),
                     (("Params", PARAMS),))
 _MODES = ("nw", "shw", "hw")
 _TASKS = ("distance", "locations", "path")
@@ -75,11 +78,12 @@ _TASKS = ("distance", "locations", "path")
 
 def cpu_fallback_pairs(query_offsets: np.ndarray, target_offsets: np.ndarray, params: Any) -> np.ndarray:
     """Indices of the pairs the GPU leaves to the CPU backend: exact pairs of more than
-    GPU_MAX_BLOCK_CELLS block-columns or of a thread scratch over MAX_SLOT_BYTES (none windowed)."""
+    GPU_MAX_BLOCK_CELLS block-columns (32 times that for the warp kernel's) or of a scratch over
+    MAX_SLOT_BYTES (none windowed)."""
     if params.method == "windowed":
         return np.zeros(0, np.int64)
     m, n = np.diff(query_offsets), np.diff(target_offsets)
-    too_long = ((m + 63) // 64) * n > GPU_MAX_BLOCK_CELLS
+    too_long = ((m + 63) // 64) * n > np.where(m > WARP_MIN_QUERY, 32 * GPU_MAX_BLOCK_CELLS, GPU_MAX_BLOCK_CELLS)
     too_big = slot_bytes(m, n, 256) > MAX_SLOT_BYTES
     return np.flatnonzero(too_long | too_big)
 
@@ -89,9 +93,14 @@ def slot_words(m: Any, alphabet: int) -> Any:
     return (alphabet + 4) * ((m + 63) // 64)
 
 
+def lane_words(m: Any, alphabet: int) -> Any:
+    """Scratch words of one lane of the warp kernel: its blocks' match masks, pv and mv."""
+    return (alphabet + 3) * (((m + 63) // 64 + 31) // 32)
+
+
 def slot_bytes(m: Any, n: Any, alphabet: int) -> Any:
-    """Scratch bytes of one exact thread: words, two rows of int32, reversed copies."""
-    return 8 * slot_words(m, alphabet) + 8 * (n + 1) + (m + n + 8)
+    """Scratch bytes of one exact thread or warp: words, two rows of int32, reversed copies."""
+    return 8 * np.maximum(slot_words(m, alphabet), 32 * lane_words(m, alphabet)) + 8 * (n + 1) + (m + n + 8)
 
 
 def split_chunks(query_offsets: np.ndarray, target_offsets: np.ndarray, chunk_pairs: int = _CHUNK_PAIRS,
@@ -122,6 +131,7 @@ class _Launch:
     ints_per_slot: int = 0
     bytes_per_slot: int = 0
     trace_rows: int = 0
+    words_per_lane: int = 0
 
 
 def _group_by_size(size: np.ndarray) -> list[tuple[int, int]]:
@@ -178,14 +188,7 @@ class ChunkPlan:
             size = size[sorted_here]
             counts = []
             for a, b in _group_by_size(size):
-                group = self.order[a:b]
-                mmax, nmax = int(m[group].max()), int(n[group].max())
-                per_slot = int(slot_bytes(mmax, nmax, self.alphabet))
-                fit = max(THREADS, SCRATCH_BUDGET // per_slot // THREADS * THREADS)
-                slots = min(-(-(b - a) // THREADS) * THREADS, MAX_EXACT_SLOTS, fit)
-                self.launches.append(_Launch(EXACT_KERNEL, len(self.launches), slots // THREADS, slots, "order", a,
-                                             len(counts), None, int(slot_words(mmax, self.alphabet)),
-                                             2 * (nmax + 1), (mmax + nmax + 8) // 8 * 8))
+                self.launches.append(self._exact_launch(m, n, a, b, len(counts)))
                 counts.append(b - a)
             self.counts = np.array(counts or [0], np.int32)
             lists = ()
@@ -207,6 +210,22 @@ class ChunkPlan:
         self.loc_room, self.cigar_room = loc_room, cigar_room
         # What comes back: the columns, the locations and the CIGARs (contiguous from "out").
         self.out_bytes = self.at["cigar"] + 4 * cigar_room - self.at["out"]
+
+    def _exact_launch(self, m: np.ndarray, n: np.ndarray, a: int, b: int, counter: int) -> _Launch:
+        """The launch of order[a:b]: a warp per pair when the longest query passes
+        WARP_MIN_QUERY, else a thread; as many as SCRATCH_BUDGET holds, up to MAX_EXACT_SLOTS
+        threads."""
+        group = self.order[a:b]
+        mmax, nmax = int(m[group].max()), int(n[group].max())
+        per_slot = int(slot_bytes(mmax, nmax, self.alphabet))
+        lanes = 32 if mmax > WARP_MIN_QUERY else 1
+        fit = max(THREADS, SCRATCH_BUDGET // per_slot * lanes // THREADS * THREADS)
+        threads = min(-(-(b - a) * lanes // THREADS) * THREADS, MAX_EXACT_SLOTS, fit)
+        words = int(lane_words(mmax, self.alphabet))
+        return _Launch(EXACT_WARP_KERNEL if lanes == 32 else EXACT_KERNEL, len(self.launches), threads // THREADS,
+                       threads // lanes, "order", a, counter, None,
+                       32 * words if lanes == 32 else int(slot_words(mmax, self.alphabet)), 2 * (nmax + 1),
+                       (mmax + nmax + 8) // 8 * 8, words_per_lane=words if lanes == 32 else 0)
 
     def fill(self, blob: np.ndarray, pairs: Any, base: int) -> None:
         """Write the upload part of the chunk into ``blob``, its device copy at address ``base``."""
@@ -232,7 +251,8 @@ class ChunkPlan:
                 "loc_end": base + at["loc_end"] if self.want_locations else 0,
                 "cigar": base + at["cigar"] if self.want_cigar else 0,
                 "words": base + at["words"], "ints": base + at["ints"], "bytes": base + at["bytes"],
-                "k": p.k, "ints_per_slot": launch.ints_per_slot, "bytes_per_slot": launch.bytes_per_slot,
+                "k": p.k, "words_per_lane": launch.words_per_lane, "ints_per_slot": launch.ints_per_slot,
+                "bytes_per_slot": launch.bytes_per_slot,
                 "n_chunk": self.n, "slots": launch.slots, "alphabet": self.alphabet, "mode": _MODES.index(p.mode),
                 "task": _TASKS.index(p.task), "window": p.window, "overlap": p.overlap,
                 "trace_rows": launch.trace_rows})
