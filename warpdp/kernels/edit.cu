@@ -51,7 +51,7 @@ struct Params {
     int *overflow_count;
     const unsigned short *symbols;  // exact: byte -> 1..alphabet for bytes of the chunk's queries, else 0
     i64 *out;                   // OUT_COLUMNS x n_chunk
-    i64 *loc_begin;             // pair p's locations from target_offsets[p] + p, windowed: at p (NULL: none)
+    i64 *loc_begin;             // pair p's locations from target_offsets[p] + p; NW, windowed: at p (NULL: none)
     i64 *loc_end;
     u32 *cigar;                 // pair p's ops from query_offsets[p] + target_offsets[p] (NULL: none)
     u64 *words;                 // scratch: word w of slot s at w * slots + s
@@ -345,8 +345,9 @@ __device__ void exact_pair(const Params &p, int pair, const Team &team, int *int
     const i64 k = p.k;
     const bool leader = team.leader();
     i64 distance = -1, t_begin = -1, t_end = -1, count = 0, n_cigar = 0;
-    i64 *loc_begin = p.loc_begin ? p.loc_begin + t_at + pair : 0;
-    i64 *loc_end = p.loc_end ? p.loc_end + t_at + pair : 0;
+    const i64 loc_at = p.mode == MODE_NW ? pair : t_at + pair;  // NW has one location, the others n + 1 at most
+    i64 *loc_begin = p.loc_begin ? p.loc_begin + loc_at : 0;
+    i64 *loc_end = p.loc_end ? p.loc_end + loc_at : 0;
     if (!(p.mode == MODE_NW && k >= 0 && (m > n ? m - n : n - m) > k)) {
         int *row = ints, *rrow = ints + n + 1;
         u8 *rq = bytes, *rt = bytes + m;

@@ -196,8 +196,9 @@ class ChunkPlan:
             (("params", PARAMS.itemsize * max(1, len(self.launches))), ("counts", 4 * len(self.counts)),
              ("symbols", 512), ("query", self.q1 - self.q0), ("target", self.t1 - self.t0),
              ("qoff", 8 * (self.n + 1)), ("toff", 8 * (self.n + 1)), ("order", 4 * len(self.order))), min_size=1)
-        self.windowed = params.method == "windowed"  # one location per pair (at the pair's index)
-        loc_room = (self.n if self.windowed else self.t1 - self.t0 + self.n) if self.want_locations else 0
+        # Windowed and NW: one location per pair (at the pair's index); else n + 1 at most.
+        self.one_location = params.method == "windowed" or params.mode == "nw"
+        loc_room = (self.n if self.one_location else self.t1 - self.t0 + self.n) if self.want_locations else 0
         cigar_room = (self.q1 - self.q0 + self.t1 - self.t0) if self.want_cigar else 0
         words = max([launch.slots * launch.words_per_slot for launch in self.launches], default=0)
         ints = max([launch.slots * launch.ints_per_slot for launch in self.launches], default=0)
@@ -271,7 +272,7 @@ class ChunkPlan:
         columns = {"distance": table[0], "target_begin": table[1], "target_end": table[2]}
         locations = ops = offsets = None
         if self.want_locations:
-            starts = np.arange(n, dtype=np.int64) + (0 if self.windowed else self.toff[:n])
+            starts = np.arange(n, dtype=np.int64) + (0 if self.one_location else self.toff[:n])
             begin_at, end_at = self.at["loc_begin"] - at0, self.at["loc_end"] - at0
             begin = out[begin_at:begin_at + 8 * self.loc_room].view(np.int64)
             end = out[end_at:end_at + 8 * self.loc_room].view(np.int64)
