@@ -450,6 +450,90 @@ __device__ bool all_acgt(const u8 *bases, i64 len)
     return true;
 }
 
+/* One window's bit-vectors R[i][d] (bit wm-1-j clear: pattern[j..wm) aligns to a prefix of
+   text[i..wn) with at most d edits), text row by text row, d = 0..D in registers; rows 0..limit
+   (DENT: all the traceback reads) go to the slot. Returns the window's distance, the first d
+   whose row 0 reaches the corner (early termination), or -1 when that is above D < wm. */
+template <int D>
+__device__ int window_distance(const u8 *text, int wn, const u8 *pattern, int wm, int limit, const Slot &s)
+{
+    u64 pm[4] = {~0ull, ~0ull, ~0ull, ~0ull};
+    for (int j = 0; j < wm; j++)
+        pm[base_code(pattern[j])] &= ~(1ull << (wm - 1 - j));
+    u64 r[D + 1];  // R[i][0..D] of the text row being computed
+#pragma unroll
+    for (int d = 0; d <= D; d++)
+        r[d] = d == 0 ? ~0ull : (d >= 64 ? 0ull : ~0ull << d);
+    for (int i = wn;; i--) {
+        if (i < wn) {
+            const u64 eq = pm[base_code(text[i])];
+            u64 above = r[0];  // R[i+1][d-1] for the next d
+            r[0] = (r[0] << 1) | eq;
+#pragma unroll
+            for (int d = 1; d <= D; d++) {
+                const u64 old = r[d];
+                r[d] = ((old << 1) | eq) & (above << 1) & (r[d - 1] << 1) & above;
+                above = old;
+            }
+        }
+        if (i <= limit) {
+#pragma unroll
+            for (int d = 0; d <= D; d++)
+                s[(i64)i * (D + 1) + d] = r[d];
+        }
+        if (i == 0)
+            break;
+    }
+    int wed = -1;
+#pragma unroll
+    for (int d = 0; d <= D; d++)
+        if (wed < 0 && d <= wm && !((r[d] >> (wm - 1)) & 1))
+            wed = d;
+    return wed >= 0 || D < wm ? wed : wm;
+}
+
+/* Scrooge's traceback from (0, 0) with d = wed edits, until the pattern ends or i or j reaches
+   limit (W - O); the edits left are returned, the position in i and j. */
+template <int D>
+__device__ int window_traceback(const Slot &s, int wn, int wm, int limit, int wed, Cigar &c, int &i, int &j)
+{
+    int d = wed;
+    i = j = 0;
+#define ZERO_AT(I, DD, J) (!((s[(i64)(I) * (D + 1) + (DD)] >> (wm - 1 - (J))) & 1))
+    while (j < wm && i < limit && j < limit) {
+        bool can_ins, can_del, can_sub;
+        if (j < wm - 1) {
+            can_ins = d > 0 && ZERO_AT(i, d - 1, j + 1);
+            can_del = d > 0 && i < wn && ZERO_AT(i + 1, d - 1, j);
+            can_sub = d > 0 && i < wn && ZERO_AT(i + 1, d - 1, j + 1);
+        } else {  // the window's last pattern base: an insertion while edits are left
+            can_ins = d > 0;
+            can_del = false;
+            can_sub = d > 0 && i < wn;
+        }
+        if (can_ins) {
+            c.push(OP_INS, 1);
+            j++;
+            d--;
+        } else if (can_del) {
+            c.push(OP_DEL, 1);
+            i++;
+            d--;
+        } else if (can_sub) {
+            c.push(OP_MIS, 1);
+            i++;
+            j++;
+            d--;
+        } else {
+            c.push(OP_EQ, 1);
+            i++;
+            j++;
+        }
+    }
+#undef ZERO_AT
+    return d;
+}
+
 /* Windows of one pair with at most D edits each (any window when D >= its pattern length).
    Returns false when a window needs more than D (the pair then goes to the next tier). */
 template <int D>
@@ -468,80 +552,14 @@ __device__ bool windowed_pair(const Params &p, int pair, const Slot &s)
     const int w = p.window, limit = p.window - p.overlap;
     Cigar c = {p.task == TASK_PATH ? p.cigar + q_at + t_at : 0, 0, 0};
     i64 t0 = 0, q0 = 0, total = 0;
-    u64 r[D + 1];  // R[i][0..D] of the text row being computed
     while (q0 < m) {
         const int wn = (int)(n - t0 < w ? n - t0 : w), wm = (int)(m - q0 < w ? m - q0 : w);
-        const u8 *text = t + t0, *pattern = q + q0;
-        u64 pm[4] = {~0ull, ~0ull, ~0ull, ~0ull};
-        for (int j = 0; j < wm; j++)
-            pm[base_code(pattern[j])] &= ~(1ull << (wm - 1 - j));
-#pragma unroll
-        for (int d = 0; d <= D; d++)
-            r[d] = d == 0 ? ~0ull : (d >= 64 ? 0ull : ~0ull << d);
-        for (int i = wn;; i--) {
-            if (i < wn) {
-                const u64 eq = pm[base_code(text[i])];
-                u64 above = r[0];  // R[i+1][d-1] for the next d
-                r[0] = (r[0] << 1) | eq;
-#pragma unroll
-                for (int d = 1; d <= D; d++) {
-                    const u64 old = r[d];
-                    r[d] = ((old << 1) | eq) & (above << 1) & (r[d - 1] << 1) & above;
-                    above = old;
-                }
-            }
-            if (i <= limit) {  // DENT: the traceback reads rows 0..W-O only
-#pragma unroll
-                for (int d = 0; d <= D; d++)
-                    s[(i64)i * (D + 1) + d] = r[d];
-            }
-            if (i == 0)
-                break;
-        }
-        int wed = -1;  // early termination: the first d reaching the corner
-#pragma unroll
-        for (int d = 0; d <= D; d++)
-            if (wed < 0 && d <= wm && !((r[d] >> (wm - 1)) & 1))
-                wed = d;
-        if (wed < 0) {
-            if (D < wm)
-                return false;
-            wed = wm;
-        }
-        int i = 0, j = 0, d = wed;
-#define ZERO_AT(I, DD, J) (!((s[(i64)(I) * (D + 1) + (DD)] >> (wm - 1 - (J))) & 1))
-        while (j < wm && i < limit && j < limit) {
-            bool can_ins, can_del, can_sub;
-            if (j < wm - 1) {
-                can_ins = d > 0 && ZERO_AT(i, d - 1, j + 1);
-                can_del = d > 0 && i < wn && ZERO_AT(i + 1, d - 1, j);
-                can_sub = d > 0 && i < wn && ZERO_AT(i + 1, d - 1, j + 1);
-            } else {
-                can_ins = d > 0;
-                can_del = false;
-                can_sub = d > 0 && i < wn;
-            }
-            if (can_ins) {
-                c.push(OP_INS, 1);
-                j++;
-                d--;
-            } else if (can_del) {
-                c.push(OP_DEL, 1);
-                i++;
-                d--;
-            } else if (can_sub) {
-                c.push(OP_MIS, 1);
-                i++;
-                j++;
-                d--;
-            } else {
-                c.push(OP_EQ, 1);
-                i++;
-                j++;
-            }
-        }
-#undef ZERO_AT
-        total += wed - d;
+        const int wed = window_distance<D>(t + t0, wn, q + q0, wm, limit, s);
+        if (wed < 0)
+            return false;
+        int i, j;
+        const int left = window_traceback<D>(s, wn, wm, limit, wed, c, i, j);
+        total += wed - left;
         t0 += i;
         q0 += j;
     }
