@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from helpers.data import shared_file
 from helpers.edit_gpu import HostRunner, edge_pairs, random_pairs
@@ -229,3 +231,26 @@ def test_device_runner_enqueues_each_chunk_and_stops_when_cancelled(fake_cupy, m
     with pytest.raises(JobCancelled):
         gpu_edit.edit(pairs, params, cancelled=lambda: checks.append(1) or len(checks) > 2)
     assert len(checks) == 3 and sum(call[0] == "memcpy" and call[1] == 2 for call in fake_cupy) == 2
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_random_small_inputs_any_bytes(runner, data):
+    # Any bytes (exact method), lengths across the 64-row block edges, every mode, task and k;
+    # ACGT of either case for the windowed method, any W and O.
+    exact = data.draw(st.booleans())
+    alphabet = st.sampled_from(b"ACGTacgt") if not exact else st.sampled_from(b"ACGTN\x00\xff")
+    sequence = st.lists(alphabet, min_size=1, max_size=140).map(bytes)
+    pairs = pack_edit_pairs(data.draw(st.lists(st.tuples(sequence, sequence), min_size=1, max_size=12)))
+    task, k = data.draw(st.sampled_from(TASKS)), data.draw(st.integers(-1, 40))
+    if exact:  # on the thread kernel or on the warp kernel
+        old = gpu_edit.WARP_MIN_QUERY
+        gpu_edit.WARP_MIN_QUERY = data.draw(st.sampled_from([old, 0]))
+        try:
+            _same(runner, pairs, mode=data.draw(st.sampled_from(MODES)), task=task, k=k)
+        finally:
+            gpu_edit.WARP_MIN_QUERY = old
+    else:
+        window = data.draw(st.integers(2, 64))
+        _same(runner, pairs, method="windowed", mode="shw", window=window,
+              overlap=data.draw(st.integers(0, window - 1)), task=task, k=k)
