@@ -254,3 +254,19 @@ def test_random_small_inputs_any_bytes(runner, data):
         window = data.draw(st.integers(2, 64))
         _same(runner, pairs, method="windowed", mode="shw", window=window,
               overlap=data.draw(st.integers(0, window - 1)), task=task, k=k)
+
+
+def test_benchmark_script_runs_on_the_cpu():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    run = subprocess.run([sys.executable, str(repo / "benchmarks" / "edit.py"), "--rows", "cpu", "--long-pairs", "2",
+                          "--short-pairs", "30", "--cpu-long", "1", "--cpu-short", "30", "--repeats", "1"],
+                         cwd=repo, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(repo)})  # this tree's warpdp
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "| long | exact NW, path | CPU 1 thread | 1 |" in run.stdout
+    assert "| short | windowed W32/O17, path | CPU 1 thread | 30 |" in run.stdout
