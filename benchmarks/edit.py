@@ -14,8 +14,9 @@ Workloads like Scrooge's, generated here:
   CPU rows take the first --cpu-short of them.
 Times `warpdp.edit` from packed arrays in memory to results in memory (validation, chunks,
 kernels, ragged results). GPU exact rows run as launched (a warp per long read) and, on the
-first --thread-kernel-long long pairs, with the thread-per-pair kernel forced; windowed rows use Scrooge's configurations (W=64/O=33 long,
-W=32/O=17 short) and ask for the CIGAR, exact rows NW with distance only and with the path.
+first --thread-kernel-long long pairs, with the thread-per-pair kernel forced. Windowed rows use
+Scrooge's configurations (W=64/O=33 long, W=32/O=17 short) and ask for the CIGAR; exact rows are
+NW, with distance only and with the path.
 edlib runs `edlib.align` per pair on the same sequences (mode NW, task distance / path).
 """
 from __future__ import annotations

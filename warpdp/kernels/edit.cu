@@ -36,8 +36,8 @@ enum { TASK_DISTANCE = 0, TASK_LOCATIONS = 1, TASK_PATH = 2 };
 enum { OUT_DISTANCE = 0, OUT_T_BEGIN, OUT_T_END, OUT_N_LOCATIONS, OUT_N_CIGAR, OUT_COLUMNS };
 
 const u32 OP_INS = 1u, OP_DEL = 2u, OP_EQ = 7u, OP_MIS = 8u;
-const int STACK = 64;
-const i64 BAD_BASE = -2;  // the distance of a windowed pair with a byte other than ACGT  // Hirschberg's pending segments: at most log2(query) + 2 (queries < 2^28)
+const int STACK = 64;      // Hirschberg's pending segments: at most log2(query) + 2 (queries < 2^28)
+const i64 BAD_BASE = -2;  // the distance of a windowed pair with a byte other than ACGT (edit.py)
 
 // One launch: a list of a chunk's pairs and where its answers go. edit.py: PARAMS.
 struct Params {
