@@ -1,7 +1,7 @@
 /* Edit distance on NVIDIA GPUs: the same answers as the CPU backend (cython_cpu/edit_body.h).
  *
  * Compiled at run time through CuPy (NVRTC); warpdp/kernels/edit.py plans the chunks and
- * launches these kernels. One thread per alignment in both:
+ * launches these kernels, a thread or a warp per alignment:
  *
  *   - windowed_kernel<D>: Scrooge's windowed GenASM (SENE, DENT, early termination). A thread
  *     walks its pair's windows; in each it computes the GenASM bit-vectors R[i][d] text row by
@@ -12,12 +12,15 @@
  *     termination, read off the registers). A window needing more than D edits gives the pair
  *     up: it goes to an overflow list that the next tier (a larger D) takes from the start, in
  *     the same stream; the last tier's D is 64, enough for any window.
- *   - exact_kernel: the CPU backend's exact algorithm, step for step: Myers' bit-vector
- *     algorithm in Hyyrö's block form for the last DP row, bound doubling (Ukkonen's cut-off),
- *     edlib's locations, Hirschberg's recursion for the path (here a loop over an explicit
- *     stack, in the same order). Its bit-vectors live in the thread's slot of a global scratch
- *     (interleaved by thread), its rows and reversed copies in per-slot regions, so memory is
- *     linear in the pair's lengths. The tie-breaking rule is the CPU's (see edit_body.h).
+ *   - exact_kernel (a thread per pair, queries up to edit.py's WARP_MIN_QUERY) and
+ *     exact_warp_kernel (a warp per pair, longer queries): the CPU backend's exact algorithm:
+ *     Myers' bit-vector algorithm in Hyyrö's block form for the last DP row (the thread kernel
+ *     with the CPU's Ukkonen cut-off and bound doubling, the warp kernel as a diagonal wavefront
+ *     of blocks over its lanes, see WarpTeam), edlib's locations, Hirschberg's recursion for the
+ *     path (here a loop over an explicit stack, in the same order). Bit-vectors live in the
+ *     thread's or warp's slot of a global scratch (interleaved by thread or lane), rows and
+ *     reversed copies in per-slot regions, so memory is linear in the pair's lengths. The
+ *     tie-breaking rule is the CPU's (see edit_body.h).
  *
  * Every answer is determined by the DP values alone (values above a bound k come out as k + 1
  * on both sides), so the GPU's answers equal the CPU's exactly.
