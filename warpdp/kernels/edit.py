@@ -11,11 +11,14 @@ and calls :func:`edit`, which gives the CPU backend's answers exactly. This modu
   windows needs more than D edits goes on to the next tier (an overflow list in device memory,
   so the tiers follow each other on the stream without the host);
 * exact method: pairs sorted by length, longest first, in groups whose lengths are within a
-  factor of two; one ``exact_kernel`` launch per group, each thread's scratch sized for the
-  group's longest pair (linear in its lengths; at most SCRATCH_BUDGET per launch);
-* leaves to the CPU backend, and logs, the exact pairs too large for one GPU thread (more than
-  GPU_MAX_BLOCK_CELLS 64-row blocks x columns, or a scratch over MAX_SLOT_BYTES): their answers
-  are the CPU's, spliced in place.
+  factor of two; one launch per group, ``exact_kernel`` (a thread per pair) or, when the group's
+  longest query passes WARP_MIN_QUERY, ``exact_warp_kernel`` (a warp per pair), each thread's or
+  warp's scratch sized for the group's longest pair (linear in its lengths; at most
+  SCRATCH_BUDGET per launch);
+* leaves to the CPU backend, and logs, the exact pairs too large for the GPU kernels (more than
+  GPU_MAX_BLOCK_CELLS 64-row blocks x columns for a thread, 32 times that for a warp, or a
+  scratch over MAX_SLOT_BYTES counted for any alphabet): their answers are the CPU's, spliced in
+  place.
 
 CuPy is imported only when a GPU function runs, so importing this module needs no GPU.
 """
@@ -36,7 +39,8 @@ from .runtime.module_cache import ModuleSpec, load_module
 from .runtime.runner import ChunkRunner, CopyOut, Runners, new_stream, pinned_allocator
 from .runtime.slots import ChunkSlot
 
-__all__ = ["edit", "cpu_fallback_pairs", "ChunkPlan", "split_chunks", "WINDOW_TIERS", "EXACT_KERNEL"]
+__all__ = ["edit", "cpu_fallback_pairs", "ChunkPlan", "split_chunks", "WINDOW_TIERS", "EXACT_KERNEL",
+           "EXACT_WARP_KERNEL"]
 
 logger = logging.getLogger("warpdp")
 
