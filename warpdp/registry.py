@@ -175,9 +175,8 @@ register(Family(name="seedext", rpc="SeedExtend", service="warpdp.grpc._algorith
 # Pairwise alignment with CIGAR and GATK's Smith-Waterman (issue #26): CPU (scalar) and GPU.
 register(Family(name="align", rpc="Align", service="warpdp.grpc._align:ALIGN", entry="warpdp.plugin.align:align",
                 add_cli="warpdp.cli_align:add_align_parser"))
-# Edit distance (issue #27): CPU only so far, scalar (its own variants list).
+# Edit distance (issue #27): GPU kernels (warpdp/kernels/edit.py) and a scalar CPU backend.
 register(Family(name="edit", rpc="Edit", service="warpdp.grpc._edit:EDIT", entry="warpdp.plugin.edit:edit",
-                add_cli="warpdp.cli_edit:add_edit_parser",
-                info=lambda: "edit: CPU (scalar; no SIMD variant or GPU kernel yet)"))
+                add_cli="warpdp.cli_edit:add_edit_parser"))
 
 __all__ = ["Family", "Ref", "family", "family_for_payload", "families", "host_cpu_variants", "register", "resolve", "unregister"]

@@ -91,7 +91,7 @@ class EditAlgorithm(Algorithm):
 
     def run(self, payload: EditPairs, key: EditParams, *, backend: str, threads: int,
             cancelled: Any = None) -> EditResults:
-        return edit(payload, key, backend=backend, threads=threads)
+        return edit(payload, key, backend=backend, threads=threads, cancelled=cancelled)
 
     def slices(self, payload: EditPairs, key: Hashable, max_cells: Any) -> Iterator[EditPairs]:
         yield payload

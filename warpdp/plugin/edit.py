@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from .cancel import CancelCheck
 from .core import cigar as core_cigar
 from .core.backend import choose_backend, resolve_threads
 from .core.packed import QueryTargetPairs, SequenceInput, check_int, check_offsets, offsets_of
@@ -199,12 +200,16 @@ def edit(
     threads: int | None = None,
     cpu_isa: str | None = None,
     out: None = None,
+    cancelled: CancelCheck | None = None,
     **keywords: Any,
 ) -> EditResults:
     """Edit distance of every pair (see the module doc); ``params`` or its fields as keywords
     (``edit(pairs, mode="hw", task="path")``). ``pairs`` is :class:`EditPairs` or an iterable of
     ``(query, target)``. ``cpu_isa``: "scalar" (this family's only CPU variant so far). ``out``
-    is reserved (results are ragged, so they are always allocated here)."""
+    is reserved (results are ragged, so they are always allocated here). ``cancelled`` is
+    checked between GPU chunks (see warpdp.plugin.cancel). The GPU backend
+    (warpdp/kernels/edit.py) gives the CPU's answers exactly; exact pairs too large for one GPU
+    thread run on the CPU backend (logged)."""
     params = EditParams.from_kwargs(params, **keywords)
     if isinstance(pairs, EditPairs):
         pairs.validate()
@@ -214,12 +219,14 @@ def edit(
         raise TypeError("out is not supported by edit (its results are ragged)")
     n_threads = resolve_threads(threads)
     chosen = choose_backend(backend, "edit")
-    if chosen == "gpu":  # no GPU kernel yet, so choose_backend only gets here if one appears
-        raise NotImplementedError("the edit family has no GPU kernel yet")
     from ..cython_cpu import edit as cpu_edit
 
     if cpu_isa is not None and cpu_isa not in cpu_edit.ISAS:
         raise ValueError(f"cpu_isa must be one of {', '.join(cpu_edit.ISAS)} for edit, not {cpu_isa!r}")
+    if chosen == "gpu":
+        from ..kernels import edit as gpu_edit
+
+        return gpu_edit.edit(pairs, params, threads=n_threads, cancelled=cancelled)
     # The backend's ragged scratch (CIGAR and location room) grows with the bases it is handed,
     # so a large job runs in chunks of consecutive pairs and the parts are joined.
     ends = np.cumsum(np.diff(pairs.query_offsets) + np.diff(pairs.target_offsets))  # bases up to each pair
