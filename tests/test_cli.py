@@ -53,7 +53,7 @@ def test_errors_are_reported_without_traceback(tmp_path, capsys) -> None:
     assert "bad.in, line 2: a read line needs 5 fields" in err and "Traceback" not in err
     assert main(["pairhmm", "--backend", "cpu"]) == 2
     assert "no input" in capsys.readouterr().err
-    assert main(["pairhmm", str(bad), "--reads", "x.bam"]) == 2
+    assert main(["pairhmm", str(bad), "--reads", str(bad)]) == 2
     assert "either INPUT or --reads" in capsys.readouterr().err
 
 

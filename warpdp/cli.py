@@ -1,17 +1,22 @@
-"""The `warpdp` command: scoring subcommands, server, and environment information."""
+"""The `warpdp` command: scoring subcommands, server, and environment information.
+
+Start-up is kept short (`warpdp --help`/`--version`): this module imports only the standard
+library and warpdp.registry at load time, and builds only the subparser of the subcommand asked
+for (the others are listed by their summary line); NumPy, gRPC and the kernels load when a
+subcommand runs.
+"""
 from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from . import __version__, registry
-from .plugin.backend import BACKENDS, BackendUnavailableError
 
 logger = logging.getLogger("warpdp")
 
@@ -20,10 +25,12 @@ PROGRESS_CHUNK_CELLS = 200_000_000
 
 
 def _add_backend_options(parser: argparse.ArgumentParser) -> None:
+    from .plugin.core.backend import BACKENDS
+
     parser.add_argument("--backend", choices=BACKENDS, default="auto",
                         help="where to compute: auto = GPU if usable, else CPU (default: auto)")
     parser.add_argument("--threads", type=int, default=None,
-                        help="CPU threads (default: all cores)")
+                        help="CPU threads (default: $OMP_NUM_THREADS if set, else all cores)")
 
 
 def add_pairhmm_parser(subparsers: Any) -> None:
@@ -57,6 +64,8 @@ def add_pairhmm_parser(subparsers: Any) -> None:
 
 
 def _load_pairhmm_input(args: argparse.Namespace):
+    import numpy as np
+
     from .plugin.packed import check_int
     from .plugin.pairhmm_text import FORMAT_MIN_BASE_QUAL, read_pairhmm_text
 
@@ -82,7 +91,7 @@ def _load_pairhmm_input(args: argparse.Namespace):
     return read_pairhmm_text(source, min_base_qual=min_qual)
 
 
-def _chunk_bounds(cells_per_batch: np.ndarray, chunk_cells: int) -> list[tuple[int, int]]:
+def _chunk_bounds(cells_per_batch: Any, chunk_cells: int) -> list[tuple[int, int]]:
     """Consecutive batch ranges of about chunk_cells each (at least one batch per range)."""
     bounds, start, acc = [], 0, 0
     for b, cells in enumerate(cells_per_batch):
@@ -95,13 +104,34 @@ def _chunk_bounds(cells_per_batch: np.ndarray, chunk_cells: int) -> list[tuple[i
     return bounds
 
 
+def _progress_bar(total_cells: int, show: bool) -> Any:
+    """tqdm's bar on stderr where asked for and tqdm is installed; else one that shows nothing."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        if show:
+            logger.warning("no progress bar: tqdm is not installed (pip install tqdm)")
+        show = False
+        tqdm = None
+    if not show:
+        return contextlib.nullcontext(_NoBar())
+    return tqdm(total=total_cells, unit="cell", unit_scale=True, desc="pairhmm", file=sys.stderr)
+
+
+class _NoBar:
+    def update(self, _: int) -> None:
+        pass
+
+
 def _run_pairhmm(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
+    import numpy as np
 
     from .plugin.pairhmm import pairhmm
     from .plugin.pairhmm_text import write_likelihoods
 
     batches = _load_pairhmm_input(args)
+    if args.input:
+        warn_if_empty(batches.n_pairs, args)
     with contextlib.ExitStack() as stack:
         from .grpc.cli import client_from_args
 
@@ -120,8 +150,7 @@ def _run_pairhmm(args: argparse.Namespace) -> int:
         show = args.progress == "always" or (args.progress == "auto" and sys.stderr.isatty())
         chunks = _chunk_bounds(cells, PROGRESS_CHUNK_CELLS)
         pair_starts = np.concatenate([[0], np.cumsum(batches.pairs_per_batch())])
-        with tqdm(total=int(cells.sum()), unit="cell", unit_scale=True, disable=not show or len(chunks) < 2,
-                  desc="pairhmm", file=sys.stderr) as bar:
+        with _progress_bar(int(cells.sum()), show and len(chunks) >= 2) as bar:
             for start, stop in chunks:
                 values[pair_starts[start]:pair_starts[stop]] = score(batches.select(start, stop))
                 bar.update(int(cells[start:stop].sum()))
@@ -142,11 +171,14 @@ def _run_info(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_serve_parser(subparsers) -> None:
+SERVE_SUMMARY = "run the gRPC server (GPU if usable, else CPU)"
+
+
+def _add_serve_parser(subparsers: Any) -> None:
     from .grpc.cli import add_serve_arguments, run_serve
 
     p = subparsers.add_parser(
-        "serve", help="run the gRPC server (GPU if usable, else CPU)",
+        "serve", help=SERVE_SUMMARY,
         description="Serve every warpdp kernel over gRPC (package warpdp.v1), batching concurrent "
                     "callers onto one backend. See docs/grpc.md.")
     add_serve_arguments(p)
@@ -194,6 +226,7 @@ def _run_seedext(args: argparse.Namespace) -> int:
         if args.h0 is not None:
             raise ValueError("--h0 applies to FASTA input (--targets); TSV lines carry their own h0")
         pairs = read_seedext_tsv(sys.stdin if args.input == "-" else args.input)
+    warn_if_empty(pairs.n_pairs, args)
     from .grpc.cli import run_family
 
     results = run_family(args, "seedext", pairs, params)
@@ -240,6 +273,7 @@ def _run_xdrop(args: argparse.Namespace) -> int:
         pairs = read_xdrop_fastx(args.input, args.seqs_h, args.seeds, k=args.k)
     else:
         pairs = read_logan_text(sys.stdin if args.input == "-" else args.input, k=args.k)
+    warn_if_empty(pairs.n_pairs, args)
     scoring = dict(k=args.k, x=args.x, match=args.match, mismatch=args.mismatch, gap=args.gap, report=args.report)
     from .grpc.cli import client_from_args
 
@@ -253,35 +287,125 @@ def _run_xdrop(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_in(argv: Sequence[str]) -> str | None:
+    """The subcommand argv names: its first word that is not an option (the top-level options
+    take no values), or None."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `warpdp` parser. With ``command``, only that subcommand's parser is built in full and
+    the other families are listed by their summary (which loads none of their modules)."""
     parser = argparse.ArgumentParser(prog="warpdp", description="GPU and SIMD CPU dynamic-programming kernels "
-                                     "for genomics (GATK/GKL-exact Pair-HMM, ...)")
+                                     "for genomics (GATK/GKL-exact Pair-HMM, ...)",
+                                     epilog="'warpdp COMMAND --help' explains a command's input, output columns "
+                                            "and coordinates (0-based, end exclusive).")
     parser.add_argument("--version", action="version", version=f"warpdp {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log more (backend choice, timings)")
     subparsers = parser.add_subparsers(dest="command", required=True)
     for family in registry.families():  # each family's own subcommand, where it has one
-        if family.add_cli is not None:
+        if family.add_cli is None:
+            continue
+        if command != family.name and family.summary is not None:
+            subparsers.add_parser(family.name, help=family.summary)
+        else:
             registry.resolve(family.add_cli)(subparsers)
-    _add_serve_parser(subparsers)
+    if command == "serve":
+        _add_serve_parser(subparsers)
+    else:
+        subparsers.add_parser("serve", help=SERVE_SUMMARY)
     info = subparsers.add_parser("info", help="show the CPU variants and GPU found")
     info.set_defaults(run=_run_info)
     return parser
 
 
+# Files the subcommands read, by argparse destination, as their messages name them.
+_INPUT_FILES = {"input": "INPUT", "reads": "--reads", "haplotypes": "--haplotypes", "reference": "--reference",
+                "targets": "--targets", "seqs_h": "--seqs-h", "seeds": "--seeds",
+                "server_token_file": "--server-token-file", "server_tls_ca": "--server-tls-ca"}
+
+
+def check_input_files(args: argparse.Namespace) -> None:
+    """ValueError naming the option when a file to read is missing, a directory or unreadable
+    (before any of them is parsed, and before pysam or htslib report it in their own words)."""
+    for dest, option in _INPUT_FILES.items():
+        path = getattr(args, dest, None)
+        if not isinstance(path, str) or path == "-":
+            continue
+        if not os.path.exists(path):
+            raise ValueError(f"{option} {path}: no such file")
+        if os.path.isdir(path):
+            raise ValueError(f"{option} {path}: is a directory, not a file")
+        if not os.access(path, os.R_OK):
+            raise ValueError(f"{option} {path}: permission denied")
+
+
+def warn_if_empty(n_pairs: int, args: argparse.Namespace) -> None:
+    """An input without a single pair is not an error (an empty shard of a larger job gives an
+    empty output, exit status 0), but it is said on stderr, since it is often a mistake."""
+    if n_pairs == 0:
+        source = "standard input" if args.input == "-" else args.input
+        print(f"warpdp: warning: {source} holds no {args.command} input; the output is empty", file=sys.stderr)
+
+
+def _os_error_message(exc: OSError) -> str:
+    reason = exc.strerror or str(exc)
+    if exc.errno == errno.ENOSPC:
+        reason = "no space left on the device"
+    name = "standard output" if exc.filename == "<stdout>" else exc.filename
+    return f"{name}: {reason}" if name else reason
+
+
+def _flush_stdout() -> None:
+    """Flush standard output here, where a failure can still be reported (a full disk, a closed
+    pipe), rather than at interpreter exit."""
+    try:
+        sys.stdout.flush()
+    except OSError as error:
+        # The rest of the buffer cannot be written either: send it to /dev/null, so that the
+        # interpreter's own flush at exit does not fail a second time.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        if isinstance(error, BrokenPipeError):
+            raise
+        raise type(error)(error.errno, error.strerror or str(error), "standard output") from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C: no traceback, the shell's status for SIGINT
+        print("warpdp: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command_in(argv))
     args = parser.parse_args(argv)
     # The server always says where it listens and what it runs on; other commands stay quiet.
     verbose = args.verbose or args.command == "serve"
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
-        return args.run(args)
-    except (ValueError, TypeError, BackendUnavailableError, FileNotFoundError, RuntimeError) as exc:
+        check_input_files(args)
+        status = args.run(args)
+        if args.command != "serve":
+            _flush_stdout()
+        return status
+    except BrokenPipeError:  # the reader went away (e.g. `| head`): not an error
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except OSError as exc:
+        print(f"warpdp: error: {_os_error_message(exc)}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print("warpdp: error: out of memory (split the input, or lower --threads)", file=sys.stderr)
+        return 2
+    except (ValueError, TypeError, RuntimeError, LookupError) as exc:
         print(f"warpdp: error: {exc}", file=sys.stderr)
         return 2
-    except BrokenPipeError:
-        return 0
 
 
 if __name__ == "__main__":

@@ -38,7 +38,8 @@ def read_pairhmm_text(source: PathOrFile, *, min_base_qual: int = FORMAT_MIN_BAS
                 fields = line.split()
                 if len(fields) != 5:
                     raise lines.error(f"a read line needs 5 fields (bases quals insGOP delGOP GCP), found {len(fields)}")
-                read = fields[0].encode("ascii", errors="replace")
+                # Lower-case (soft-masked) bases read as upper case, as in every other input format.
+                read = fields[0].upper().encode("ascii", errors="replace")
                 for label, text in zip(("quals", "insGOP", "delGOP", "GCP"), fields[1:]):
                     if len(text) != len(read):
                         raise lines.error(f"{label} has {len(text)} characters but the read has {len(read)} bases")
@@ -55,7 +56,7 @@ def read_pairhmm_text(source: PathOrFile, *, min_base_qual: int = FORMAT_MIN_BAS
                 fields = line.split()
                 if len(fields) != 1:
                     raise lines.error(f"a haplotype line needs 1 field, found {len(fields)}")
-                haps.append(fields[0].encode("ascii", errors="replace"))
+                haps.append(fields[0].upper().encode("ascii", errors="replace"))
                 hap_lens.append(len(fields[0]))
             batch_reads.append(n_reads)
             batch_haps.append(n_haps)
