@@ -254,3 +254,25 @@ def test_lower_case_is_folded_in_every_text_format(tmp_path, command, source, co
     folded = warpdp(command[0], str(lowered), *command[1:], "--backend", "cpu")
     assert plain.returncode == folded.returncode == 0, folded.stderr.decode()
     assert folded.stdout == plain.stdout
+
+
+@pytest.mark.parametrize("command, words", [
+    ("pairhmm", ["log10_likelihood", "read-major", "--layout tsv", "default for BAM/CRAM"]),
+    ("xdrop", ["beginH", "endH", "beginV", "endV", "0-based", "EXCLUSIVE"]),
+    ("seedext", ["qle", "tle", "gtle", "gscore", "max_off", "0-based", "end exclusive"]),
+    ("align", ["query_begin", "target_end", "0-based", "end exclusive"]),
+    ("edit", ["distance", "target_begin", "0-based", "EXCLUSIVE"]),
+])
+def test_every_subcommand_help_explains_its_output(command, words) -> None:
+    result = warpdp(command, "--help")
+    assert result.returncode == 0
+    text = result.stdout.decode()
+    for word in words:
+        assert word in text, (command, word)
+
+
+def test_serve_help_states_the_real_worker_defaults() -> None:
+    from warpdp.grpc._config import DEFAULT_WORKERS
+
+    text = " ".join(warpdp("serve", "--help").stdout.decode().split())
+    assert (f"default {DEFAULT_WORKERS['cpu']} on the CPU; {DEFAULT_WORKERS['gpu']} on the GPU") in text

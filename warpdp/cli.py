@@ -33,19 +33,37 @@ def _add_backend_options(parser: argparse.ArgumentParser) -> None:
                         help="CPU threads (default: $OMP_NUM_THREADS if set, else all cores)")
 
 
+PAIRHMM_DESCRIPTION = """\
+Score every read against every haplotype of each record, with GKL's numerics (float, and
+double for a pair whose float result is below 1e-28).
+
+Input: the PairHMM text format (INPUT; gzip or plain, '-' for stdin): per record a line 'R H',
+R read lines 'bases quals insGOP delGOP GCP' (qualities phred+33) and H haplotype lines;
+or the reads of a BAM/CRAM region (--reads, --region) against every haplotype of a FASTA
+(--haplotypes). Lower-case bases read as upper case.
+
+Output (log10 likelihoods, 8 decimals, read-major: read 0 x haplotypes 0..H-1, read 1 x ...):
+  --layout tsv      a header line, then per pair (tab separated):
+                      read              the read's name (BAM/CRAM), else rec<b>.read<i>
+                      haplotype         the haplotype's FASTA name, else rec<b>.hap<j>
+                      log10_likelihood  log10 P(read | haplotype)
+                    (b, i, j: 0-based record, read and haplotype numbers within the record).
+                    The default for BAM/CRAM input.
+  --layout lines    one value per line (GKL's .gkl.out layout); the default for the text format.
+  --layout records  gpuPairHMM's layout: per record 'R H', then R lines of H values."""
+
+
 def add_pairhmm_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "pairhmm", help="Pair-HMM forward likelihoods (GATK/GKL numerics)",
-        description="Score every read against every haplotype of each record, with GKL's numerics. "
-                    "Input: the PairHMM text format, or reads from a BAM/CRAM region plus haplotypes "
-                    "from a FASTA. Output: log10 likelihoods, one per line, read-major per record.")
+        formatter_class=argparse.RawDescriptionHelpFormatter, description=PAIRHMM_DESCRIPTION)
     p.add_argument("input", nargs="?", help="input in the PairHMM text format ('-' for stdin)")
     p.add_argument("-o", "--output", default="-", help="output file (default: stdout)")
     _add_backend_options(p)
     p.add_argument("--double", action="store_true",
                    help="compute every pair in double precision (GATK's --native-pair-hmm-use-double-precision)")
-    p.add_argument("--layout", choices=("lines", "records"), default="lines",
-                   help="lines: one value per line; records: gpuPairHMM's layout ('R H' then R rows of H values)")
+    p.add_argument("--layout", choices=("lines", "records", "tsv"), default=None,
+                   help="output layout, see above (default: tsv for BAM/CRAM input, lines for the text format)")
     p.add_argument("--min-base-qual", type=int, default=None,
                    help="raise base qualities below this (default: 6 for the text format, as its harnesses "
                         "do; 0 for BAM/CRAM)")
@@ -63,7 +81,8 @@ def add_pairhmm_parser(subparsers: Any) -> None:
     p.set_defaults(run=_run_pairhmm)
 
 
-def _load_pairhmm_input(args: argparse.Namespace):
+def _load_pairhmm_input(args: argparse.Namespace) -> tuple[Any, list[str] | None, list[str] | None]:
+    """The batches to score, with the read and haplotype names where the input has them."""
     import numpy as np
 
     from .plugin.packed import check_int
@@ -77,18 +96,18 @@ def _load_pairhmm_input(args: argparse.Namespace):
             raise ValueError("BAM/CRAM input needs all of --reads, --region and --haplotypes")
         from .plugin.pairhmm_bam import DEFAULT_MIN_MAPPING_QUALITY, read_bam_region
 
-        batches, _, _ = read_bam_region(
+        batches, read_names, hap_names = read_bam_region(
             args.reads, args.region, args.haplotypes, reference=args.reference,
             min_mapping_quality=DEFAULT_MIN_MAPPING_QUALITY if args.min_mapq is None else args.min_mapq)
         if args.min_base_qual:
             check_int(args.min_base_qual, "--min-base-qual", 0, 127)  # before np.uint8, which would overflow
             np.maximum(batches.read_quals, np.uint8(args.min_base_qual), out=batches.read_quals)
-        return batches
+        return batches, read_names, hap_names
     if not args.input:
         raise ValueError("no input: give INPUT (PairHMM text format) or --reads/--region/--haplotypes")
     source = sys.stdin if args.input == "-" else args.input
     min_qual = FORMAT_MIN_BASE_QUAL if args.min_base_qual is None else args.min_base_qual
-    return read_pairhmm_text(source, min_base_qual=min_qual)
+    return read_pairhmm_text(source, min_base_qual=min_qual), None, None
 
 
 def _chunk_bounds(cells_per_batch: Any, chunk_cells: int) -> list[tuple[int, int]]:
@@ -129,7 +148,7 @@ def _run_pairhmm(args: argparse.Namespace) -> int:
     from .plugin.pairhmm import pairhmm
     from .plugin.pairhmm_text import write_likelihoods
 
-    batches = _load_pairhmm_input(args)
+    batches, read_names, hap_names = _load_pairhmm_input(args)
     if args.input:
         warn_if_empty(batches.n_pairs, args)
     with contextlib.ExitStack() as stack:
@@ -155,7 +174,8 @@ def _run_pairhmm(args: argparse.Namespace) -> int:
                 values[pair_starts[start]:pair_starts[stop]] = score(batches.select(start, stop))
                 bar.update(int(cells[start:stop].sum()))
     out = sys.stdout if args.output == "-" else args.output
-    write_likelihoods(values, out, layout=args.layout, batches=batches)
+    layout = args.layout or ("tsv" if read_names is not None else "lines")
+    write_likelihoods(values, out, layout=layout, batches=batches, read_names=read_names, hap_names=hap_names)
     return 0
 
 
@@ -185,13 +205,29 @@ def _add_serve_parser(subparsers: Any) -> None:
     p.set_defaults(run=run_serve)
 
 
+SEEDEXT_DESCRIPTION = """\
+Extend seeds as BWA-MEM's ksw_extend2 does: both sequences start right after the seed (the
+query is the read past the seed, the target the reference window past it), h0 is the seed's
+score, the extension is banded (-w) and may stop early (z-drop).
+
+Input: lines 'query<TAB>target<TAB>h0' (gzip or plain, '-' for stdin), or with --targets, a
+FASTA/FASTQ of queries whose k-th record pairs with the k-th record of TARGETS (h0 from an
+'h0=N' word in the query's header, else --h0). Lower-case bases read as upper case.
+
+Output: one line per pair, in input order, six integers separated by spaces:
+  score    best score of an extension (h0 when nothing beats the seed)
+  qle      query bases in that best extension: it covers query[0:qle] (0: none)
+  tle      target bases in it: target[0:tle] (0-based, end exclusive, like qle)
+  gtle     target bases of the best extension that reaches the query's end (0: none)
+  gscore   that extension's score (-1: no extension reached the query's end)
+  max_off  largest distance from the diagonal of the successive best cells
+           (BWA-MEM widens its band and retries when this comes near -w)"""
+
+
 def add_seedext_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "seedext", help="seed extension (BWA-MEM ksw_extend2 semantics)",
-        description="Extend seeds as BWA-MEM's ksw_extend2 does. Input: lines 'query<TAB>target<TAB>h0' "
-                    "(h0 = the seed's score), or with --targets, a FASTA/FASTQ of queries whose k-th record "
-                    "pairs with the k-th record of TARGETS (h0 from an 'h0=N' word in the query's header, "
-                    "else --h0). Output: one line per pair, in input order: score qle tle gtle gscore max_off.")
+        formatter_class=argparse.RawDescriptionHelpFormatter, description=SEEDEXT_DESCRIPTION)
     p.add_argument("input", help="pairs as TSV ('-' for stdin), or the queries FASTA/FASTQ with --targets")
     p.add_argument("-o", "--output", default="-", help="output file (default: stdout)")
     p.add_argument("--targets", default=None, help="FASTA/FASTQ of targets: INPUT is then the queries FASTA/FASTQ")
@@ -234,15 +270,31 @@ def _run_seedext(args: argparse.Namespace) -> int:
     return 0
 
 
+XDROP_DESCRIPTION = """\
+Extend seeds of length k in both directions with gapped X-drop, as SeqAn 2's
+extendSeed(..., GappedXDrop()) does for BELLA and LOGAN (linear gaps).
+
+Input: LOGAN's text format (gzip or plain, '-' for stdin), one pair per line
+'seqV posV seqH posH strand'; the seed is seqV[posV:posV+k] and seqH[posH:posH+k] (0-based);
+strand c: seqH is complemented and posH = len(seqH) - posH - k, as LOGAN's demo does.
+Or with --seqs-h, INPUT is a FASTA/FASTQ of V sequences whose i-th record pairs with the
+i-th record of SEQS_H and the i-th line 'posV posH [strand]' of SEEDS.
+Lower-case bases read as upper case.
+
+Output: one line per pair, in input order, five integers separated by spaces:
+  score   left extension score + right extension score + k * match (as BELLA and LOGAN
+          report it; --report longest: SeqAn's longest extension, best: the best cell)
+  beginH  start of the extended seed in seqH (0-based)
+  endH    its end in seqH, EXCLUSIVE: the extension covers seqH[beginH:endH]
+  beginV  start in seqV (0-based)
+  endV    end in seqV, exclusive
+(for strand c, H coordinates are in the complemented seqH, as LOGAN reports them)"""
+
+
 def add_xdrop_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "xdrop", help="gapped X-drop seed extension (SeqAn 2 / BELLA / LOGAN semantics)",
-        description="Extend seeds of length k in both directions with gapped X-drop, as SeqAn 2's extendSeed "
-                    "(..., GappedXDrop()) does for BELLA and LOGAN. Input: LOGAN's text format, one pair per line "
-                    "'seqV posV seqH posH strand' (strand c: seqH is complemented and posH = len(seqH) - posH - k, "
-                    "as LOGAN's demo does); or with --seqs-h, INPUT is a FASTA/FASTQ of V sequences whose i-th "
-                    "record pairs with the i-th record of SEQS_H and the i-th line 'posV posH [strand]' of SEEDS. "
-                    "Output: one line per pair, in input order: score beginH endH beginV endV.")
+        formatter_class=argparse.RawDescriptionHelpFormatter, description=XDROP_DESCRIPTION)
     p.add_argument("input", help="pairs in LOGAN's text format ('-' for stdin), or the V FASTA/FASTQ with --seqs-h")
     p.add_argument("-k", type=int, required=True, help="seed length")
     p.add_argument("-x", type=int, required=True, help="X-drop: cells more than X below the best score are dropped")

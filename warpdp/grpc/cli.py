@@ -16,6 +16,7 @@ from .. import registry
 from ..plugin.backend import BACKENDS, BackendUnavailableError
 from .client import Client
 from ._admission import DEFAULT_BUDGET_CAP, DEFAULT_BUDGET_FLOOR, RECEIVE_COPIES, parse_bytes
+from ._config import DEFAULT_WORKERS
 from .server import (
     DEFAULT_ADMISSION_WAIT_S,
     AlgorithmKernel,
@@ -99,8 +100,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     backend.add_argument("--backend", choices=BACKENDS, default="auto",
                          help="auto (default: GPU if usable, else CPU), cpu or gpu (fails if no usable GPU)")
     backend.add_argument("--workers", type=_positive_int, default=None,
-                         help="backend submissions running at the same time (default 1 on the CPU; 2 on the GPU, "
-                              "where only large submissions overlap)")
+                         help=f"backend submissions running at the same time (default {DEFAULT_WORKERS['cpu']} on "
+                              f"the CPU; {DEFAULT_WORKERS['gpu']} on the GPU, where only large submissions overlap)")
     backend.add_argument("--threads", type=_positive_int, default=None,
                          help="CPU threads per worker (default: all cores / workers)")
     batching = parser.add_argument_group("dynamic batching")
