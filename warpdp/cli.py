@@ -433,7 +433,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(_command_in(argv))
+    try:
+        parser = build_parser(_command_in(argv))
+    except ImportError as exc:  # an optional extra the subcommand needs (MissingExtraError says which)
+        print(f"warpdp: error: {exc}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     # The server always says where it listens and what it runs on; other commands stay quiet.
     verbose = args.verbose or args.command == "serve"
@@ -455,7 +459,7 @@ def _main(argv: Sequence[str] | None) -> int:
     except MemoryError:
         print("warpdp: error: out of memory (split the input, or lower --threads)", file=sys.stderr)
         return 2
-    except (ValueError, TypeError, RuntimeError, LookupError) as exc:
+    except (ValueError, TypeError, RuntimeError, LookupError, ImportError) as exc:
         print(f"warpdp: error: {exc}", file=sys.stderr)
         return 2
 

@@ -10,28 +10,18 @@ import logging
 import math
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import registry
 from ..plugin.backend import BACKENDS, BackendUnavailableError
-from .client import Client
-from ._admission import DEFAULT_BUDGET_CAP, DEFAULT_BUDGET_FLOOR, RECEIVE_COPIES, parse_bytes
-from ._config import DEFAULT_WORKERS
-from .server import (
-    DEFAULT_ADMISSION_WAIT_S,
-    AlgorithmKernel,
-    DEFAULT_GRACE_S,
-    DEFAULT_HANDLER_THREADS,
-    DEFAULT_HOST,
-    DEFAULT_MAX_BATCH_CELLS,
-    DEFAULT_MAX_MESSAGE_MB,
-    DEFAULT_MAX_REQUEST_CELLS,
-    DEFAULT_MAX_WAIT_MS,
-    DEFAULT_PORT,
-    ServerConfig,
-    read_token_file,
-    serve,
-)
+from . import require_server_extra
+
+if TYPE_CHECKING:
+    from .client import Client
+    from .server import ServerConfig
+
+# gRPC itself (the 'server' extra) is imported only by what needs it: the scoring subcommands
+# add their --server options without it, and score in-process where it is not installed.
 
 _SUFFIXES = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
 
@@ -52,6 +42,8 @@ def count(text: str) -> int:
 
 
 def _byte_count(text: str) -> int:
+    from ._admission import parse_bytes
+
     try:
         return parse_bytes(text)
     except ValueError as exc:
@@ -90,6 +82,22 @@ def _non_negative_float(text: str) -> float:
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the `warpdp serve` options to a (sub-)parser."""
+    require_server_extra("warpdp serve")
+    from ._admission import DEFAULT_BUDGET_CAP, DEFAULT_BUDGET_FLOOR, RECEIVE_COPIES
+    from ._config import DEFAULT_WORKERS
+    from .server import (
+        DEFAULT_ADMISSION_WAIT_S,
+        DEFAULT_GRACE_S,
+        DEFAULT_HANDLER_THREADS,
+        DEFAULT_HOST,
+        DEFAULT_MAX_BATCH_CELLS,
+        DEFAULT_MAX_MESSAGE_MB,
+        DEFAULT_MAX_REQUEST_CELLS,
+        DEFAULT_MAX_WAIT_MS,
+        DEFAULT_PORT,
+        AlgorithmKernel,
+    )
+
     net = parser.add_argument_group("listening")
     net.add_argument("--host", default=DEFAULT_HOST,
                      help=f"address to bind (default {DEFAULT_HOST}: this machine only; 0.0.0.0 or :: for all "
@@ -161,6 +169,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
     """ServerConfig from parsed `warpdp serve` options (ValueError/OSError for bad settings)."""
+    from .server import ServerConfig, read_token_file
+
     tokens = read_token_file(args.token_file) if args.token_file else ()
     config = ServerConfig(
         host=args.host, port=args.port, backend=args.backend, workers=args.workers, threads=args.threads,
@@ -182,9 +192,12 @@ def run_serve(args: argparse.Namespace) -> int:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
         logging.getLogger("warpdp").setLevel(logging.INFO)
     try:
+        require_server_extra("warpdp serve")
+        from .server import serve
+
         config = config_from_args(args)
         return serve(config)
-    except (ValueError, OSError, BackendUnavailableError) as exc:
+    except (ValueError, OSError, BackendUnavailableError, ImportError) as exc:
         print(f"warpdp serve: error: {exc}", file=sys.stderr)
         return 2
 
@@ -207,6 +220,10 @@ def client_from_args(args: argparse.Namespace) -> Client | None:
     """The Client that `--server` asks for, or None to score in-process."""
     if not getattr(args, "server", None):
         return None
+    require_server_extra("--server")
+    from .client import Client
+    from .server import read_token_file
+
     if args.server_token_file:
         token: str | None = read_token_file(args.server_token_file)[0]
     else:
