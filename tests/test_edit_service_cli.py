@@ -167,3 +167,35 @@ def test_client_call_through_shared_memory(monkeypatch) -> None:
         assert server.metrics.sample("warpdp_requests_total", {"method": "Edit", "code": "INVALID_ARGUMENT"}) == 0
     finally:
         server.stop()
+
+
+def test_plan_gives_a_cell_limit_function_the_whole_jobs_cells() -> None:
+    from warpdp.grpc._edit import EDIT
+
+    pairs = pack_edit_pairs(PAIRS * 10)
+    cells = np.diff(pairs.query_offsets) * np.diff(pairs.target_offsets)
+    seen: list[int] = []
+
+    def limit(total: int) -> int:
+        seen.append(total)
+        return 100
+
+    pieces = EDIT.plan(pairs, EditParams(mode="nw"), limit, 1 << 20)
+    assert seen == [int(cells.sum())]  # asked once, for the whole job
+    assert sum(piece.n_pairs for piece in pieces) == pairs.n_pairs
+    for piece in pieces:
+        piece_cells = np.diff(piece.query_offsets) * np.diff(piece.target_offsets)
+        assert piece.n_pairs == 1 or piece_cells.sum() <= 100
+
+
+def test_results_refuse_locations_whose_offsets_do_not_cover_them() -> None:
+    from warpdp.plugin.edit import EditResults
+
+    columns = {name: np.zeros(1, dtype=np.int64) for name in EditResults.COLUMNS}
+    two = np.array([0, 2], dtype=np.int64)
+    EditResults(columns, locations=(np.zeros(2, np.int64), np.ones(2, np.int64), two))
+    # loc_end shorter than loc_begin, offsets right for loc_begin (a chained != let this through).
+    with pytest.raises(ValueError, match="loc_offsets"):
+        EditResults(columns, locations=(np.zeros(2, np.int64), np.ones(1, np.int64), two))
+    with pytest.raises(ValueError, match="loc_offsets"):
+        EditResults(columns, locations=(np.zeros(3, np.int64), np.ones(3, np.int64), two))

@@ -178,10 +178,9 @@ register(Family(name="xdrop", rpc="Xdrop", service="warpdp.grpc._algorithms:XDRO
 register(Family(name="seedext", rpc="SeedExtend", service="warpdp.grpc._algorithms:SEEDEXT",
                 entry="warpdp.plugin.seedext:seed_extend", add_cli="warpdp.cli:add_seedext_parser",
                 summary="seed extension (BWA-MEM ksw_extend2 semantics)"))
-# Pairwise alignment with CIGAR and GATK's Smith-Waterman (issue #26); CPU only so far.
+# Pairwise alignment with CIGAR and GATK's Smith-Waterman (issue #26): CPU (scalar) and GPU.
 register(Family(name="align", rpc="Align", service="warpdp.grpc._align:ALIGN", entry="warpdp.plugin.align:align",
-                add_cli="warpdp.cli_align:add_align_parser", summary="pairwise alignment with CIGAR; GATK's Smith-Waterman",
-                info=lambda: "align: CPU (scalar variant only; no GPU kernel yet)"))
+                add_cli="warpdp.cli_align:add_align_parser", summary="pairwise alignment with CIGAR; GATK's Smith-Waterman"))
 # Edit distance (issue #27): CPU only so far, scalar (its own variants list).
 register(Family(name="edit", rpc="Edit", service="warpdp.grpc._edit:EDIT", entry="warpdp.plugin.edit:edit",
                 add_cli="warpdp.cli_edit:add_edit_parser", summary="edit distance + CIGAR (edlib's NW/SHW/HW, Scrooge's windowed GenASM)",

@@ -9,7 +9,7 @@ import numpy as np
 
 from . import warpdp_pb2
 from ._algorithm import Algorithm, InvalidRequest, Job
-from ._packing import CellLimit, int64_array
+from ._packing import REQUEST_FRAMING_BYTES, CellLimit, int64_array
 from ..plugin.core.packed import offsets_of
 from ..plugin.edit import EditPairs, EditParams, EditResults, edit, edit_cpu_isas
 
@@ -166,12 +166,14 @@ class EditAlgorithm(Algorithm):
         cells = m * n
         # Bytes in: the bases and 16 offset bytes; out: columns, CIGAR and locations at most.
         per_pair = (m + n) + 16 + 24 + 4 * (m + n) + 16 * (n + 1) + 16
+        # A callable limit is a function of the whole job's cells (see _packing.CellLimit).
+        limit = max_cells(int(cells.sum())) if callable(max_cells) else max_cells
+        room = max_bytes - REQUEST_FRAMING_BYTES
         start = 0
         while start < payload.n_pairs:
-            limit = max_cells(int(cells[start])) if callable(max_cells) else max_cells
             stop, total_cells, total_bytes = start + 1, int(cells[start]), int(per_pair[start])
             while (stop < payload.n_pairs and total_cells + int(cells[stop]) <= limit
-                   and total_bytes + int(per_pair[stop]) <= max_bytes - 256):
+                   and total_bytes + int(per_pair[stop]) <= room):
                 total_cells += int(cells[stop])
                 total_bytes += int(per_pair[stop])
                 stop += 1

@@ -80,6 +80,18 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
+def _device_list(text: str) -> list[int]:
+    ids = []
+    for part in text.split(","):
+        try:
+            ids.append(int(part))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a comma-separated list of GPU ids: {text!r}") from None
+        if ids[-1] < 0:
+            raise argparse.ArgumentTypeError(f"GPU ids are 0 and up: {text!r}")
+    return ids
+
+
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the `warpdp serve` options to a (sub-)parser."""
     require_server_extra("warpdp serve")
@@ -112,6 +124,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                               f"the CPU; {DEFAULT_WORKERS['gpu']} on the GPU, where only large submissions overlap)")
     backend.add_argument("--threads", type=_positive_int, default=None,
                          help="CPU threads per worker (default: all cores / workers)")
+    backend.add_argument("--devices", type=_device_list, default=None, metavar="IDS",
+                         help="GPUs to run on, comma-separated ids (default: every GPU the process sees); "
+                              "each gets --workers workers of its own")
     batching = parser.add_argument_group("dynamic batching")
     batching.add_argument("--max-wait-ms", type=_non_negative_float, default=DEFAULT_MAX_WAIT_MS,
                           help=f"longest a request waits for others to join its backend submission "
@@ -174,7 +189,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
     tokens = read_token_file(args.token_file) if args.token_file else ()
     config = ServerConfig(
         host=args.host, port=args.port, backend=args.backend, workers=args.workers, threads=args.threads,
-        batching=not args.no_batching, max_wait_ms=args.max_wait_ms, max_batch_cells=args.max_batch_cells,
+        devices=args.devices, batching=not args.no_batching, max_wait_ms=args.max_wait_ms, max_batch_cells=args.max_batch_cells,
         cpu_slice_cells=args.cpu_slice_cells, memory_budget=args.memory_budget,
         admission_wait_s=args.admission_wait_s,
         max_request_cells=args.max_request_cells, max_message_mb=args.max_message_mb,

@@ -123,7 +123,8 @@ class EditResults(Results):
         self.locations = locations
         if locations is not None:
             begin, end, offsets = locations
-            if len(offsets) != self.n_pairs + 1 or offsets[0] != 0 or offsets[-1] != len(begin) != len(end):
+            if (len(offsets) != self.n_pairs + 1 or offsets[0] != 0 or offsets[-1] != len(begin)
+                    or len(begin) != len(end)):
                 raise ValueError("loc_offsets must hold n_pairs + 1 offsets from 0 to len(loc_begin)")
 
     @property

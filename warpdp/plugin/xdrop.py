@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from .cancel import CancelCheck
-from .core.backend import choose_backend, resolve_cpu_isa, resolve_threads
+from .core.backend import check_devices, choose_backend, resolve_cpu_isa, resolve_threads
 from .core.packed import (INT64_MAX, MAX_SEQUENCE_LENGTH, SequenceInput, byte_array, check_array, check_int,
                           check_offsets, concat, int64_array, offsets_of, sequence_bytes)
 from .core.params import Params
@@ -349,7 +349,7 @@ def xdrop(
     ``cpu_isa`` forces a CPU variant ("scalar", "avx2", "avx512"; default: the environment
     variable ``WARPDP_CPU_ISA`` if set, else the best one this CPU supports). ``out`` may be an
     :class:`XdropResults` of ``n_pairs`` to fill. ``devices`` lists the GPUs to spread the pairs
-    over (default: the current one). Both backends give the same results. ``cancelled`` is
+    over (default: every GPU this process sees; the CPU backend ignores it). Both backends give the same results. ``cancelled`` is
     checked between GPU chunks (see warpdp.plugin.cancel).
     """
     if not isinstance(pairs, XdropPairs):
@@ -359,6 +359,7 @@ def xdrop(
                                           params.report)
     pairs.validate(params)
     n_threads = resolve_threads(threads)
+    device_ids = check_devices(devices)
     if out is None:
         results = XdropResults.empty(pairs.n_pairs)
     elif isinstance(out, XdropResults):
@@ -371,7 +372,7 @@ def xdrop(
         from ..kernels import xdrop as gpu_xdrop
 
         gpu_xdrop.extend(pairs, results, k=k, x=x, match=match, mismatch=mismatch, gap=gap,
-                         best=report == "best", devices=devices, cancelled=cancelled)
+                         best=report == "best", devices=device_ids, cancelled=cancelled)
         return results
     from ..cython_cpu import xdrop as cpu_xdrop
 

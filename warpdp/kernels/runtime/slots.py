@@ -40,8 +40,10 @@ def pinned_empty(nbytes: int) -> np.ndarray:
     return np.ndarray(nbytes, dtype=np.uint8, buffer=memory)  # keeps the memory until it goes
 
 
-# cudaHostRegisterReadOnly: the GPU only reads the memory (how a read-only mapping can be registered).
+# cudaHostRegisterReadOnly: the GPU only reads the memory (how a read-only mapping can be registered);
+# cudaHostRegisterPortable: page-locked for every device's context, not only the current one's.
 _HOST_REGISTER_READ_ONLY = 8
+_HOST_REGISTER_PORTABLE = 1
 
 
 def register_read_only(address: int, nbytes: int) -> Callable[[], None]:
@@ -51,7 +53,7 @@ def register_read_only(address: int, nbytes: int) -> Callable[[], None]:
     import cupy
 
     runtime = cupy.cuda.runtime
-    runtime.hostRegister(address, nbytes, _HOST_REGISTER_READ_ONLY)
+    runtime.hostRegister(address, nbytes, _HOST_REGISTER_READ_ONLY | _HOST_REGISTER_PORTABLE)
     return lambda: runtime.hostUnregister(address)
 
 

@@ -67,6 +67,16 @@ def _log_auto_choice(algorithm: str, chosen: str, reason: str) -> None:
     logger.info("warpdp %s: backend 'auto' picked %s (%s)", algorithm, chosen.upper(), reason)
 
 
+def check_devices(devices: object) -> list[int] | None:
+    """A family entry's ``devices=`` (the GPU ids to spread a job over; None: every GPU this
+    process sees) as a list of ints, its shape checked whichever backend runs: TypeError /
+    ValueError naming ``devices``. Ids are checked against the devices there are when the GPU
+    backend runs (ValueError naming the id); the CPU backend ignores them."""
+    from ...kernels.runtime.devices import check_device_list
+
+    return check_device_list(devices)
+
+
 def resolve_threads(threads: int | None) -> int:
     """CPU threads to use: ``threads``, else $OMP_NUM_THREADS where set (as OpenMP programs do),
     else all cores available to this process."""
