@@ -221,7 +221,7 @@ Output: one line per pair, in input order, six integers separated by spaces:
   gtle     target bases of the best extension that reaches the query's end (0: none)
   gscore   that extension's score (-1: no extension reached the query's end)
   max_off  largest distance from the diagonal of the successive best cells
-           (BWA-MEM widens its band and retries when this comes near -w)"""
+           (BWA-MEM retries with a doubled band when this reaches 3/4 of -w)"""
 
 
 def add_seedext_parser(subparsers: Any) -> None:
