@@ -73,8 +73,10 @@ def run_align(args: argparse.Namespace) -> int:
         pairs, query_names, target_names = read_align_fastx(args.input, args.targets)
     else:
         pairs = read_align_tsv(sys.stdin if args.input == "-" else args.input)
+    from .cli import warn_if_empty
     from .grpc.cli import run_family
 
+    warn_if_empty(pairs.n_pairs, args)
     results = run_family(args, "align", pairs, params)
     if args.sam:
         write_align_sam(results, pairs, args.output, query_names, target_names)

@@ -1,4 +1,6 @@
 /* AVX2 variants: 8 float lanes, 4 double lanes. Only called after a run-time check. */
+#include "cpu_common.h"
+#if WARPDP_X86_SIMD /* the whole file: x86 only (cpu_common.h) */
 #pragma GCC target("avx2")
 #include <immintrin.h>
 #include <string.h>
@@ -73,3 +75,4 @@ static inline __m256i load_4_bytes(const uint8_t *p)
 #define V_EMISSION(p, rc, em, emm) _mm256_blendv_pd((em), (emm), _mm256_castsi256_pd(      \
     _mm256_cmpeq_epi64(_mm256_and_si256(V_CODES(p), (rc)), _mm256_setzero_si256())))
 #include "pairhmm_simd_body.h"
+#endif /* WARPDP_X86_SIMD */

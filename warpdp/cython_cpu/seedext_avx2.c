@@ -1,5 +1,7 @@
 /* AVX2 seed-extension kernels: 16 lanes of int16 and 8 lanes of int32.
    Only called after a run-time check (warpdp_cpu_supports). */
+#include "cpu_common.h"
+#if WARPDP_X86_SIMD /* the whole file: x86 only (cpu_common.h) */
 #pragma GCC target("avx2")
 #include <immintrin.h>
 #include <stdint.h>
@@ -93,3 +95,4 @@
 #define K_AND_NONZERO(k, v) _mm256_andnot_si256(_mm256_cmpeq_epi32((v), V_ZERO()), (k))
 #define SEEDEXT_FAR 0x3fffffff
 #include "seedext_simd_body.h"
+#endif /* WARPDP_X86_SIMD */

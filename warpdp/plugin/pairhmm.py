@@ -1,6 +1,6 @@
 """Pair-HMM forward algorithm: packed data model, validation and the scoring entry points.
 
-Numerics are GKL's (the native library GATK HaplotypeCaller calls): see DESIGN.md and README.md.
+Numerics are GKL's (the native library GATK HaplotypeCaller calls): see docs/semantics.md and README.md.
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ score — the extension is a banded affine-gap DP anchored at the start of both 
 with BWA's 5x5 matrix (a on the diagonal, -b off it, -1 against N), separate deletion and
 insertion open/extend penalties, band w (narrowed as BWA narrows it), end bonus (only used to
 narrow the band, as in ksw_extend2) and z-drop. The answers are exactly what ksw_extend2
-returns; see DESIGN.md "Seed extension" and :class:`SeedExtResults`.
+returns; see docs/semantics.md "Seed extension" and :class:`SeedExtResults`.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Gapped X-drop seed extension: packed data model, validation and the entry points.
 
 Semantics are SeqAn 2's ``extendSeed(seed, seqH, seqV, EXTEND_BOTH, Score<int, Simple>(match,
-mismatch, gap), X, GappedXDrop())`` as BELLA and LOGAN call it (DESIGN.md, "X-drop seed
+mismatch, gap), X, GappedXDrop())`` as BELLA and LOGAN call it (docs/semantics.md, "X-drop seed
 extension"): the seed of length ``k`` at ``(pos_h, pos_v)`` is extended to the left on the
 prefixes and to the right on the suffixes, each on anti-diagonals with linear gaps, cells
 more than ``x`` below the best score so far being dropped.
