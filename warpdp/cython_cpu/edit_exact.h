@@ -1,0 +1,348 @@
+/* The exact method of the edit body (included by edit_body.h after cigar_push).
+
+   Band: with a bound k, a column computes only the blocks that may hold a cell of an alignment
+   of cost <= k (Ukkonen's cut-off, tightened by a lower bound on the cost still to come from
+   each cell, as in A*). Every value computed is an upper bound on the true D (a cell outside the
+   band counts as EDIT_FAR; a block entering the band starts from values reachable by a gap), and
+   every cell of an alignment of cost <= k is exact, so a value <= k is exact and a minimum above
+   k proves the distance above k. Without k, a first pass with a small bound either proves the
+   distance or yields an upper bound from its band (then one more pass with that bound is exact),
+   else the bound doubles. */
+
+/* Row values of cells that no computed block holds. */
+#define EDIT_FAR (INT64_MAX / 4)
+
+typedef struct {
+    int64_t k;          /* -1: no band, every cell exact */
+    int64_t extra_rows; /* query rows the whole alignment still consumes after row m (Hirschberg's halves) */
+    int free_start;     /* D[0][j] = 0 (HW) instead of j */
+    int free_end;       /* the alignment may end before the target's last column (SHW, HW) */
+} band_rule;
+
+/* Lower bound on the cost still to come from a cell whose remaining query rows exceed its
+   remaining target columns by c. */
+static inline int64_t rest_cost(int64_t c, int free_end)
+{
+    return c >= 0 ? c : (free_end ? 0 : -c);
+}
+
+/* Lower bound over a block's cells of value + cost to come, from the value at its bottom row
+   (score) and c there: a cell x rows up has value >= score - x and c + x. */
+static inline int64_t block_bound(int64_t score, int64_t c, int free_end)
+{
+    if (free_end)
+        return score + (c > -63 ? c : -63);
+    return score + (c >= -63 ? c : -c - 126);
+}
+
+/* One column of a 64-row block (Myers / Hyyrö): vertical deltas pv/mv (+1 / -1 bits), eq the
+   rows equal to the target base; hp/hm the horizontal delta entering at the top (+1 / -1),
+   replaced by the one leaving at row `bit`. */
+static inline void block_step(uint64_t eq, uint64_t *pv, uint64_t *mv, uint64_t *hp, uint64_t *hm, int bit)
+{
+    const uint64_t p = *pv, mm = *mv;
+    const uint64_t xv = eq | mm;
+    eq |= *hm; /* a -1 entering from above acts as a match in the block's first row */
+    const uint64_t xh = (((eq & p) + p) ^ p) | eq;
+    uint64_t ph = mm | ~(xh | p);
+    uint64_t mh = p & xh;
+    const uint64_t out_p = (ph >> bit) & 1u, out_m = (mh >> bit) & 1u;
+    ph = (ph << 1) | *hp;
+    mh = (mh << 1) | *hm;
+    *pv = mh | ~(xv | ph);
+    *mv = ph & xv;
+    *hp = out_p;
+    *hm = out_m;
+}
+
+/* The band's state in one pass: blocks [first, last] with the values at their bottom rows. */
+typedef struct {
+    int64_t first, last, first_score, last_score;
+} band;
+
+static inline int64_t block_rows(int64_t b, int64_t m)
+{
+    return 64 * (b + 1) < m ? 64 : m - 64 * b;
+}
+
+/* Net vertical change over block b's rows (its bottom value minus the one above it). */
+static inline int64_t block_rise(const uint64_t *pv, const uint64_t *mv, int64_t b, int64_t m)
+{
+    const int64_t rows = block_rows(b, m);
+    const uint64_t mask = rows == 64 ? ~0ull : (1ull << rows) - 1;
+    return (int64_t)__builtin_popcountll(pv[b] & mask) - (int64_t)__builtin_popcountll(mv[b] & mask);
+}
+
+/* Whether block b holds no cell of an alignment of cost <= k (score: its bottom value; col: the
+   column). Block 0 of a free start also holds the fresh starts of later columns, so it goes only
+   when the cost to come alone exceeds k there (that cost never falls as columns pass). */
+static inline int block_dead(int64_t b, int64_t score, int64_t col, int64_t m, int64_t goal, const band_rule *r)
+{
+    const int64_t c = goal + col - (64 * b + block_rows(b, m));
+    if (b == 0 && r->free_start)
+        return (c > 0 ? c : 0) > r->k;
+    return block_bound(score, c, r->free_end) > r->k;
+}
+
+/* Moves the band's edges after column col; returns 0 when no block is left. */
+static int settle_band(band *s, uint64_t *pv, uint64_t *mv, int64_t col, int64_t m, int64_t blocks, int64_t goal,
+                       const band_rule *r)
+{
+    while (block_dead(s->last, s->last_score, col, m, goal, r)) {
+        if (s->last == s->first)
+            return 0;
+        s->last_score -= block_rise(pv, mv, s->last, m);
+        s->last--;
+    }
+    /* A cell below can join an alignment of cost <= k only through the bottom row (one row per
+       column or a vertical gap): start the next block from that gap's values, upper bounds. */
+    while (s->last < blocks - 1 &&
+           s->last_score + rest_cost(goal + col - (64 * s->last + block_rows(s->last, m)), r->free_end) <= r->k) {
+        s->last++;
+        pv[s->last] = ~0ull;
+        mv[s->last] = 0;
+        s->last_score += block_rows(s->last, m);
+    }
+    while (s->first < s->last && block_dead(s->first, s->first_score, col, m, goal, r)) {
+        s->first++;
+        s->first_score += block_rise(pv, mv, s->first, m);
+    }
+    return 1;
+}
+
+/* row[j] for j = 0..n: an upper bound on D[m][j], exact where an alignment of cost <= k (under
+   rule r) passes through it, EDIT_FAR outside the band; with k = -1, exactly D[m][j]. Query
+   q[0..m) (m >= 1) down the bits, target t[0..n) across; D[i][0] = i, D[0][j] = j or 0 (free
+   start). Returns 0 or -1 (out of memory). */
+static int last_row(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, const band_rule *r, int64_t *row)
+{
+    const int64_t blocks = (m + 63) / 64;
+    uint16_t map[256];
+    memset(map, 0, sizeof map);
+    int symbols = 0;
+    for (int64_t i = 0; i < m; i++)
+        if (map[q[i]] == 0)
+            map[q[i]] = (uint16_t)++symbols;
+    /* Symbol 0 (a target byte absent from the query) keeps an all-zero match mask. */
+    const size_t words = (size_t)(symbols + 3) * (size_t)blocks;
+    uint64_t *mem = (uint64_t *)calloc(words, sizeof(uint64_t));
+    if (mem == NULL)
+        return -1;
+    uint64_t *peq = mem, *pv = mem + (size_t)(symbols + 1) * (size_t)blocks, *mv = pv + blocks;
+    for (int64_t i = 0; i < m; i++)
+        peq[(size_t)map[q[i]] * (size_t)blocks + (size_t)(i / 64)] |= 1ull << (i % 64);
+    for (int64_t b = 0; b < blocks; b++)
+        pv[b] = ~0ull; /* column 0: D[i][0] = i */
+    const int lastbit = (int)((m - 1) % 64);
+    const int64_t goal = m + r->extra_rows - n; /* c of a cell = goal + column - row */
+    band s = {0, blocks - 1, block_rows(0, m), m};
+    row[0] = m;
+    int64_t j = 0;
+    if (r->k >= 0) {
+        s.last = 0;
+        s.last_score = block_rows(0, m);
+        if (!settle_band(&s, pv, mv, 0, m, blocks, goal, r))
+            goto empty;
+    }
+    for (; j < n; j++) {
+        const uint64_t *eq = peq + (size_t)map[t[j]] * (size_t)blocks;
+        uint64_t hp = r->free_start && s.first == 0 ? 0 : 1, hm = 0;
+        int64_t b = s.first;
+        block_step(eq[b], &pv[b], &mv[b], &hp, &hm, b == blocks - 1 ? lastbit : 63);
+        s.first_score += (int64_t)hp - (int64_t)hm;
+        if (s.last > s.first) {
+            for (b++; b < s.last; b++)
+                block_step(eq[b], &pv[b], &mv[b], &hp, &hm, 63);
+            block_step(eq[b], &pv[b], &mv[b], &hp, &hm, b == blocks - 1 ? lastbit : 63);
+        }
+        s.last_score += (int64_t)hp - (int64_t)hm;
+        if (r->k >= 0 && !settle_band(&s, pv, mv, j + 1, m, blocks, goal, r)) {
+            j++;
+            goto empty;
+        }
+        row[j + 1] = s.last == blocks - 1 ? s.last_score : EDIT_FAR;
+    }
+    free(mem);
+    return 0;
+empty:
+    for (; j <= n; j++)
+        row[j] = EDIT_FAR;
+    free(mem);
+    return 0;
+}
+
+static void reverse_copy(uint8_t *dst, const uint8_t *src, int64_t len)
+{
+    for (int64_t i = 0; i < len; i++)
+        dst[i] = src[len - 1 - i];
+}
+
+/* Global alignment of q[0..m) with t[0..n), whose distance is cost, by Hirschberg's rule (see
+   edit_body.h). Each half's band uses cost as its bound: an optimal split's cells are exact
+   and every other sum stays above cost, so the split is the unbanded one. */
+static int hirschberg(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, int64_t cost, cigar_buf *c)
+{
+    if (n == 0) {
+        cigar_push(c, OP_INS, m);
+        return 0;
+    }
+    if (m == 0) {
+        cigar_push(c, OP_DEL, n);
+        return 0;
+    }
+    if (m == 1) {
+        int64_t at = 0;
+        while (at < n && t[at] != q[0])
+            at++;
+        if (at < n) {
+            cigar_push(c, OP_DEL, at);
+            cigar_push(c, OP_EQ, 1);
+            cigar_push(c, OP_DEL, n - at - 1);
+        } else {
+            cigar_push(c, OP_MIS, 1);
+            cigar_push(c, OP_DEL, n - 1);
+        }
+        return 0;
+    }
+    const int64_t mid = m / 2;
+    int64_t *fwd = (int64_t *)malloc(sizeof(int64_t) * (size_t)(2 * (n + 1)));
+    uint8_t *rev = (uint8_t *)malloc((size_t)(m - mid + n));
+    if (fwd == NULL || rev == NULL) {
+        free(fwd);
+        free(rev);
+        return -1;
+    }
+    int64_t *bwd = fwd + n + 1;
+    reverse_copy(rev, q + mid, m - mid);
+    reverse_copy(rev + (m - mid), t, n);
+    const band_rule forward = {cost, m - mid, 0, 0}, backward = {cost, mid, 0, 0};
+    int status = last_row(q, mid, t, n, &forward, fwd);
+    if (status == 0)
+        status = last_row(rev, m - mid, rev + (m - mid), n, &backward, bwd);
+    int64_t split = 0, best = INT64_MAX;
+    if (status == 0)
+        for (int64_t j = 0; j <= n; j++) {
+            const int64_t sum = fwd[j] + bwd[n - j];
+            if (sum < best) {
+                best = sum;
+                split = j;
+            }
+        }
+    const int64_t upper = status == 0 ? fwd[split] : 0, lower = status == 0 ? bwd[n - split] : 0;
+    free(fwd);
+    free(rev);
+    if (status != 0)
+        return status;
+    status = hirschberg(q, mid, t, split, upper, c);
+    if (status == 0)
+        status = hirschberg(q + mid, m - mid, t + split, n - split, lower, c);
+    return status;
+}
+
+/* Start of the longest optimal alignment (distance best) of q ending at t[end]: an alignment
+   with best edits spans at most m + best target bases, so only those are searched. */
+static int64_t start_of(const uint8_t *rq, int64_t m, const uint8_t *t, int64_t end, int64_t best, uint8_t *rt,
+                        int64_t *rrow)
+{
+    const int64_t span = end + 1 < m + best ? end + 1 : m + best;
+    reverse_copy(rt, t + end + 1 - span, span);
+    const band_rule prefix = {best, 0, 0, 1};
+    if (last_row(rq, m, rt, span, &prefix, rrow) != 0)
+        return -2;
+    int64_t last = 1;
+    for (int64_t j = 1; j <= span; j++)
+        if (rrow[j] == best)
+            last = j;
+    return end + 1 - last;
+}
+
+/* The distance pass of exact_pair: row gets the last row under the smallest bound that proves
+   the distance (k when given); *best is the distance, or above k. */
+static int distance_passes(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, const edit_params *p,
+                           int64_t first_end, int64_t *row, int64_t *best)
+{
+    /* No distance exceeds most, so a bound of most always proves the distance. */
+    const int64_t most = m > n ? m : n;
+    int64_t bound = p->k >= 0 ? (p->k < most ? p->k : most) : (most < 64 ? most : 64);
+    band_rule rule = {bound, 0, p->mode == EDIT_HW, p->mode != EDIT_NW};
+    for (;;) {
+        rule.k = bound;
+        if (last_row(q, m, t, n, &rule, row) != 0)
+            return -1;
+        *best = row[n];
+        for (int64_t j = first_end; j <= n; j++)
+            *best = row[j] < *best ? row[j] : *best;
+        if (*best <= bound || p->k >= 0)
+            return 0;
+        /* A value in the band is an alignment's cost, a bound that surely proves the distance:
+           taken when it is below the doubled bound. */
+        const int64_t doubled = 2 * bound < most ? 2 * bound : most;
+        bound = *best < doubled ? *best : doubled;
+    }
+}
+
+static int exact_pair(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, const edit_params *p,
+                      int64_t *distance, int64_t *t_begin, int64_t *t_end, int64_t *loc_begin, int64_t *loc_end,
+                      int64_t *n_locations, uint32_t *cigar, int64_t *n_cigar)
+{
+    *n_locations = 0;
+    *n_cigar = 0;
+    *distance = -1;
+    *t_begin = *t_end = -1;
+    if (p->mode == EDIT_NW && p->k >= 0 && (m > n ? m - n : n - m) > p->k)
+        return 0; /* the length difference alone exceeds k */
+    int64_t *row = (int64_t *)malloc(sizeof(int64_t) * (size_t)(2 * (n + 1) + m));
+    uint8_t *rev = (uint8_t *)malloc((size_t)(m + n + 1));
+    if (row == NULL || rev == NULL) {
+        free(row);
+        free(rev);
+        return -1;
+    }
+    int64_t *rrow = row + n + 1;
+    uint8_t *rq = rev, *rt = rev + m;
+    /* SHW also counts the empty target prefix (end -1, as edlib reports it); HW's ends start at 0. */
+    const int64_t first_end = p->mode == EDIT_NW ? n : (p->mode == EDIT_SHW ? 0 : 1);
+    int64_t best;
+    int status = distance_passes(q, m, t, n, p, first_end, row, &best);
+    if (status != 0 || (p->k >= 0 && best > p->k))
+        goto done;
+    *distance = best;
+    reverse_copy(rq, q, m);
+    int64_t count = 0;
+    /* Ends in increasing order; all of them only when asked for locations or a path. */
+    for (int64_t j = first_end; j <= n; j++) {
+        if (row[j] != best)
+            continue;
+        const int64_t end = j - 1;
+        int64_t start = 0;
+        if (p->mode == EDIT_HW) {
+            start = start_of(rq, m, t, end, best, rt, rrow);
+            if (start < -1) {
+                status = -1;
+                goto done;
+            }
+        }
+        if (count == 0) {
+            *t_begin = start;
+            *t_end = end + 1;
+        }
+        if (p->task == EDIT_DISTANCE) {
+            count = 1;
+            break;
+        }
+        loc_begin[count] = start;
+        loc_end[count] = end + 1;
+        count++;
+    }
+    if (p->task != EDIT_DISTANCE)
+        *n_locations = count;
+    if (p->task == EDIT_PATH) {
+        cigar_buf c = {cigar, 0};
+        status = hirschberg(q, m, t + *t_begin, *t_end - *t_begin, best, &c);
+        *n_cigar = c.n;
+    }
+done:
+    free(row);
+    free(rev);
+    return status;
+}
