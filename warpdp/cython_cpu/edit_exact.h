@@ -73,14 +73,18 @@ static inline int64_t block_rise(const uint64_t *pv, const uint64_t *mv, int64_t
     return (int64_t)__builtin_popcountll(pv[b] & mask) - (int64_t)__builtin_popcountll(mv[b] & mask);
 }
 
-/* Whether block b holds no cell of an alignment of cost <= k (score: its bottom value; col: the
-   column). Block 0 of a free start also holds the fresh starts of later columns, so it goes only
-   when the cost to come alone exceeds k there (that cost never falls as columns pass). */
+/* Whether block b holds no cell of an alignment of cost <= k, now or later (score: its bottom
+   value; col: the column). Block 0 is also where alignments through row 0 of later columns go
+   on, so it goes only when those are above k too: with a free start, when the cost to come
+   alone exceeds k at its bottom row; else when D[0][col] = col plus the cost to come does
+   (neither falls as columns pass). */
 static inline int block_dead(int64_t b, int64_t score, int64_t col, int64_t m, int64_t goal, const band_rule *r)
 {
     const int64_t c = goal + col - (64 * b + block_rows(b, m));
     if (b == 0 && r->free_start)
         return (c > 0 ? c : 0) > r->k;
+    if (b == 0 && col + rest_cost(goal + col, r->free_end) <= r->k)
+        return 0;
     return block_bound(score, c, r->free_end) > r->k;
 }
 
