@@ -11,6 +11,10 @@
 
 /* Row values of cells that no computed block holds. */
 #define EDIT_FAR (INT64_MAX / 4)
+/* Headroom of an extrapolated bound over the growth seen so far. */
+#ifndef GUESS_MARGIN
+#define GUESS_MARGIN 1.1
+#endif
 
 typedef struct {
     int64_t k;          /* -1: no band, every cell exact */
@@ -55,22 +59,9 @@ static inline void block_step(uint64_t eq, uint64_t *pv, uint64_t *mv, uint64_t 
     *hm = out_m;
 }
 
-/* The band's state in one pass: blocks [first, last] with the values at their bottom rows. */
-typedef struct {
-    int64_t first, last, first_score, last_score;
-} band;
-
 static inline int64_t block_rows(int64_t b, int64_t m)
 {
     return 64 * (b + 1) < m ? 64 : m - 64 * b;
-}
-
-/* Net vertical change over block b's rows (its bottom value minus the one above it). */
-static inline int64_t block_rise(const uint64_t *pv, const uint64_t *mv, int64_t b, int64_t m)
-{
-    const int64_t rows = block_rows(b, m);
-    const uint64_t mask = rows == 64 ? ~0ull : (1ull << rows) - 1;
-    return (int64_t)__builtin_popcountll(pv[b] & mask) - (int64_t)__builtin_popcountll(mv[b] & mask);
 }
 
 /* Whether block b holds no cell of an alignment of cost <= k, now or later (score: its bottom
@@ -88,37 +79,76 @@ static inline int block_dead(int64_t b, int64_t score, int64_t col, int64_t m, i
     return block_bound(score, c, r->free_end) > r->k;
 }
 
-/* Moves the band's edges after column col; returns 0 when no block is left. */
-static int settle_band(band *s, uint64_t *pv, uint64_t *mv, int64_t col, int64_t m, int64_t blocks, int64_t goal,
-                       const band_rule *r)
+/* One pass's band: blocks [first, last], the values at every block's bottom row, the rule. */
+typedef struct {
+    int64_t first, last, m, blocks, goal;
+    uint64_t *pv, *mv;
+    int64_t *bottom;
+    const band_rule *rule;
+} band;
+
+/* Moves the band's edges after column col (only adds blocks unless full: a block kept longer
+   than needed costs time, never exactness); returns 0 when no block is left. */
+static int settle_band(band *s, int64_t col, int full)
 {
-    while (block_dead(s->last, s->last_score, col, m, goal, r)) {
+    const band_rule *r = s->rule;
+    while (full && block_dead(s->last, s->bottom[s->last], col, s->m, s->goal, r)) {
         if (s->last == s->first)
             return 0;
-        s->last_score -= block_rise(pv, mv, s->last, m);
         s->last--;
     }
     /* A cell below can join an alignment of cost <= k only through the bottom row (one row per
        column or a vertical gap): start the next block from that gap's values, upper bounds. */
-    while (s->last < blocks - 1 &&
-           s->last_score + rest_cost(goal + col - (64 * s->last + block_rows(s->last, m)), r->free_end) <= r->k) {
+    while (s->last < s->blocks - 1 &&
+           s->bottom[s->last] + rest_cost(s->goal + col - (64 * s->last + block_rows(s->last, s->m)), r->free_end) <=
+               r->k) {
         s->last++;
-        pv[s->last] = ~0ull;
-        mv[s->last] = 0;
-        s->last_score += block_rows(s->last, m);
+        s->pv[s->last] = ~0ull;
+        s->mv[s->last] = 0;
+        s->bottom[s->last] = s->bottom[s->last - 1] + block_rows(s->last, s->m);
     }
-    while (s->first < s->last && block_dead(s->first, s->first_score, col, m, goal, r)) {
+    while (full && s->first < s->last && block_dead(s->first, s->bottom[s->first], col, s->m, s->goal, r))
         s->first++;
-        s->first_score += block_rise(pv, mv, s->first, m);
-    }
     return 1;
+}
+
+/* Columns j and j + 1 over blocks [from, to], software-pipelined: block b of column j beside
+   block b - 1 of column j + 1, two independent carry chains. Column j + 1 is left done up to
+   block to - 1; *hp1, *hm1 carry on into its block `to`. */
+static inline void column_pair(const uint64_t *eq0, const uint64_t *eq1, band *s, int64_t from, int64_t to,
+                               int lastbit, uint64_t top, uint64_t *hp1, uint64_t *hm1)
+{
+    uint64_t *pv = s->pv, *mv = s->mv;
+    int64_t *bottom = s->bottom;
+    uint64_t hp0 = top, hm0 = 0;
+    *hp1 = top;
+    *hm1 = 0;
+    block_step(eq0[from], &pv[from], &mv[from], &hp0, &hm0, from == s->blocks - 1 ? lastbit : 63);
+    bottom[from] += (int64_t)hp0 - (int64_t)hm0;
+    uint64_t p1 = *hp1, m1 = *hm1; /* in registers through the loop */
+    int64_t b = from + 1;
+    for (; b < to; b++) {
+        block_step(eq0[b], &pv[b], &mv[b], &hp0, &hm0, 63);
+        block_step(eq1[b - 1], &pv[b - 1], &mv[b - 1], &p1, &m1, 63);
+        bottom[b] += (int64_t)hp0 - (int64_t)hm0;
+        bottom[b - 1] += (int64_t)p1 - (int64_t)m1;
+    }
+    if (b == to) {
+        block_step(eq0[b], &pv[b], &mv[b], &hp0, &hm0, b == s->blocks - 1 ? lastbit : 63);
+        block_step(eq1[b - 1], &pv[b - 1], &mv[b - 1], &p1, &m1, 63);
+        bottom[b] += (int64_t)hp0 - (int64_t)hm0;
+        bottom[b - 1] += (int64_t)p1 - (int64_t)m1;
+    }
+    *hp1 = p1;
+    *hm1 = m1;
 }
 
 /* row[j] for j = 0..n: an upper bound on D[m][j], exact where an alignment of cost <= k (under
    rule r) passes through it, EDIT_FAR outside the band; with k = -1, exactly D[m][j]. Query
    q[0..m) (m >= 1) down the bits, target t[0..n) across; D[i][0] = i, D[0][j] = j or 0 (free
-   start). Returns 0 or -1 (out of memory). */
-static int last_row(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, const band_rule *r, int64_t *row)
+   start). Returns the column where the band emptied (n + 1 when it never did) or -1 (out of
+   memory). */
+static int64_t last_row(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, const band_rule *r, int64_t *row)
 {
     const int64_t blocks = (m + 63) / 64;
     uint16_t map[256];
@@ -128,51 +158,68 @@ static int last_row(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, co
         if (map[q[i]] == 0)
             map[q[i]] = (uint16_t)++symbols;
     /* Symbol 0 (a target byte absent from the query) keeps an all-zero match mask. */
-    const size_t words = (size_t)(symbols + 3) * (size_t)blocks;
+    const size_t words = (size_t)(symbols + 4) * (size_t)blocks;
     uint64_t *mem = (uint64_t *)calloc(words, sizeof(uint64_t));
     if (mem == NULL)
         return -1;
-    uint64_t *peq = mem, *pv = mem + (size_t)(symbols + 1) * (size_t)blocks, *mv = pv + blocks;
+    uint64_t *peq = mem;
+    band s = {0, blocks - 1, m, blocks, m + r->extra_rows - n, mem + (size_t)(symbols + 1) * (size_t)blocks,
+              NULL, NULL, r};
+    s.mv = s.pv + blocks;
+    s.bottom = (int64_t *)(s.mv + blocks);
     for (int64_t i = 0; i < m; i++)
         peq[(size_t)map[q[i]] * (size_t)blocks + (size_t)(i / 64)] |= 1ull << (i % 64);
-    for (int64_t b = 0; b < blocks; b++)
-        pv[b] = ~0ull; /* column 0: D[i][0] = i */
+    for (int64_t b = 0; b < blocks; b++) {
+        s.pv[b] = ~0ull; /* column 0: D[i][0] = i */
+        s.bottom[b] = 64 * b + block_rows(b, m);
+    }
     const int lastbit = (int)((m - 1) % 64);
-    const int64_t goal = m + r->extra_rows - n; /* c of a cell = goal + column - row */
-    band s = {0, blocks - 1, block_rows(0, m), m};
+    const int banded = r->k >= 0;
     row[0] = m;
     int64_t j = 0;
-    if (r->k >= 0) {
+    if (banded) {
         s.last = 0;
-        s.last_score = block_rows(0, m);
-        if (!settle_band(&s, pv, mv, 0, m, blocks, goal, r))
+        if (!settle_band(&s, 0, 1))
             goto empty;
     }
-    for (; j < n; j++) {
-        const uint64_t *eq = peq + (size_t)map[t[j]] * (size_t)blocks;
-        uint64_t hp = r->free_start && s.first == 0 ? 0 : 1, hm = 0;
-        int64_t b = s.first;
-        block_step(eq[b], &pv[b], &mv[b], &hp, &hm, b == blocks - 1 ? lastbit : 63);
-        s.first_score += (int64_t)hp - (int64_t)hm;
-        if (s.last > s.first) {
-            for (b++; b < s.last; b++)
-                block_step(eq[b], &pv[b], &mv[b], &hp, &hm, 63);
-            block_step(eq[b], &pv[b], &mv[b], &hp, &hm, b == blocks - 1 ? lastbit : 63);
-        }
-        s.last_score += (int64_t)hp - (int64_t)hm;
-        if (r->k >= 0 && !settle_band(&s, pv, mv, j + 1, m, blocks, goal, r)) {
+    while (j < n) {
+        const uint64_t top = r->free_start && s.first == 0 ? 0 : 1;
+        const uint64_t *eq0 = peq + (size_t)map[t[j]] * (size_t)blocks;
+        uint64_t hp1 = top, hm1 = 0;
+        const int64_t to = s.last;
+        if (j + 1 == n) { /* the last column alone */
+            for (int64_t b = s.first; b <= to; b++) {
+                block_step(eq0[b], &s.pv[b], &s.mv[b], &hp1, &hm1, b == blocks - 1 ? lastbit : 63);
+                s.bottom[b] += (int64_t)hp1 - (int64_t)hm1;
+            }
             j++;
-            goto empty;
+            if (banded && !settle_band(&s, j, 1))
+                goto empty;
+            row[j] = s.last == blocks - 1 ? s.bottom[blocks - 1] : EDIT_FAR;
+            break;
         }
-        row[j + 1] = s.last == blocks - 1 ? s.last_score : EDIT_FAR;
+        const uint64_t *eq1 = peq + (size_t)map[t[j + 1]] * (size_t)blocks;
+        column_pair(eq0, eq1, &s, s.first, to, lastbit, top, &hp1, &hm1);
+        j++; /* column j (1-based) done */
+        if (banded)
+            settle_band(&s, j, 0);
+        row[j] = s.last == blocks - 1 ? s.bottom[blocks - 1] : EDIT_FAR;
+        for (int64_t b = to; b <= s.last; b++) { /* the rest of the next column, added blocks too */
+            block_step(eq1[b], &s.pv[b], &s.mv[b], &hp1, &hm1, b == blocks - 1 ? lastbit : 63);
+            s.bottom[b] += (int64_t)hp1 - (int64_t)hm1;
+        }
+        j++;
+        if (banded && !settle_band(&s, j, 1))
+            goto empty;
+        row[j] = s.last == blocks - 1 ? s.bottom[blocks - 1] : EDIT_FAR;
     }
     free(mem);
-    return 0;
+    return n + 1;
 empty:
-    for (; j <= n; j++)
-        row[j] = EDIT_FAR;
+    for (int64_t col = j; col <= n; col++)
+        row[col] = EDIT_FAR;
     free(mem);
-    return 0;
+    return j;
 }
 
 static void reverse_copy(uint8_t *dst, const uint8_t *src, int64_t len)
@@ -220,9 +267,9 @@ static int hirschberg(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, 
     reverse_copy(rev, q + mid, m - mid);
     reverse_copy(rev + (m - mid), t, n);
     const band_rule forward = {cost, m - mid, 0, 0}, backward = {cost, mid, 0, 0};
-    int status = last_row(q, mid, t, n, &forward, fwd);
+    int status = last_row(q, mid, t, n, &forward, fwd) < 0 ? -1 : 0;
     if (status == 0)
-        status = last_row(rev, m - mid, rev + (m - mid), n, &backward, bwd);
+        status = last_row(rev, m - mid, rev + (m - mid), n, &backward, bwd) < 0 ? -1 : 0;
     int64_t split = 0, best = INT64_MAX;
     if (status == 0)
         for (int64_t j = 0; j <= n; j++) {
@@ -251,7 +298,7 @@ static int64_t start_of(const uint8_t *rq, int64_t m, const uint8_t *t, int64_t 
     const int64_t span = end + 1 < m + best ? end + 1 : m + best;
     reverse_copy(rt, t + end + 1 - span, span);
     const band_rule prefix = {best, 0, 0, 1};
-    if (last_row(rq, m, rt, span, &prefix, rrow) != 0)
+    if (last_row(rq, m, rt, span, &prefix, rrow) < 0)
         return -2;
     int64_t last = 1;
     for (int64_t j = 1; j <= span; j++)
@@ -260,28 +307,56 @@ static int64_t start_of(const uint8_t *rq, int64_t m, const uint8_t *t, int64_t 
     return end + 1 - last;
 }
 
-/* The distance pass of exact_pair: row gets the last row under the smallest bound that proves
-   the distance (k when given); *best is the distance, or above k. */
+/* The next bound after a pass with bound `bound` whose band emptied at column `emptied` (a
+   guess: any bound is exact once it reaches the distance). The cost along the best alignment
+   grows about linearly, so the guess extrapolates it to the last column with a margin: from the
+   previous failed pass when there was one, else from the lower bound at the origin (the length
+   difference's gaps may come first, so their columns do not count). */
+static int64_t next_bound(int64_t bound, int64_t emptied, int64_t before, int64_t emptied_before, int64_t origin,
+                          int64_t n)
+{
+    double rate;
+    int64_t from = bound, at = emptied;
+    if (before >= 0 && emptied > emptied_before) {
+        rate = (double)(bound - before) / (double)(emptied - emptied_before);
+    } else {
+        const int64_t lag = emptied - origin > emptied / 2 ? emptied - origin : emptied / 2;
+        rate = (double)(bound - origin) / (double)(lag > 0 ? lag : 1);
+        from = origin;
+        at = 0;
+    }
+    const double guess = (double)from + rate * (double)(n - at) * GUESS_MARGIN + 32;
+    return guess > (double)(bound + 32) ? (guess < (double)INT64_MAX / 8 ? (int64_t)guess : INT64_MAX / 8)
+                                        : bound + 32;
+}
+
+/* The distance passes of exact_pair: row gets the last row under a bound that proves the
+   distance (k when given); *best is the distance, or above k. */
 static int distance_passes(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, const edit_params *p,
                            int64_t first_end, int64_t *row, int64_t *best)
 {
     /* No distance exceeds most, so a bound of most always proves the distance. */
     const int64_t most = m > n ? m : n;
-    int64_t bound = p->k >= 0 ? (p->k < most ? p->k : most) : (most < 64 ? most : 64);
-    band_rule rule = {bound, 0, p->mode == EDIT_HW, p->mode != EDIT_NW};
+    band_rule rule = {0, 0, p->mode == EDIT_HW, p->mode != EDIT_NW};
+    const int64_t origin = rest_cost(m - n, rule.free_end);
+    int64_t bound = p->k >= 0 ? (p->k < most ? p->k : most) : (origin + 64 < most ? origin + 64 : most);
+    int64_t before = -1, emptied_before = 0;
     for (;;) {
         rule.k = bound;
-        if (last_row(q, m, t, n, &rule, row) != 0)
+        const int64_t emptied = last_row(q, m, t, n, &rule, row);
+        if (emptied < 0)
             return -1;
         *best = row[n];
         for (int64_t j = first_end; j <= n; j++)
             *best = row[j] < *best ? row[j] : *best;
         if (*best <= bound || p->k >= 0)
             return 0;
-        /* A value in the band is an alignment's cost, a bound that surely proves the distance:
-           taken when it is below the doubled bound. */
-        const int64_t doubled = 2 * bound < most ? 2 * bound : most;
-        bound = *best < doubled ? *best : doubled;
+        int64_t next = emptied <= n ? next_bound(bound, emptied, before, emptied_before, origin, n) : 2 * bound;
+        /* A value in the band is an alignment's cost, a bound that surely proves the distance. */
+        next = *best < next ? *best : next;
+        before = bound;
+        emptied_before = emptied;
+        bound = next < most ? next : most;
     }
 }
 
