@@ -379,8 +379,9 @@ static int exact_pair(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, 
     }
     int64_t *rrow = row + n + 1;
     uint8_t *rq = rev, *rt = rev + m;
-    /* SHW also counts the empty target prefix (end -1, as edlib reports it); HW's ends start at 0. */
-    const int64_t first_end = p->mode == EDIT_NW ? n : (p->mode == EDIT_SHW ? 0 : 1);
+    /* SHW and HW also count the empty target prefix (end -1, as edlib reports it: for HW only
+       when the distance is m, all insertions, and its start is 0). */
+    const int64_t first_end = p->mode == EDIT_NW ? n : 0;
     int64_t best;
     int status = distance_passes(q, m, t, n, p, first_end, row, &best);
     if (status != 0 || (p->k >= 0 && best > p->k))
@@ -394,7 +395,7 @@ static int exact_pair(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, 
             continue;
         const int64_t end = j - 1;
         int64_t start = 0;
-        if (p->mode == EDIT_HW) {
+        if (p->mode == EDIT_HW && end >= 0) {
             start = start_of(rq, m, t, end, best, rt, rrow);
             if (start < -1) {
                 status = -1;
