@@ -4,13 +4,16 @@
    of cost <= k (Ukkonen's cut-off, tightened by a lower bound on the cost still to come from
    each cell, as in A*). Every value computed is an upper bound on the true D (a cell outside the
    band counts as EDIT_FAR; a block entering the band starts from values reachable by a gap), and
-   every cell of an alignment of cost <= k is exact, so a value <= k is exact and a minimum above
+   every cell of an alignment of cost <= k is exact (a one-word query: every cell), so a value <= k is exact and a minimum above
    k proves the distance above k. Without k, a first pass with a small bound either proves the
    distance or yields an upper bound from its band (then one more pass with that bound is exact),
    else the bound doubles. */
 
 /* Row values of cells that no computed block holds. */
 #define EDIT_FAR (INT64_MAX / 4)
+/* Scratch of short problems kept on the stack: last_row's words, Hirschberg's columns. */
+#define EDIT_STACK_WORDS 512
+#define EDIT_STACK_COLUMNS 256
 /* Headroom of an extrapolated bound over the growth seen so far. */
 #ifndef GUESS_MARGIN
 #define GUESS_MARGIN 1.1
@@ -143,6 +146,29 @@ static inline void column_pair(const uint64_t *eq0, const uint64_t *eq1, band *s
     *hm1 = m1;
 }
 
+/* last_row of a one-word query (m <= 64): every value exact, no band (one word gains nothing
+   from it). The match masks of the bytes that occur are set up without clearing a whole table. */
+static void last_row_word(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, int free_start, int64_t *row)
+{
+    uint64_t eq[256];
+    for (int64_t j = 0; j < n; j++)
+        eq[t[j]] = 0;
+    for (int64_t i = 0; i < m; i++)
+        eq[q[i]] = 0;
+    for (int64_t i = 0; i < m; i++)
+        eq[q[i]] |= 1ull << i;
+    uint64_t pv = ~0ull, mv = 0;
+    const uint64_t top = free_start ? 0 : 1;
+    int64_t score = m;
+    row[0] = m;
+    for (int64_t j = 0; j < n; j++) {
+        uint64_t hp = top, hm = 0;
+        block_step(eq[t[j]], &pv, &mv, &hp, &hm, (int)(m - 1));
+        score += (int64_t)hp - (int64_t)hm;
+        row[j + 1] = score;
+    }
+}
+
 /* row[j] for j = 0..n: an upper bound on D[m][j], exact where an alignment of cost <= k (under
    rule r) passes through it, EDIT_FAR outside the band; with k = -1, exactly D[m][j]. Query
    q[0..m) (m >= 1) down the bits, target t[0..n) across; D[i][0] = i, D[0][j] = j or 0 (free
@@ -150,6 +176,10 @@ static inline void column_pair(const uint64_t *eq0, const uint64_t *eq1, band *s
    memory). */
 static int64_t last_row(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, const band_rule *r, int64_t *row)
 {
+    if (m <= 64) {
+        last_row_word(q, m, t, n, r->free_start, row);
+        return n + 1;
+    }
     const int64_t blocks = (m + 63) / 64;
     uint16_t map[256];
     memset(map, 0, sizeof map);
@@ -159,9 +189,11 @@ static int64_t last_row(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n
             map[q[i]] = (uint16_t)++symbols;
     /* Symbol 0 (a target byte absent from the query) keeps an all-zero match mask. */
     const size_t words = (size_t)(symbols + 4) * (size_t)blocks;
-    uint64_t *mem = (uint64_t *)calloc(words, sizeof(uint64_t));
+    uint64_t small[EDIT_STACK_WORDS]; /* short queries (most of Hirschberg's calls) skip the heap */
+    uint64_t *mem = words <= EDIT_STACK_WORDS ? small : (uint64_t *)malloc(words * sizeof(uint64_t));
     if (mem == NULL)
         return -1;
+    memset(mem, 0, words * sizeof(uint64_t));
     uint64_t *peq = mem;
     band s = {0, blocks - 1, m, blocks, m + r->extra_rows - n, mem + (size_t)(symbols + 1) * (size_t)blocks,
               NULL, NULL, r};
@@ -213,12 +245,14 @@ static int64_t last_row(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n
             goto empty;
         row[j] = s.last == blocks - 1 ? s.bottom[blocks - 1] : EDIT_FAR;
     }
-    free(mem);
+    if (mem != small)
+        free(mem);
     return n + 1;
 empty:
     for (int64_t col = j; col <= n; col++)
         row[col] = EDIT_FAR;
-    free(mem);
+    if (mem != small)
+        free(mem);
     return j;
 }
 
@@ -241,6 +275,19 @@ static int hirschberg(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, 
         cigar_push(c, OP_DEL, n);
         return 0;
     }
+    if (m == n && cost <= 1) {
+        /* The one alignment of that cost (any other has an indel pair): matches, at most one
+           substitution; the rule can only pick it. */
+        int64_t at = 0;
+        while (at < m && q[at] == t[at])
+            at++;
+        cigar_push(c, OP_EQ, at);
+        if (at < m) {
+            cigar_push(c, OP_MIS, 1);
+            cigar_push(c, OP_EQ, m - at - 1);
+        }
+        return 0;
+    }
     if (m == 1) {
         int64_t at = 0;
         while (at < n && t[at] != q[0])
@@ -256,11 +303,16 @@ static int hirschberg(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, 
         return 0;
     }
     const int64_t mid = m / 2;
-    int64_t *fwd = (int64_t *)malloc(sizeof(int64_t) * (size_t)(2 * (n + 1)));
-    uint8_t *rev = (uint8_t *)malloc((size_t)(m - mid + n));
+    int64_t small_rows[2 * (EDIT_STACK_COLUMNS + 1)];
+    uint8_t small_bases[2 * EDIT_STACK_COLUMNS];
+    const int on_stack = n <= EDIT_STACK_COLUMNS && m <= EDIT_STACK_COLUMNS;
+    int64_t *fwd = on_stack ? small_rows : (int64_t *)malloc(sizeof(int64_t) * (size_t)(2 * (n + 1)));
+    uint8_t *rev = on_stack ? small_bases : (uint8_t *)malloc((size_t)(m - mid + n));
     if (fwd == NULL || rev == NULL) {
-        free(fwd);
-        free(rev);
+        if (!on_stack) {
+            free(fwd);
+            free(rev);
+        }
         return -1;
     }
     int64_t *bwd = fwd + n + 1;
@@ -280,8 +332,10 @@ static int hirschberg(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, 
             }
         }
     const int64_t upper = status == 0 ? fwd[split] : 0, lower = status == 0 ? bwd[n - split] : 0;
-    free(fwd);
-    free(rev);
+    if (!on_stack) {
+        free(fwd);
+        free(rev);
+    }
     if (status != 0)
         return status;
     status = hirschberg(q, mid, t, split, upper, c);
@@ -349,7 +403,7 @@ static int distance_passes(const uint8_t *q, int64_t m, const uint8_t *t, int64_
         *best = row[n];
         for (int64_t j = first_end; j <= n; j++)
             *best = row[j] < *best ? row[j] : *best;
-        if (*best <= bound || p->k >= 0)
+        if (*best <= bound || p->k >= 0 || m <= 64) /* one word: every value exact */
             return 0;
         int64_t next = emptied <= n ? next_bound(bound, emptied, before, emptied_before, origin, n) : 2 * bound;
         /* A value in the band is an alignment's cost, a bound that surely proves the distance. */
