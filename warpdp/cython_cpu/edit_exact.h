@@ -4,7 +4,7 @@
    of cost <= k (Ukkonen's cut-off, tightened by a lower bound on the cost still to come from
    each cell, as in A*). Every value computed is an upper bound on the true D (a cell outside the
    band counts as EDIT_FAR; a block entering the band starts from values reachable by a gap), and
-   every cell of an alignment of cost <= k is exact (a one-word query: every cell), so a value <= k is exact and a minimum above
+   every cell of an alignment of cost <= k is exact (a query of a few words: every cell), so a value <= k is exact and a minimum above
    k proves the distance above k. Without k, a first pass with a small bound either proves the
    distance or yields an upper bound from its band (then one more pass with that bound is exact),
    else the bound doubles. */
@@ -146,26 +146,63 @@ static inline void column_pair(const uint64_t *eq0, const uint64_t *eq1, band *s
     *hm1 = m1;
 }
 
-/* last_row of a one-word query (m <= 64): every value exact, no band (one word gains nothing
-   from it). The match masks of the bytes that occur are set up without clearing a whole table. */
-static void last_row_word(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, int free_start, int64_t *row)
+/* Queries of up to this many words run without a band: following its edges would cost more
+   than the few blocks it could skip. */
+#define EDIT_UNBANDED_WORDS 4
+static inline int unbanded(int64_t m)
 {
-    uint64_t eq[256];
+    return m <= 64 * EDIT_UNBANDED_WORDS;
+}
+
+/* last_row of a query of `words` <= EDIT_UNBANDED_WORDS words (a constant where it is
+   called, so the blocks stay in registers): every value exact. The match masks of the bytes
+   that occur are set up without clearing a whole table. */
+static inline void last_row_words(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, int free_start,
+                                  int64_t *row, const int words)
+{
+    uint64_t eq[256][EDIT_UNBANDED_WORDS], pv[EDIT_UNBANDED_WORDS], mv[EDIT_UNBANDED_WORDS];
     for (int64_t j = 0; j < n; j++)
-        eq[t[j]] = 0;
+        for (int b = 0; b < words; b++)
+            eq[t[j]][b] = 0;
     for (int64_t i = 0; i < m; i++)
-        eq[q[i]] = 0;
+        for (int b = 0; b < words; b++)
+            eq[q[i]][b] = 0;
     for (int64_t i = 0; i < m; i++)
-        eq[q[i]] |= 1ull << i;
-    uint64_t pv = ~0ull, mv = 0;
+        eq[q[i]][i / 64] |= 1ull << (i % 64);
+    for (int b = 0; b < words; b++) {
+        pv[b] = ~0ull;
+        mv[b] = 0;
+    }
     const uint64_t top = free_start ? 0 : 1;
+    const int lastbit = (int)((m - 1) % 64);
     int64_t score = m;
     row[0] = m;
     for (int64_t j = 0; j < n; j++) {
+        const uint64_t *e = eq[t[j]];
         uint64_t hp = top, hm = 0;
-        block_step(eq[t[j]], &pv, &mv, &hp, &hm, (int)(m - 1));
+        for (int b = 0; b < words - 1; b++)
+            block_step(e[b], &pv[b], &mv[b], &hp, &hm, 63);
+        block_step(e[words - 1], &pv[words - 1], &mv[words - 1], &hp, &hm, lastbit);
         score += (int64_t)hp - (int64_t)hm;
         row[j + 1] = score;
+    }
+}
+
+static void last_row_short(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, int free_start, int64_t *row)
+{
+    switch ((m + 63) / 64) {
+    case 1:
+        last_row_words(q, m, t, n, free_start, row, 1);
+        break;
+    case 2:
+        last_row_words(q, m, t, n, free_start, row, 2);
+        break;
+    case 3:
+        last_row_words(q, m, t, n, free_start, row, 3);
+        break;
+    default:
+        last_row_words(q, m, t, n, free_start, row, 4);
+        break;
     }
 }
 
@@ -176,8 +213,8 @@ static void last_row_word(const uint8_t *q, int64_t m, const uint8_t *t, int64_t
    memory). */
 static int64_t last_row(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, const band_rule *r, int64_t *row)
 {
-    if (m <= 64) {
-        last_row_word(q, m, t, n, r->free_start, row);
+    if (unbanded(m)) {
+        last_row_short(q, m, t, n, r->free_start, row);
         return n + 1;
     }
     const int64_t blocks = (m + 63) / 64;
@@ -403,7 +440,7 @@ static int distance_passes(const uint8_t *q, int64_t m, const uint8_t *t, int64_
         *best = row[n];
         for (int64_t j = first_end; j <= n; j++)
             *best = row[j] < *best ? row[j] : *best;
-        if (*best <= bound || p->k >= 0 || m <= 64) /* one word: every value exact */
+        if (*best <= bound || p->k >= 0 || unbanded(m)) /* every value exact */
             return 0;
         int64_t next = emptied <= n ? next_bound(bound, emptied, before, emptied_before, origin, n) : 2 * bound;
         /* A value in the band is an alignment's cost, a bound that surely proves the distance. */
