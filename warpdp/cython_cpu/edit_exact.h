@@ -82,11 +82,18 @@ static inline int block_dead(int64_t b, int64_t score, int64_t col, int64_t m, i
     return block_bound(score, c, r->free_end) > r->k;
 }
 
-/* One pass's band: blocks [first, last], the values at every block's bottom row, the rule. */
+/* Net vertical change over block b's rows (its bottom value minus the one above it). */
+static inline int64_t block_rise(const uint64_t *pv, const uint64_t *mv, int64_t b, int64_t m)
+{
+    const int64_t rows = block_rows(b, m);
+    const uint64_t mask = rows == 64 ? ~0ull : (1ull << rows) - 1;
+    return (int64_t)__builtin_popcountll(pv[b] & mask) - (int64_t)__builtin_popcountll(mv[b] & mask);
+}
+
+/* One pass's band: blocks [first, last] with the values at their bottom rows, and the rule. */
 typedef struct {
-    int64_t first, last, m, blocks, goal;
+    int64_t first, last, first_score, last_score, m, blocks, goal;
     uint64_t *pv, *mv;
-    int64_t *bottom;
     const band_rule *rule;
 } band;
 
@@ -95,52 +102,56 @@ typedef struct {
 static int settle_band(band *s, int64_t col, int full)
 {
     const band_rule *r = s->rule;
-    while (full && block_dead(s->last, s->bottom[s->last], col, s->m, s->goal, r)) {
+    while (full && block_dead(s->last, s->last_score, col, s->m, s->goal, r)) {
         if (s->last == s->first)
             return 0;
+        s->last_score -= block_rise(s->pv, s->mv, s->last, s->m);
         s->last--;
     }
     /* A cell below can join an alignment of cost <= k only through the bottom row (one row per
        column or a vertical gap): start the next block from that gap's values, upper bounds. */
     while (s->last < s->blocks - 1 &&
-           s->bottom[s->last] + rest_cost(s->goal + col - (64 * s->last + block_rows(s->last, s->m)), r->free_end) <=
+           s->last_score + rest_cost(s->goal + col - (64 * s->last + block_rows(s->last, s->m)), r->free_end) <=
                r->k) {
         s->last++;
         s->pv[s->last] = ~0ull;
         s->mv[s->last] = 0;
-        s->bottom[s->last] = s->bottom[s->last - 1] + block_rows(s->last, s->m);
+        s->last_score += block_rows(s->last, s->m);
     }
-    while (full && s->first < s->last && block_dead(s->first, s->bottom[s->first], col, s->m, s->goal, r))
+    while (full && s->first < s->last && block_dead(s->first, s->first_score, col, s->m, s->goal, r)) {
         s->first++;
+        s->first_score += block_rise(s->pv, s->mv, s->first, s->m);
+    }
     return 1;
 }
 
 /* Columns j and j + 1 over blocks [from, to], software-pipelined: block b of column j beside
    block b - 1 of column j + 1, two independent carry chains. Column j + 1 is left done up to
-   block to - 1; *hp1, *hm1 carry on into its block `to`. */
+   block to - 1, its carry into block `to` in *hp1, *hm1. delta[0], delta[1]: the change at
+   block from's bottom in columns j and j + 1 (the latter only when to > from); delta[2]: at
+   block to's bottom in column j. */
 static inline void column_pair(const uint64_t *eq0, const uint64_t *eq1, band *s, int64_t from, int64_t to,
-                               int lastbit, uint64_t top, uint64_t *hp1, uint64_t *hm1)
+                               int lastbit, uint64_t top, uint64_t *hp1, uint64_t *hm1, int64_t delta[3])
 {
     uint64_t *pv = s->pv, *mv = s->mv;
-    int64_t *bottom = s->bottom;
-    uint64_t hp0 = top, hm0 = 0;
-    *hp1 = top;
-    *hm1 = 0;
-    block_step(eq0[from], &pv[from], &mv[from], &hp0, &hm0, from == s->blocks - 1 ? lastbit : 63);
-    bottom[from] += (int64_t)hp0 - (int64_t)hm0;
-    uint64_t p1 = *hp1, m1 = *hm1; /* in registers through the loop */
-    int64_t b = from + 1;
-    for (; b < to; b++) {
-        block_step(eq0[b], &pv[b], &mv[b], &hp0, &hm0, 63);
-        block_step(eq1[b - 1], &pv[b - 1], &mv[b - 1], &p1, &m1, 63);
-        bottom[b] += (int64_t)hp0 - (int64_t)hm0;
-        bottom[b - 1] += (int64_t)p1 - (int64_t)m1;
-    }
-    if (b == to) {
-        block_step(eq0[b], &pv[b], &mv[b], &hp0, &hm0, b == s->blocks - 1 ? lastbit : 63);
-        block_step(eq1[b - 1], &pv[b - 1], &mv[b - 1], &p1, &m1, 63);
-        bottom[b] += (int64_t)hp0 - (int64_t)hm0;
-        bottom[b - 1] += (int64_t)p1 - (int64_t)m1;
+    const int64_t final = s->blocks - 1;
+    uint64_t hp0 = top, hm0 = 0, p1 = top, m1 = 0; /* in registers through the loop */
+    block_step(eq0[from], &pv[from], &mv[from], &hp0, &hm0, from == final ? lastbit : 63);
+    delta[0] = delta[2] = (int64_t)hp0 - (int64_t)hm0;
+    if (to > from) {
+        int64_t b = from + 1;
+        block_step(eq0[b], &pv[b], &mv[b], &hp0, &hm0, b == final ? lastbit : 63);
+        block_step(eq1[from], &pv[from], &mv[from], &p1, &m1, 63);
+        delta[1] = (int64_t)p1 - (int64_t)m1;
+        for (b++; b < to; b++) {
+            block_step(eq0[b], &pv[b], &mv[b], &hp0, &hm0, 63);
+            block_step(eq1[b - 1], &pv[b - 1], &mv[b - 1], &p1, &m1, 63);
+        }
+        if (b == to) {
+            block_step(eq0[b], &pv[b], &mv[b], &hp0, &hm0, b == final ? lastbit : 63);
+            block_step(eq1[b - 1], &pv[b - 1], &mv[b - 1], &p1, &m1, 63);
+        }
+        delta[2] = (int64_t)hp0 - (int64_t)hm0;
     }
     *hp1 = p1;
     *hm1 = m1;
@@ -225,29 +236,27 @@ static int64_t last_row(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n
         if (map[q[i]] == 0)
             map[q[i]] = (uint16_t)++symbols;
     /* Symbol 0 (a target byte absent from the query) keeps an all-zero match mask. */
-    const size_t words = (size_t)(symbols + 4) * (size_t)blocks;
+    const size_t words = (size_t)(symbols + 3) * (size_t)blocks;
     uint64_t small[EDIT_STACK_WORDS]; /* short queries (most of Hirschberg's calls) skip the heap */
     uint64_t *mem = words <= EDIT_STACK_WORDS ? small : (uint64_t *)malloc(words * sizeof(uint64_t));
     if (mem == NULL)
         return -1;
     memset(mem, 0, words * sizeof(uint64_t));
     uint64_t *peq = mem;
-    band s = {0, blocks - 1, m, blocks, m + r->extra_rows - n, mem + (size_t)(symbols + 1) * (size_t)blocks,
-              NULL, NULL, r};
+    band s = {0, blocks - 1, block_rows(0, m), m, m, blocks, m + r->extra_rows - n,
+              mem + (size_t)(symbols + 1) * (size_t)blocks, NULL, r};
     s.mv = s.pv + blocks;
-    s.bottom = (int64_t *)(s.mv + blocks);
     for (int64_t i = 0; i < m; i++)
         peq[(size_t)map[q[i]] * (size_t)blocks + (size_t)(i / 64)] |= 1ull << (i % 64);
-    for (int64_t b = 0; b < blocks; b++) {
+    for (int64_t b = 0; b < blocks; b++)
         s.pv[b] = ~0ull; /* column 0: D[i][0] = i */
-        s.bottom[b] = 64 * b + block_rows(b, m);
-    }
     const int lastbit = (int)((m - 1) % 64);
     const int banded = r->k >= 0;
     row[0] = m;
     int64_t j = 0;
     if (banded) {
         s.last = 0;
+        s.last_score = block_rows(0, m);
         if (!settle_band(&s, 0, 1))
             goto empty;
     }
@@ -255,32 +264,40 @@ static int64_t last_row(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n
         const uint64_t top = r->free_start && s.first == 0 ? 0 : 1;
         const uint64_t *eq0 = peq + (size_t)map[t[j]] * (size_t)blocks;
         uint64_t hp1 = top, hm1 = 0;
-        const int64_t to = s.last;
+        const int64_t from = s.first, to = s.last;
         if (j + 1 == n) { /* the last column alone */
-            for (int64_t b = s.first; b <= to; b++) {
+            for (int64_t b = from; b <= to; b++) {
                 block_step(eq0[b], &s.pv[b], &s.mv[b], &hp1, &hm1, b == blocks - 1 ? lastbit : 63);
-                s.bottom[b] += (int64_t)hp1 - (int64_t)hm1;
+                if (b == from)
+                    s.first_score += (int64_t)hp1 - (int64_t)hm1;
             }
+            s.last_score += (int64_t)hp1 - (int64_t)hm1;
             j++;
             if (banded && !settle_band(&s, j, 1))
                 goto empty;
-            row[j] = s.last == blocks - 1 ? s.bottom[blocks - 1] : EDIT_FAR;
+            row[j] = s.last == blocks - 1 ? s.last_score : EDIT_FAR;
             break;
         }
         const uint64_t *eq1 = peq + (size_t)map[t[j + 1]] * (size_t)blocks;
-        column_pair(eq0, eq1, &s, s.first, to, lastbit, top, &hp1, &hm1);
+        int64_t delta[3];
+        column_pair(eq0, eq1, &s, from, to, lastbit, top, &hp1, &hm1, delta);
+        s.first_score += delta[0];
+        s.last_score += delta[2];
         j++; /* column j (1-based) done */
         if (banded)
             settle_band(&s, j, 0);
-        row[j] = s.last == blocks - 1 ? s.bottom[blocks - 1] : EDIT_FAR;
+        row[j] = s.last == blocks - 1 ? s.last_score : EDIT_FAR;
         for (int64_t b = to; b <= s.last; b++) { /* the rest of the next column, added blocks too */
             block_step(eq1[b], &s.pv[b], &s.mv[b], &hp1, &hm1, b == blocks - 1 ? lastbit : 63);
-            s.bottom[b] += (int64_t)hp1 - (int64_t)hm1;
+            if (b == from)
+                delta[1] = (int64_t)hp1 - (int64_t)hm1;
         }
+        s.first_score += delta[1];
+        s.last_score += (int64_t)hp1 - (int64_t)hm1;
         j++;
         if (banded && !settle_band(&s, j, 1))
             goto empty;
-        row[j] = s.last == blocks - 1 ? s.bottom[blocks - 1] : EDIT_FAR;
+        row[j] = s.last == blocks - 1 ? s.last_score : EDIT_FAR;
     }
     if (mem != small)
         free(mem);
