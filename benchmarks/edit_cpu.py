@@ -4,7 +4,8 @@
                                   [--modes nw shw hw] [--tasks distance locations path] [--repeats 3]
 
 Sets: the long (>= 1 kb query) and short pairs of the reference data file (default
-/work/shared/data/edit/pairs-400.tsv, skipped when absent), and a synthetic set like issue 27's
+/work/shared/data/edit/pairs-400.tsv, skipped when absent; the short ones repeated
+``--data-short-copies`` times), and a synthetic set like issue 27's
 workload, scaled to run in about a minute: long reads of 5-20 kb with 5-15% PacBio-like errors
 (substitutions 20%, insertions 45%, deletions 35%, indel lengths geometric with mean 1.5) against
 their reference window (the read's span plus 0-10% on each side), and short reads of 100-250 bp
@@ -120,6 +121,8 @@ def measure(name: str, pairs: list[Pair], modes: list[str], tasks: list[str], re
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--data-short-copies", type=int, default=10,
+                        help="times the data file's short pairs are repeated (300 pairs take a millisecond)")
     parser.add_argument("--synthetic-long", type=int, default=20, help="synthetic long pairs (0: none)")
     parser.add_argument("--synthetic-short", type=int, default=2000, help="synthetic short pairs (0: none)")
     parser.add_argument("--modes", nargs="+", default=["nw", "shw", "hw"])
@@ -131,7 +134,8 @@ def main() -> None:
     if args.data.exists():
         data = read_tsv(args.data)
         sets.append(("data long", [p for p in data if len(p[0]) >= 1000]))
-        sets.append(("data short", [p for p in data if len(p[0]) < 1000]))
+        short = [p for p in data if len(p[0]) < 1000]
+        sets.append((f"data short x{args.data_short_copies}", short * args.data_short_copies))
     rng = np.random.default_rng(args.seed)
     if args.synthetic_long:
         sets.append(("synthetic long", synthetic(rng, args.synthetic_long, (5000, 20000), (0.05, 0.15),
