@@ -28,7 +28,8 @@ def _last_row(query: str, target: str, free_start: bool) -> list[int]:
 
 def distance(query: str, target: str, mode: str) -> int:
     row = _last_row(query, target, mode == "hw")
-    # SHW also counts the empty target prefix (edlib's end -1); HW's ends start at 0.
+    # SHW and HW also count the empty target prefix (edlib's end -1): for HW it is optimal only
+    # when the distance is m (row[0] = m).
     return row[-1] if mode == "nw" else min(row)
 
 

@@ -1,11 +1,12 @@
 /* The edit-distance body, included once per ISA build with EDIT_PAIR naming its entry point.
 
-   Exact: Myers' bit-vector algorithm in Hyyrö's block form (one 64-bit word per 64 query bases,
-   a horizontal delta carried from block to block), which yields the last DP row D[m][0..n] in
-   O(m n / 64). Locations are edlib's: every optimal end, each with the start of the longest
+   Exact (edit_exact.h): Myers' bit-vector algorithm in Hyyrö's block form (one 64-bit word per
+   64 query bases, a horizontal delta carried from block to block), which yields the last DP row
+   D[m][0..n], computing only the blocks of a band that can hold an alignment within a bound (see
+   edit_exact.h). Locations are edlib's: every optimal end, each with the start of the longest
    optimal alignment ending there (the reversed query against the reversed target before the end,
    prefix mode, its farthest optimal end). The path is Hirschberg's recursion over the same row
-   computation, so memory stays O(m + n) however long the pair.
+   computation, banded by each half's known cost, so memory stays O(m + n) however long the pair.
 
    Tie-breaking rule of the path (the one rule of every backend): split the query at row
    floor(m/2) at the LEFTMOST target column minimising forward + backward cost; a one-base query
