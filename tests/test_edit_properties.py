@@ -33,9 +33,12 @@ def mutated_pairs(draw, max_length: int) -> tuple[str, str]:
             body.extend([base] + [rng.choice(alphabet) for _ in range(rng.randint(1, 8))])
         elif roll >= rate:
             body.append(base)
-    flank = lambda: "".join(rng.choice(alphabet) for _ in range(rng.randint(0, max(1, len(query) // 5))))  # noqa: E731
-    target = flank() + "".join(body) + flank()
+    target = _flank(rng, alphabet, len(query)) + "".join(body) + _flank(rng, alphabet, len(query))
     return query, target or rng.choice(alphabet)
+
+
+def _flank(rng, alphabet: str, length: int) -> str:
+    return "".join(rng.choice(alphabet) for _ in range(rng.randint(0, max(1, length // 5))))
 
 
 def _check(query: str, target: str, mode: str, k: int, cigar_reference: bool) -> None:
