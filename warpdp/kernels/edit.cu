@@ -354,7 +354,9 @@ __device__ void exact_pair(const Params &p, int pair, const Team &team, int *int
     if (!(p.mode == MODE_NW && k >= 0 && (m > n ? m - n : n - m) > k)) {
         int *row = ints, *rrow = ints + n + 1;
         u8 *rq = bytes, *rt = bytes + m;
-        const i64 first_end = p.mode == MODE_NW ? n : (p.mode == MODE_SHW ? 0 : 1);
+        // SHW and HW also count the empty target prefix (end -1, as edlib reports it: for HW only
+        // when the distance is m, all insertions, and its start is 0).
+        const i64 first_end = p.mode == MODE_NW ? n : 0;
         const i64 most = m > n ? m : n;
         i64 bound = k >= 0 ? k : (Team::DOUBLING && most > 64 ? 64 : most);
         i64 best;
@@ -374,9 +376,9 @@ __device__ void exact_pair(const Params &p, int pair, const Team &team, int *int
                 if (row[j] != best)
                     continue;
                 const i64 end = j - 1;
-                const i64 start = p.mode == MODE_HW ? start_of(team, rq, m, t, end, best, rt, rrow, p.symbols,
-                                                                p.alphabet)
-                                                    : 0;
+                const i64 start = p.mode == MODE_HW && end >= 0 ? start_of(team, rq, m, t, end, best, rt, rrow,
+                                                                           p.symbols, p.alphabet)
+                                                                : 0;
                 if (count == 0) {
                     t_begin = start;
                     t_end = end + 1;

@@ -11,7 +11,8 @@ Exact (``method="exact"``): the Levenshtein distance of the whole query against
 ``"distance"`` (distance and the span of the first optimal location), ``"locations"`` (also every
 optimal location) or ``"path"`` (also the CIGAR of the first location). Distances and locations
 equal edlib's: locations are every optimal target end in increasing order, each with the start of
-the longest optimal alignment ending there (0 for nw/shw).
+the longest optimal alignment ending there (0 for nw/shw); shw, and hw when the distance is the
+query's length, also count the empty target prefix (location (0, 0), edlib's end -1).
 
 Coordinates are 0-based, ends exclusive: ``target_begin``/``target_end`` is the target span of the
 first location (``-1`` when the distance is above k); the whole query is always aligned.
