@@ -216,9 +216,8 @@ class _Runner(ChunkRunner):
     def _enqueue(self, slot: ChunkSlot, plan: _ChunkPlan) -> None:
         cupy = self.cupy
         runtime = cupy.cuda.runtime
-        base = int(slot.device.ptr)
         stream = slot.stream
-        runtime.memcpyAsync(base, slot.pinned_in.ctypes.data, plan.blob_bytes, 1, stream.ptr)
+        base = slot.upload(runtime, plan.blob_bytes)
         params = (np.uint64(base + plan.at["params"]),)
         grid = -(-plan.n // WARPS_PER_BLOCK)
         self.dp[(plan.gatk, plan.trace, plan.origin)]((grid,), (THREADS_PER_BLOCK,), params,

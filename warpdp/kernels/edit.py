@@ -363,9 +363,8 @@ class _Runner(ChunkRunner):
     def _enqueue(self, slot: ChunkSlot, plan: ChunkPlan) -> None:
         cupy = self.cupy
         runtime = cupy.cuda.runtime
-        base = int(slot.device.ptr)
         stream = slot.stream
-        runtime.memcpyAsync(base, slot.pinned_in.ctypes.data, plan.blob_bytes, 1, stream.ptr)
+        base = slot.upload(runtime, plan.blob_bytes)
         for launch in plan.launches:
             self.kernels[launch.kernel]((launch.grid,), (THREADS,), (np.uint64(plan.params_address(base, launch)),),
                                         stream=stream)

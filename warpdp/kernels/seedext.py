@@ -323,9 +323,8 @@ class _Runner(ChunkRunner):
     def _enqueue(self, slot: ChunkSlot, plan: _ChunkPlan, index: int) -> None:
         cupy = self.cupy
         runtime = cupy.cuda.runtime
-        base = int(slot.device.ptr)
         stream = slot.stream
-        runtime.memcpyAsync(base, slot.pinned_in.ctypes.data, plan.blob_bytes, 1, stream.ptr)
+        base = slot.upload(runtime, plan.blob_bytes)
         uploaded = cupy.cuda.Event(block=False, disable_timing=True)
         uploaded.record(stream)
         finished = []

@@ -422,9 +422,8 @@ class _Runner(ChunkRunner):
     def _enqueue(self, slot: ChunkSlot, plan: _ChunkPlan) -> None:
         cupy = self.cupy
         runtime = cupy.cuda.runtime
-        base = int(slot.device.ptr)
         stream = slot.stream
-        runtime.memcpyAsync(base, slot.pinned_in.ctypes.data, plan.blob_bytes, 1, stream.ptr)
+        base = slot.upload(runtime, plan.blob_bytes)
         runtime.memsetAsync(base + plan.at["out"], 0, 4, stream.ptr)
         flag = np.uint64(base + plan.at["out"])
         for name in ("h_bases", "v_bases"):

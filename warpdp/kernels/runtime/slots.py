@@ -83,6 +83,13 @@ class ChunkSlot:
             self.device_bytes = round_up(device_bytes + device_bytes // 4)
             self.device = alloc_device(self.device_bytes)
 
+    def upload(self, runtime: Any, nbytes: int) -> int:
+        """Enqueue the copy of the first nbytes of the pinned input to the device buffer on the
+        slot's stream; the device buffer's address (where the launcher's offsets start)."""
+        base = int(self.device.ptr)
+        runtime.memcpyAsync(base, self.pinned_in.ctypes.data, nbytes, 1, self.stream.ptr)  # 1: host to device
+        return base
+
 
 class Held:
     """A chunk enqueued in a slot: how its results leave the slot, and what that returned."""
