@@ -1,6 +1,7 @@
 """The GPU align kernels' logic, run on the CPU (no GPU needed).
 
-``warpdp/kernels/align.cu`` is compiled as host C++ (g++) with its warp intrinsics emulated, as
+``warpdp/kernels/align.cu`` is compiled as host C++ (g++) with its warp intrinsics emulated
+(tests/helpers/warp_emulation.h, shared with the seed-extension and edit host builds), as
 in test_seedext_gpu_emulation.py: every lane of a warp is a fiber (ucontext) on one OS thread,
 run until its next warp collective, and a shuffle reads what the lanes posted. The launcher's
 chunk layout (traceback offsets, boundary rows in shared memory or global scratch) feeds it, and
@@ -20,50 +21,16 @@ import numpy as np
 import pytest
 
 from helpers.align import GAPS, MATCH, MISMATCH, align_pairs, sw_cases
+from helpers.emulation import WARP_EMULATION_INCLUDE
 from warpdp.kernels import align as gpu_module
 from warpdp.plugin.align import AlignPairs, AlignParams, align
 
 CU_SOURCE = Path(gpu_module.__file__).with_name("align.cu")
 
 HARNESS = r"""
-#include <ucontext.h>
-#include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
+#include "warp_emulation.h"
 using std::max;
 using std::min;
-
-#define __global__
-#define __device__
-#define __host__
-#define __forceinline__ inline
-#define __launch_bounds__(x)
-#define __align__(x)
-struct EmuDim { unsigned x = 0, y = 0, z = 0; };
-static EmuDim threadIdx, blockIdx, blockDim;
-static unsigned char *emu_shared = nullptr;
-#define WARPDP_DYNAMIC_SHARED(type, name) type *name = (type *)emu_shared
-
-struct Fiber { ucontext_t ctx; std::vector<char> stack; unsigned tid = 0; long long count = 0; bool done = false; };
-static std::vector<Fiber> emu_fibers;
-static std::vector<long long> emu_slots;  /* [warp][bank][lane] */
-static ucontext_t emu_scheduler;
-static int emu_current = 0;
-
-static long long *collective(long long v) {
-    Fiber &me = emu_fibers[emu_current];
-    long long *slots = &emu_slots[((size_t)(threadIdx.x / 32) * 2 + (size_t)(me.count++ & 1)) * 32];
-    slots[threadIdx.x % 32] = v;
-    swapcontext(&me.ctx, &emu_scheduler);
-    return slots;
-}
-template <class T> T __shfl_sync(unsigned, T v, int src) { return (T)collective((long long)v)[src & 31]; }
-template <class T> T __shfl_up_sync(unsigned, T v, unsigned d) {
-    const int t = (int)(threadIdx.x % 32);
-    return (T)collective((long long)v)[t >= (int)d ? t - (int)d : t];
-}
-void __syncwarp() { collective(0); }
 
 #include ALIGN_CU
 using namespace warpdp_align;
@@ -72,41 +39,7 @@ static int emu_kind = 0;
 
 template <bool G, bool T, bool O> static void fiber_main() {
     dp_kernel<G, T, O>(emu_params);
-    emu_fibers[emu_current].done = true;
-    swapcontext(&emu_fibers[emu_current].ctx, &emu_scheduler);
-}
-
-static void run_fibers(int count, void (*entry)()) {
-    emu_slots.assign((size_t)(count / 32 + 1) * 2 * 32, 0);
-    emu_fibers = std::vector<Fiber>(count);
-    for (int tid = 0; tid < count; tid++) {
-        Fiber &f = emu_fibers[tid];
-        f.tid = tid;
-        f.stack.resize(1 << 16);
-        getcontext(&f.ctx);
-        f.ctx.uc_stack.ss_sp = f.stack.data();
-        f.ctx.uc_stack.ss_size = f.stack.size();
-        f.ctx.uc_link = nullptr;
-        makecontext(&f.ctx, entry, 0);
-    }
-    for (bool running = true; running;) {
-        running = false;
-        for (int k = 0; k < count; k++) {
-            if (emu_fibers[k].done) continue;
-            emu_current = k;
-            threadIdx.x = emu_fibers[k].tid;
-            swapcontext(&emu_scheduler, &emu_fibers[k].ctx);
-            running = true;
-        }
-    }
-}
-
-template <class T> static std::vector<T> read_array(FILE *f) {
-    long long n;
-    if (fread(&n, 8, 1, f) != 1) exit(3);
-    std::vector<T> v(n > 0 ? n : 1);
-    if (n > 0 && fread(v.data(), sizeof(T), n, f) != (size_t)n) exit(3);
-    return v;
+    fiber_exit();
 }
 
 int main(int argc, char **argv) {
@@ -139,14 +72,14 @@ int main(int argc, char **argv) {
     p.query = query.data(); p.target = target.data(); p.query_offsets = qoff.data(); p.target_offsets = toff.data();
     p.trace_offsets = trace_off.data(); p.out = out.data(); p.trace = tr.data();
     p.scratch = (u8 *)scratch.data(); p.ops = ops.data();
-    emu_shared = (unsigned char *)shared.data();
+    emu_shared = shared.data();
     emu_params = &p;
     blockIdx.x = 0;
     blockDim.x = 32 * n;
-    if (gatk) run_fibers(32 * n, fiber_main<true, true, false>);
-    else if (trace) run_fibers(32 * n, fiber_main<false, true, false>);
-    else if (origin) run_fibers(32 * n, fiber_main<false, false, true>);
-    else run_fibers(32 * n, fiber_main<false, false, false>);
+    if (gatk) run_fibers(32 * n, fiber_main<true, true, false>, 1 << 16);
+    else if (trace) run_fibers(32 * n, fiber_main<false, true, false>, 1 << 16);
+    else if (origin) run_fibers(32 * n, fiber_main<false, false, true>, 1 << 16);
+    else run_fibers(32 * n, fiber_main<false, false, false>, 1 << 16);
     if (trace) {
         blockDim.x = n;
         for (int k = 0; k < n; k++) {
@@ -174,7 +107,7 @@ def harness(tmp_path_factory) -> Path:
     directory = tmp_path_factory.mktemp("align_emulation")
     (directory / "harness.cpp").write_text(HARNESS)
     binary = directory / "harness"
-    result = subprocess.run([compiler, "-std=c++17", "-O1", f'-DALIGN_CU="{CU_SOURCE}"',
+    result = subprocess.run([compiler, "-std=c++17", "-O1", WARP_EMULATION_INCLUDE, f'-DALIGN_CU="{CU_SOURCE}"',
                              str(directory / "harness.cpp"), "-o", str(binary)], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
     return binary

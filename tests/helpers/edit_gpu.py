@@ -22,45 +22,14 @@ import pytest
 from warpdp.kernels import edit as gpu_edit
 from warpdp.plugin.edit import EditPairs, pack_edit_pairs
 
+from .emulation import WARP_EMULATION_HEADER, WARP_EMULATION_INCLUDE
 from .sequences import mutate
 
 CU_SOURCE = Path(gpu_edit.__file__).with_name("edit.cu")
 KERNEL_IDS = {name: i for i, name in enumerate(gpu_edit.MODULE.name_expressions)}
 
 HARNESS = r"""
-#include <ucontext.h>
-#include <cstdint>
-#include <vector>
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __launch_bounds__(x)
-struct EmuDim { unsigned x = 0, y = 0, z = 0; };
-static EmuDim threadIdx, blockIdx, blockDim, gridDim;
-static int atomicAdd(int *p, int v) { const int old = *p; *p += v; return old; }
-
-/* The warp kernel's lanes are fibers on this thread, resumed in turn; a lane runs until its
-   next warp collective (every lane makes the same ones). Collective k posts in bank k % 2, so a
-   lane may post for k + 1 while later lanes still read bank k. */
-struct Fiber { ucontext_t context; std::vector<char> stack; unsigned tid = 0; long long count = 0; bool done = false; };
-static std::vector<Fiber> fibers(32);
-static ucontext_t scheduler;
-static int current = 0;
-static long long banks[2][32];
-static int collective(long long value)
-{
-    Fiber &me = fibers[current];
-    const int bank = (int)(me.count++ & 1);
-    banks[bank][current] = value;
-    swapcontext(&me.context, &scheduler);
-    return bank;
-}
-template <class T> static T __shfl_up_sync(unsigned, T value, unsigned delta)
-{
-    const int lane = current, bank = collective((long long)value);
-    return (T)banks[bank][lane >= (int)delta ? lane - (int)delta : lane];
-}
-static void __syncwarp(unsigned = 0xffffffffu) { collective(0); }
+#include "warp_emulation.h"
 
 #include EDIT_CU
 using namespace warpdp_edit;
@@ -68,33 +37,7 @@ static const Params *fiber_params = nullptr;
 static void fiber_main()
 {
     exact_warp_kernel(fiber_params);
-    fibers[current].done = true;
-    swapcontext(&fibers[current].context, &scheduler);
-}
-static void run_warp(const Params *p, unsigned first_tid)
-{
-    fiber_params = p;
-    for (int lane = 0; lane < 32; lane++) {
-        Fiber &f = fibers[lane];
-        f.stack.resize(1 << 18);
-        f.tid = first_tid + lane, f.count = 0, f.done = false;
-        getcontext(&f.context);
-        f.context.uc_stack.ss_sp = f.stack.data();
-        f.context.uc_stack.ss_size = f.stack.size();
-        f.context.uc_link = nullptr;
-        makecontext(&f.context, fiber_main, 0);
-    }
-    for (bool running = true; running;) {
-        running = false;
-        for (int lane = 0; lane < 32; lane++) {
-            if (fibers[lane].done)
-                continue;
-            current = lane;
-            threadIdx.x = fibers[lane].tid;
-            swapcontext(&scheduler, &fibers[lane].context);
-            running = true;
-        }
-    }
+    fiber_exit();
 }
 
 extern "C" unsigned long long params_size() { return sizeof(Params); }
@@ -105,8 +48,9 @@ extern "C" void launch(int kernel, const Params *p, int grid, int block)
     for (int b = 0; b < grid; b++) {
         blockIdx.x = b;
         if (kernel == 4) {
+            fiber_params = p;
             for (int warp = 0; warp < block / 32; warp++)
-                run_warp(p, warp * 32);
+                run_fibers(32, fiber_main, 1 << 18, warp * 32);
             continue;
         }
         for (int t = 0; t < block; t++) {
@@ -130,14 +74,15 @@ def host_library() -> ctypes.CDLL:
         pytest.skip("g++ is needed to build the GPU kernels for the host")
     assert list(KERNEL_IDS) == [gpu_edit.window_kernel_name(d) for d in gpu_edit.WINDOW_TIERS] + [
         gpu_edit.EXACT_KERNEL, gpu_edit.EXACT_WARP_KERNEL], "the harness's switch follows the launcher's kernel list"
-    source = CU_SOURCE.read_text() + HARNESS
+    source = CU_SOURCE.read_text() + WARP_EMULATION_HEADER.read_text() + HARNESS
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     library = Path(tempfile.gettempdir()) / f"warpdp-edit-host-{digest}.so"
     if not library.exists():
         work = Path(tempfile.mkdtemp(prefix="warpdp-edit-host-"))
         (work / "harness.cpp").write_text(HARNESS)
         built = work / "edit.so"
-        subprocess.run([compiler, "-std=c++17", "-O2", "-shared", "-fPIC", f'-DEDIT_CU="{CU_SOURCE}"',
+        subprocess.run([compiler, "-std=c++17", "-O2", "-shared", "-fPIC", WARP_EMULATION_INCLUDE,
+                        f'-DEDIT_CU="{CU_SOURCE}"',
                         "-o", str(built), str(work / "harness.cpp")], check=True)
         built.replace(library)
     lib = ctypes.CDLL(str(library))
