@@ -27,6 +27,8 @@ def cpu_extension(pyx: Path) -> Extension:
         f"warpdp.cython_cpu.{name}",
         sources=[str(pyx), str(CPU_DIR / "cpu_common.c"), *c_sources],
         include_dirs=[str(CPU_DIR), np.get_include()],
+        # Its headers (kernel bodies are included, not compiled), so editing one rebuilds it.
+        depends=[str(CPU_DIR / "cpu_common.h"), *sorted(str(h) for h in CPU_DIR.glob(f"{name}_*.h"))],
         extra_compile_args=C_FLAGS,
         extra_link_args=["-fopenmp"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
