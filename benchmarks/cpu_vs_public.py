@@ -80,7 +80,12 @@ def text_of(bases: np.ndarray, offsets: np.ndarray, i: int) -> str:
     return bases[offsets[i]:offsets[i + 1]].tobytes().decode()
 
 
-def pairhmm_case(args: argparse.Namespace, work: Path) -> tuple[list[str], Callable[[], object], Callable[[Path], None], str]:
+Case = tuple[list[str], Callable[[], object], Callable[[Path], None], str]
+"""What a family's set-up returns: the tool's arguments before REPEATS, the warpdp call, the check
+of the tool's results against warpdp's, and a description of the workload."""
+
+
+def pairhmm_case(args: argparse.Namespace, work: Path) -> Case:
     """Concatenate `--copies` copies of each input into one text file (the tool reads it, warpdp parses it)."""
     text = ""
     for name in args.input or DEFAULT_PAIRHMM_INPUTS:
@@ -100,11 +105,12 @@ def pairhmm_case(args: argparse.Namespace, work: Path) -> tuple[list[str], Calla
         if worst > 1e-4:
             raise SystemExit(f"warpdp and the tool differ by {worst:g} in log10")
 
-    label = f"{batches.n_pairs} pairs, {batches.n_cells:.3e} cells ({' + '.join(Path(n).name for n in args.input or DEFAULT_PAIRHMM_INPUTS)}) x {args.copies}"
+    names = " + ".join(Path(n).name for n in args.input or DEFAULT_PAIRHMM_INPUTS)
+    label = f"{batches.n_pairs} pairs, {batches.n_cells:.3e} cells ({names}) x {args.copies}"
     return [str(data)], call, check, label
 
 
-def xdrop_case(args: argparse.Namespace, work: Path) -> tuple[list[str], Callable[[], object], Callable[[Path], None], str]:
+def xdrop_case(args: argparse.Namespace, work: Path) -> Case:
     pairs = make_workload(args.pairs, seed=1)
     data = work / "xdrop.tsv"
     with open(data, "w") as f:
@@ -126,7 +132,7 @@ def xdrop_case(args: argparse.Namespace, work: Path) -> tuple[list[str], Callabl
     return [str(data), str(args.x)], call, check, f"{args.pairs} pairs, X = {args.x}"
 
 
-def seedext_case(args: argparse.Namespace, work: Path) -> tuple[list[str], Callable[[], object], Callable[[Path], None], str]:
+def seedext_case(args: argparse.Namespace, work: Path) -> Case:
     pairs = bwa_like_pairs(args.pairs, seed=1)
     data = work / "seedext.tsv"
     with open(data, "w") as f:
