@@ -199,3 +199,30 @@ def test_results_refuse_locations_whose_offsets_do_not_cover_them() -> None:
         EditResults(columns, locations=(np.zeros(2, np.int64), np.ones(1, np.int64), two))
     with pytest.raises(ValueError, match="loc_offsets"):
         EditResults(columns, locations=(np.zeros(3, np.int64), np.ones(3, np.int64), two))
+
+
+def test_server_refuses_a_windowed_pair_with_other_bases_before_queueing_it(caplog) -> None:
+    from warpdp.plugin.edit import check_windowed_bases
+
+    # Pair 2's target has an N (its query a lower-case base, which the method takes).
+    pairs = pack_edit_pairs([("ACGT", "ACGT"), ("acgt", "ACGA"), ("ACGT", "ACNT"), ("NNNN", "ACGT")])
+    with pytest.raises(ValueError, match="pair 2 has a byte other than A, C, G, T"):
+        check_windowed_bases(pairs)
+    check_windowed_bases(pairs.select(0, 2))
+    server = start_server()
+    channel = grpc.insecure_channel(server.address)
+    try:
+        unary = channel.unary_unary("/warpdp.v1.Warpdp/Edit",
+                                    request_serializer=warpdp_pb2.EditRequest.SerializeToString,
+                                    response_deserializer=warpdp_pb2.EditReply.FromString)
+        request = warpdp_pb2.EditRequest(pairs=packed_message(warpdp_pb2.EditPairs, pairs), method="windowed",
+                                         mode="shw", window=32, overlap=17)
+        with caplog.at_level("WARNING", logger="warpdp.grpc"):
+            with pytest.raises(grpc.RpcError) as caught:
+                unary(request, timeout=WAIT)
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "pair 2 has a byte other than A, C, G, T" in caught.value.details()
+        assert not [r for r in caplog.records if r.name == "warpdp.grpc" and r.levelname in ("WARNING", "ERROR")]
+    finally:
+        channel.close()
+        server.stop()

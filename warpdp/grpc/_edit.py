@@ -11,7 +11,7 @@ from . import warpdp_pb2
 from ._algorithm import Algorithm, InvalidRequest, Job
 from ._packing import REQUEST_FRAMING_BYTES, CellLimit, int64_array
 from ..plugin.core.packed import offsets_of
-from ..plugin.edit import EditPairs, EditParams, EditResults, edit, edit_cpu_isas
+from ..plugin.edit import EditPairs, EditParams, EditResults, check_windowed_bases, edit, edit_cpu_isas
 
 _STRING_FIELDS = ("mode", "task", "method")
 _INT_FIELDS = ("k", "window", "overlap")
@@ -58,6 +58,8 @@ class EditAlgorithm(Algorithm):
                 query_offsets=int64_array(message.query_offsets, "query_offsets"),
                 target_bases=np.frombuffer(message.target_bases, dtype=np.uint8),
                 target_offsets=int64_array(message.target_offsets, "target_offsets"))
+            if params.method == "windowed":
+                check_windowed_bases(pairs)
         except (TypeError, ValueError) as exc:
             raise InvalidRequest("EditRequest.pairs", exc) from None
         return Job(pairs, params, pairs.n_pairs, self.cells(pairs, params))

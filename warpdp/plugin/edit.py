@@ -105,6 +105,24 @@ class EditPairs(QueryTargetPairs):
                 raise ValueError(f"{name}: pair {i} is longer than {MAX_EDIT_LENGTH} bases (the CIGAR's run limit)")
 
 
+# Bytes the windowed method takes (Scrooge's alphabet, either case).
+_WINDOWED_BYTES = np.zeros(256, dtype=bool)
+_WINDOWED_BYTES[np.frombuffer(b"ACGTacgt", dtype=np.uint8)] = True
+
+
+def check_windowed_bases(pairs: EditPairs) -> None:
+    """ValueError naming the first pair with a byte other than A, C, G, T (either case), which
+    the windowed method refuses: the service checks this before queueing a request, as the
+    backends do when they run."""
+    worst = pairs.n_pairs
+    for bases, offsets in ((pairs.query_bases, pairs.query_offsets), (pairs.target_bases, pairs.target_offsets)):
+        other = np.flatnonzero(~_WINDOWED_BYTES[bases])
+        if len(other):
+            worst = min(worst, int(np.searchsorted(offsets, other[0], side="right")) - 1)
+    if worst < pairs.n_pairs:
+        raise ValueError(f"pair {worst} has a byte other than A, C, G, T (the windowed method takes only those)")
+
+
 def pack_edit_pairs(pairs: Iterable[tuple[SequenceInput, SequenceInput]]) -> EditPairs:
     """Pack ``(query, target)`` tuples (str, bytes or uint8 arrays)."""
     return EditPairs.from_sequences(pairs)
