@@ -1,40 +1,81 @@
 # The two commands of the README: `make run` (set up, then start the server) and `make test`.
-PYTHON ?= python3
-PIP_FLAGS ?= --quiet --disable-pip-version-check --root-user-action=ignore
+#
+# Everything is installed into a virtual environment of the project, .venv (so a stock Debian
+# Python, which refuses `pip install` outside one under PEP 668, works as it is). Set-up is done
+# in steps that each run only when their inputs changed, and say what they do:
+#   .venv/bin/python   the environment (python3 -m venv)
+#   .venv/.deps        warpdp (editable) with its test dependencies, when pyproject.toml changed
+#   .venv/.built       the CPU extensions rebuilt in place, when a C/Cython source changed
+BASE_PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP_FLAGS ?= --disable-pip-version-check --progress-bar off
 MVN ?= mvn
 # Batch mode, no download progress; ~/.m2 caches Maven Central's artifacts between runs.
 MVN_FLAGS ?= -B -ntp
+# pytest: -rs lists every skipped test with its reason.
+PYTEST_FLAGS ?= -q -rs
+# Commands run with the environment's python3 first on PATH: the Java tests and the GATK run
+# start `python3 -m warpdp serve` themselves.
+IN_VENV := PATH="$(abspath $(VENV))/bin:$$PATH"
 
-.PHONY: install run test test-python test-java test-gatk test-cpp java-jar bench-cpu check-cuda
+CPU_SOURCES := $(wildcard warpdp/cython_cpu/*.pyx warpdp/cython_cpu/*.pxd warpdp/cython_cpu/*.pxi \
+                 warpdp/cython_cpu/*.c warpdp/cython_cpu/*.h warpdp/kernels/runtime/*.pyx)
+# Cython's generated .c files are outputs, not sources.
+CPU_SOURCES := $(filter-out $(patsubst %.pyx,%.c,$(filter %.pyx,$(CPU_SOURCES))),$(CPU_SOURCES))
 
-# Installs warpdp (building the Cython/C CPU backend in place) with its test dependencies.
-install:
-	$(PYTHON) -m pip install $(PIP_FLAGS) -e ".[dev]"
+.PHONY: install run test test-python test-java test-gatk test-cpp java-jar bench-cpu check-cuda clean-venv
+
+install: $(VENV)/.built
+
+$(PY):
+	@echo "make: creating the virtual environment $(VENV) ($(BASE_PYTHON) -m venv)"
+	@$(BASE_PYTHON) -m venv $(VENV) || { rm -rf $(VENV); \
+	  echo "make: '$(BASE_PYTHON) -m venv' failed; on Debian/Ubuntu: apt install python3-venv" >&2; exit 1; }
+
+$(VENV)/.deps: pyproject.toml | $(PY)
+	@echo "make: installing warpdp and its test dependencies into $(VENV) (pyproject.toml changed or first run;"
+	@echo "      the first run downloads the dependencies and compiles the CPU extensions: a few minutes)"
+	$(PY) -m pip install $(PIP_FLAGS) --upgrade pip setuptools wheel "Cython>=3.0" "numpy>=1.24"
+	$(PY) -m pip install $(PIP_FLAGS) --no-build-isolation -e ".[dev]"
+	@touch $@
+
+$(VENV)/.built: $(VENV)/.deps setup.py $(CPU_SOURCES)
+	@echo "make: building the CPU extensions in place (a C or Cython source changed)"
+	$(PY) setup.py -q build_ext --inplace
+	@touch $@
 
 run: install
-	$(PYTHON) -m warpdp serve
+	@echo "make: starting the server ($(PY) -m warpdp serve; Ctrl-C stops it)"
+	$(PY) -m warpdp serve
 
-# The whole suite: Python (GPU tests skip without a GPU), then the Java shim's JUnit tests (Maven Surefire,
-# against a real CPU `warpdp serve` the tests start). Both always run; the target fails if either does.
+# Every suite, each run whatever the others did; the failed ones are listed at the end and the
+# target then fails: the Python tests (GPU tests skip without a GPU), and the Java shim's JUnit
+# tests (Maven Surefire, against a real CPU `warpdp serve` the tests start).
+# (GATK itself on a data set is `make test-gatk`: minutes, and GATK from Maven Central.)
 test: install
-	@status=0; \
-	$(PYTHON) -m pytest -q || status=1; \
-	$(MVN) $(MVN_FLAGS) -f java_shim/pom.xml verify || status=1; \
-	exit $$status
+	@failed=""; \
+	echo "make: Python tests (pytest)"; \
+	$(PY) -m pytest $(PYTEST_FLAGS) || failed="$$failed python"; \
+	echo "make: Java tests (Maven)"; \
+	$(IN_VENV) $(MVN) $(MVN_FLAGS) -f java_shim/pom.xml verify || failed="$$failed java"; \
+	if [ -n "$$failed" ]; then echo "make test: FAILED suites:$$failed" >&2; exit 1; fi; \
+	echo "make test: every suite passed"
 
 test-python: install
-	$(PYTHON) -m pytest -q
+	$(PY) -m pytest $(PYTEST_FLAGS)
 
 # Builds java_shim/target/warpdp-gatk.jar and runs its tests against it.
 test-java: install
-	$(MVN) $(MVN_FLAGS) -f java_shim/pom.xml verify
+	$(IN_VENV) $(MVN) $(MVN_FLAGS) -f java_shim/pom.xml verify
 
 # The C/C++ front door (clients/cpp): libwarpdp, warpdp_logan, the example overlapper and their
 # ctest suite, built with AddressSanitizer + UBSan. The tests compare against the Python API of
-# this checkout, so its CPU extensions must be built in place first (`make install`).
+# this checkout (its CPU extensions built in place by `make install`), run by the environment's python.
 CPP_BUILD ?= build/cpp
-test-cpp:
-	cmake -S clients/cpp -B $(CPP_BUILD) -DWARPDP_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+test-cpp: install
+	cmake -S clients/cpp -B $(CPP_BUILD) -DWARPDP_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DPython3_EXECUTABLE=$(abspath $(PY))
 	cmake --build $(CPP_BUILD) -j2
 	cd $(CPP_BUILD) && ctest --output-on-failure
 
@@ -44,10 +85,13 @@ java-jar:
 # GATK 4.6.2.0 itself (from Maven Central) on a synthetic data set: HaplotypeCaller with GKL's AVX
 # Pair-HMM, with warpdp (through the `gatk`-style launcher jar) and with GATK's Java Pair-HMM; see docs/gatk.md.
 test-gatk: install java-jar
-	bash tests/gatk/run.sh
+	$(IN_VENV) bash tests/gatk/run.sh
 
 bench-cpu: install
-	$(PYTHON) benchmarks/pairhmm_cpu.py
+	$(PY) benchmarks/pairhmm_cpu.py
 
 check-cuda:
 	bash scripts/check_cuda_sources.sh
+
+clean-venv:
+	rm -rf $(VENV)

@@ -6,7 +6,8 @@ host-side helpers (`warpdp/kernels/runtime/*.pyx`: CUDA calls without the interp
 counting sort) are extensions of their own, with no C sources. Every SIMD
 variant is compiled into the same extension (per-file `#pragma GCC target`), and the variant
 to run is chosen at run time from the CPU found, so the build itself never needs AVX-512 or
-AVX2 and the result runs on any x86-64 CPU.
+AVX2 and the result runs on any x86-64 CPU. On other machines the SIMD files compile to nothing
+(WARPDP_X86_SIMD in cpu_common.h) and the extensions have the scalar variant alone.
 """
 from pathlib import Path
 
@@ -26,6 +27,9 @@ def cpu_extension(pyx: Path) -> Extension:
     return Extension(
         f"warpdp.cython_cpu.{name}",
         sources=[str(pyx), str(CPU_DIR / "cpu_common.c"), *c_sources],
+        # Headers too: a changed body header rebuilds the extension (`make` relies on it).
+        depends=[str(CPU_DIR / "cpu_common.h"), *sorted(str(h) for h in CPU_DIR.glob(f"{name}_*.h")),
+                 *sorted(str(p) for p in CPU_DIR.glob("*.pxi"))],
         include_dirs=[str(CPU_DIR), np.get_include()],
         extra_compile_args=C_FLAGS,
         extra_link_args=["-fopenmp"],

@@ -3,17 +3,26 @@ side (module loading, occupancy, slots, streams, enqueueing, collecting) runs on
 Nothing is computed: device memory is address arithmetic and results stay zero."""
 from __future__ import annotations
 
+import threading
 import types
 from typing import Any
 
 import numpy as np
 
 
-def make_fake_cupy(struct_sizes: dict[str, list[int]]) -> tuple[types.ModuleType, list[tuple]]:
+def make_fake_cupy(struct_sizes: dict[str, list[int]], n_devices: int = 1) -> tuple[types.ModuleType, list[tuple]]:
     """The fake ``cupy`` module and the list it logs to. ``struct_sizes``: what each
-    ``<family>_struct_sizes`` kernel reports."""
+    ``<family>_struct_sizes`` kernel reports; ``n_devices``: the logical GPUs it shows (each
+    thread has its current device, as with CUDA; its context is the device id + 1)."""
     log: list[tuple] = []
     counters = {"address": 1 << 44, "stream": 0, "event": 0}
+    current = threading.local()
+
+    class CUDARuntimeError(Exception):
+        pass
+
+    def get_device() -> int:
+        return getattr(current, "device", 0)
 
     def count(name: str) -> int:
         counters[name] += 1
@@ -23,16 +32,22 @@ def make_fake_cupy(struct_sizes: dict[str, list[int]]) -> tuple[types.ModuleType
         def __init__(self, nbytes: int) -> None:
             self.ptr = counters["address"]
             counters["address"] += (nbytes // 4096 + 2) * 4096
-            log.append(("alloc", nbytes))
+            log.append(("alloc", nbytes, get_device()))
 
     class Device:
         def __init__(self, device_id: int = 0) -> None:
+            if not 0 <= device_id < n_devices:
+                raise CUDARuntimeError(f"invalid device ordinal {device_id}")
             self.device_id = device_id
+            self.previous: list[int] = []
 
         def __enter__(self) -> Device:
+            self.previous.append(get_device())
+            current.device = self.device_id
             return self
 
         def __exit__(self, *exc: object) -> bool:
+            current.device = self.previous.pop()
             return False
 
     class Stream:
@@ -72,32 +87,30 @@ def make_fake_cupy(struct_sizes: dict[str, list[int]]) -> tuple[types.ModuleType
             if self.name.endswith("_struct_sizes"):
                 args[0].values[:] = struct_sizes[self.name]
                 return
-            log.append(("launch", self.name, grid[0], block[0], tuple(int(a) for a in args), shared_mem))
+            log.append(("launch", self.name, grid[0], block[0], tuple(int(a) for a in args), shared_mem,
+                        get_device()))
 
     class RawModule:
         def __init__(self, code: str, options: tuple = (), name_expressions: list | None = None) -> None:
-            log.append(("compile", tuple(options), tuple(name_expressions or ())))
+            log.append(("compile", tuple(options), tuple(name_expressions or ()), get_device()))
 
         def get_function(self, name: str) -> Kernel:
             return Kernel(name)
 
     def memcpy(dst: int, src: int, nbytes: int, kind: int, stream: int) -> None:
-        log.append(("memcpy", kind, nbytes, stream))
-
-    class CUDARuntimeError(Exception):
-        pass
+        log.append(("memcpy", kind, nbytes, stream, get_device()))
 
     def pointer_attributes(address: int) -> Any:
         raise CUDARuntimeError("unknown memory")
 
     runtime = types.SimpleNamespace(
-        getDevice=lambda: 0, memcpyAsync=memcpy, deviceSynchronize=lambda: None,
+        getDevice=get_device, getDeviceCount=lambda: n_devices, memcpyAsync=memcpy, deviceSynchronize=lambda: None,
         memsetAsync=lambda dst, value, nbytes, stream: log.append(("memset", nbytes, stream)),
         getDeviceProperties=lambda device_id: {"multiProcessorCount": 132, "sharedMemPerMultiprocessor": 233472,
                                                "regsPerMultiprocessor": 65536},
         CUDARuntimeError=CUDARuntimeError, pointerGetAttributes=pointer_attributes)
     driver = types.SimpleNamespace(
-        CUDADriverError=type("CUDADriverError", (Exception,), {}), ctxGetCurrent=lambda: 0,
+        CUDADriverError=type("CUDADriverError", (Exception,), {}), ctxGetCurrent=lambda: get_device() + 1,
         occupancyMaxActiveBlocksPerMultiprocessor=lambda function, threads, shared: 2)
     cuda = types.SimpleNamespace(
         Device=Device, Stream=Stream, Event=Event, runtime=runtime, driver=driver,
@@ -140,5 +153,6 @@ class FakeCallList:
         self.calls.clear()
 
     def issue(self, context: int) -> None:
+        self.log.append(("issue", context, len(self.calls)))
         self.log.extend(self.calls)
         self.calls.clear()

@@ -28,3 +28,12 @@ def test_fuzz_server_runs_a_short_fuzz_and_passes(tmp_path):
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     report = out.read_text()
     assert "- requests: 300 in" in report and "result: PASS" in report
+
+
+def test_align_benchmark_runs_its_cpu_rows():
+    run = subprocess.run([sys.executable, str(REPO / "benchmarks" / "align.py"), "--no-gpu", "--pairs", "0",
+                          "--cigar-pairs", "0", "--cpu-pairs", "20", "--lengths", "60"],
+                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "| 60 | CPU, 1 thread (scalar) | score only | 20 |" in run.stdout
+    assert "| 60 | CPU, 1 thread (scalar) | CIGAR | 20 |" in run.stdout

@@ -53,7 +53,7 @@ def test_errors_are_reported_without_traceback(tmp_path, capsys) -> None:
     assert "bad.in, line 2: a read line needs 5 fields" in err and "Traceback" not in err
     assert main(["pairhmm", "--backend", "cpu"]) == 2
     assert "no input" in capsys.readouterr().err
-    assert main(["pairhmm", str(bad), "--reads", "x.bam"]) == 2
+    assert main(["pairhmm", str(bad), "--reads", str(bad)]) == 2
     assert "either INPUT or --reads" in capsys.readouterr().err
 
 
@@ -109,7 +109,37 @@ def test_bam_region_input(tmp_path) -> None:
     assert main(["pairhmm", "--reads", str(bam_path), "--region", "chr1:900-1300", "--haplotypes", str(fasta),
                  "--backend", "cpu", "-o", str(out)]) == 0
     expected = warpdp.score_reads(expected_reads, haps, backend="cpu").reshape(-1)
-    np.testing.assert_array_equal(np.loadtxt(out), np.round(expected, 8))
+    # BAM input names every pair by default (--layout tsv): read name, haplotype name, value.
+    lines = out.read_text().splitlines()
+    assert lines[0] == "read\thaplotype\tlog10_likelihood"
+    rows = [line.split("\t") for line in lines[1:]]
+    read_names = [f"r{k}" for k in range(15) if k not in (3, 5)]  # r3 (low MAPQ) and r5 (duplicate) skipped
+    assert [(r, h) for r, h, _ in rows] == [(r, h) for r in read_names for h in ("hapA", "hapB")]
+    np.testing.assert_array_equal([float(v) for _, _, v in rows], np.round(expected, 8))
+    lines_out = tmp_path / "bam.lines"
+    assert main(["pairhmm", "--reads", str(bam_path), "--region", "chr1:900-1300", "--haplotypes", str(fasta),
+                 "--backend", "cpu", "--layout", "lines", "-o", str(lines_out)]) == 0
+    np.testing.assert_array_equal(np.loadtxt(lines_out), np.round(expected, 8))
+
+
+def test_tsv_layout_for_the_text_format(tmp_path) -> None:
+    out = tmp_path / "tiny.tsv"
+    source = shared_file("pairhmm", "tiny.in")
+    assert main(["pairhmm", str(source), "--backend", "cpu", "--layout", "tsv", "-o", str(out)]) == 0
+    lines = out.read_text().splitlines()
+    assert lines[0] == "read\thaplotype\tlog10_likelihood"
+    rows = [line.split("\t") for line in lines[1:]]
+    np.testing.assert_allclose([float(v) for _, _, v in rows], np.loadtxt(shared_file("pairhmm", "tiny.gkl.out")),
+                               atol=1e-4)
+    # Names from the record shapes of the input itself: rec<b>.read<i> x rec<b>.hap<j>, read-major.
+    expected, text = [], source.read_text().split()
+    position, record = 0, 0
+    while position < len(text):
+        n_reads, n_haps = int(text[position]), int(text[position + 1])
+        expected += [(f"rec{record}.read{i}", f"rec{record}.hap{j}") for i in range(n_reads) for j in range(n_haps)]
+        position += 2 + 5 * n_reads + n_haps
+        record += 1
+    assert [(r, h) for r, h, _ in rows] == expected
 
 
 def test_bam_errors(tmp_path, capsys) -> None:

@@ -167,3 +167,62 @@ def test_client_call_through_shared_memory(monkeypatch) -> None:
         assert server.metrics.sample("warpdp_requests_total", {"method": "Edit", "code": "INVALID_ARGUMENT"}) == 0
     finally:
         server.stop()
+
+
+def test_plan_gives_a_cell_limit_function_the_whole_jobs_cells() -> None:
+    from warpdp.grpc._edit import EDIT
+
+    pairs = pack_edit_pairs(PAIRS * 10)
+    cells = np.diff(pairs.query_offsets) * np.diff(pairs.target_offsets)
+    seen: list[int] = []
+
+    def limit(total: int) -> int:
+        seen.append(total)
+        return 100
+
+    pieces = EDIT.plan(pairs, EditParams(mode="nw"), limit, 1 << 20)
+    assert seen == [int(cells.sum())]  # asked once, for the whole job
+    assert sum(piece.n_pairs for piece in pieces) == pairs.n_pairs
+    for piece in pieces:
+        piece_cells = np.diff(piece.query_offsets) * np.diff(piece.target_offsets)
+        assert piece.n_pairs == 1 or piece_cells.sum() <= 100
+
+
+def test_results_refuse_locations_whose_offsets_do_not_cover_them() -> None:
+    from warpdp.plugin.edit import EditResults
+
+    columns = {name: np.zeros(1, dtype=np.int64) for name in EditResults.COLUMNS}
+    two = np.array([0, 2], dtype=np.int64)
+    EditResults(columns, locations=(np.zeros(2, np.int64), np.ones(2, np.int64), two))
+    # loc_end shorter than loc_begin, offsets right for loc_begin (a chained != let this through).
+    with pytest.raises(ValueError, match="loc_offsets"):
+        EditResults(columns, locations=(np.zeros(2, np.int64), np.ones(1, np.int64), two))
+    with pytest.raises(ValueError, match="loc_offsets"):
+        EditResults(columns, locations=(np.zeros(3, np.int64), np.ones(3, np.int64), two))
+
+
+def test_server_refuses_a_windowed_pair_with_other_bases_before_queueing_it(caplog) -> None:
+    from warpdp.plugin.edit import check_windowed_bases
+
+    # Pair 2's target has an N (its query a lower-case base, which the method takes).
+    pairs = pack_edit_pairs([("ACGT", "ACGT"), ("acgt", "ACGA"), ("ACGT", "ACNT"), ("NNNN", "ACGT")])
+    with pytest.raises(ValueError, match="pair 2 has a byte other than A, C, G, T"):
+        check_windowed_bases(pairs)
+    check_windowed_bases(pairs.select(0, 2))
+    server = start_server()
+    channel = grpc.insecure_channel(server.address)
+    try:
+        unary = channel.unary_unary("/warpdp.v1.Warpdp/Edit",
+                                    request_serializer=warpdp_pb2.EditRequest.SerializeToString,
+                                    response_deserializer=warpdp_pb2.EditReply.FromString)
+        request = warpdp_pb2.EditRequest(pairs=packed_message(warpdp_pb2.EditPairs, pairs), method="windowed",
+                                         mode="shw", window=32, overlap=17)
+        with caplog.at_level("WARNING", logger="warpdp.grpc"):
+            with pytest.raises(grpc.RpcError) as caught:
+                unary(request, timeout=WAIT)
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "pair 2 has a byte other than A, C, G, T" in caught.value.details()
+        assert not [r for r in caplog.records if r.name == "warpdp.grpc" and r.levelname in ("WARNING", "ERROR")]
+    finally:
+        channel.close()
+        server.stop()

@@ -86,3 +86,16 @@ def test_checks_fail_on_differences(tmp_path):
     compare.hmm_files("three units", str(tmp_path / "h1.txt"), str(tmp_path / "h3.txt"), 1e-4)
     assert [ok for ok, _ in compare.RESULTS] == [True, False, True, False]
     compare.RESULTS.clear()
+
+
+def test_smith_waterman_count_check_needs_server_work():
+    # The Smith-Waterman shim check must fail when the server computed nothing (a vacuous pass) or a count
+    # other than the shim's own.
+    compare.RESULTS.clear()
+    compare.sw_count_check("counted by both", 3197, 3197)
+    compare.sw_count_check("no shim count logged", 12, None)
+    compare.sw_count_check("nothing on the server", 0, None)
+    compare.sw_count_check("nothing on the server, shim agrees", 0, 0)
+    compare.sw_count_check("counts differ", 3197, 3000)
+    assert [ok for ok, _ in compare.RESULTS] == [True, True, False, False, False]
+    compare.RESULTS.clear()

@@ -2,7 +2,6 @@
 and a check that never fires changes no result. Each input is cut into many small chunks."""
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -64,48 +63,59 @@ def seedext_input() -> warpdp.SeedExtPairs:
     return warpdp.pack_seed_pairs(pairs)
 
 
-def run_pairhmm(cancelled: CountingCheck) -> np.ndarray:
+def run_pairhmm(cancelled: CountingCheck, devices: list[int] | None) -> np.ndarray:
     from warpdp.kernels import pairhmm as gpu_pairhmm
 
     batches = pairhmm_input()
     out = np.full(batches.n_pairs, np.nan)
-    gpu_pairhmm.forward(batches, out, chunk_cells=200_000, cancelled=cancelled)
+    gpu_pairhmm.forward(batches, out, chunk_cells=200_000, devices=devices, cancelled=cancelled)
     return out
 
 
-def run_xdrop(cancelled: CountingCheck, monkeypatch: pytest.MonkeyPatch) -> np.ndarray:
+def run_xdrop(cancelled: CountingCheck, devices: list[int] | None, monkeypatch: pytest.MonkeyPatch) -> np.ndarray:
     from warpdp.kernels import xdrop as gpu_xdrop
 
-    real = getattr(gpu_xdrop.split_chunks, "func", gpu_xdrop.split_chunks)  # not an earlier call's partial
-    monkeypatch.setattr(gpu_xdrop, "split_chunks", functools.partial(real, chunk_pairs=16))
-    result = warpdp.xdrop(xdrop_input(), k=17, x=20, backend="gpu", cancelled=cancelled)
+    monkeypatch.setattr(gpu_xdrop, "_CHUNK_PAIRS", 16)
+    result = warpdp.xdrop(xdrop_input(), k=17, x=20, backend="gpu", devices=devices, cancelled=cancelled)
     return np.stack([result.score, result.begin_h, result.end_h, result.begin_v, result.end_v])
 
 
-def run_seedext(cancelled: CountingCheck, monkeypatch: pytest.MonkeyPatch) -> np.ndarray:
+def run_seedext(cancelled: CountingCheck, devices: list[int] | None, monkeypatch: pytest.MonkeyPatch) -> np.ndarray:
     from warpdp.kernels import seedext as gpu_seedext
 
     monkeypatch.setattr(gpu_seedext, "_CHUNK_PAIRS", 256)
-    return warpdp.seed_extend_with(seedext_input(), warpdp.SeedExtParams(), backend="gpu", cancelled=cancelled).table
+    return warpdp.seed_extend_with(seedext_input(), warpdp.SeedExtParams(), backend="gpu", devices=devices,
+                                   cancelled=cancelled).table
 
 
-FAMILIES: dict[str, Callable[[CountingCheck, pytest.MonkeyPatch], np.ndarray]] = {
-    "pairhmm": lambda check, _monkeypatch: run_pairhmm(check),
+FAMILIES: dict[str, Callable[[CountingCheck, list[int] | None, pytest.MonkeyPatch], np.ndarray]] = {
+    "pairhmm": lambda check, devices, _monkeypatch: run_pairhmm(check, devices),
     "xdrop": run_xdrop,
     "seedext": run_seedext,
 }
 
 
+def _gpu_count() -> int:
+    import cupy
+
+    return int(cupy.cuda.runtime.getDeviceCount())
+
+
 @pytest.mark.parametrize("family", sorted(FAMILIES))
-def test_a_cancelled_job_stops_between_chunks(family: str, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("devices", [[0], None], ids=["one GPU", "every GPU"])
+def test_a_cancelled_job_stops_between_chunks(family: str, devices: list[int] | None,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
     never = CountingCheck(None)
-    whole = FAMILIES[family](never, monkeypatch)
+    whole = FAMILIES[family](never, devices, monkeypatch)
     assert never.calls >= 4, f"the input was meant to make several chunks, got {never.calls} checks"
 
-    unchecked = FAMILIES[family](None, monkeypatch)  # type: ignore[arg-type]
+    unchecked = FAMILIES[family](None, devices, monkeypatch)  # type: ignore[arg-type]
     np.testing.assert_array_equal(whole, unchecked)
 
     fires = CountingCheck(2)
     with pytest.raises(JobCancelled):
-        FAMILIES[family](fires, monkeypatch)
-    assert fires.calls == 2  # stopped at the first check that fired; no chunk after it was enqueued
+        FAMILIES[family](fires, devices, monkeypatch)
+    # Stopped at the first check that fired: no chunk after it was enqueued. Over several GPUs
+    # each device's thread checks before its own next chunk, and stops too.
+    n_devices = 1 if devices else _gpu_count()
+    assert 2 <= fires.calls <= 2 + n_devices - 1

@@ -494,6 +494,7 @@ class _ListKernel:
     """A fake kernel: payloads are lists of numbers, results are the numbers; 'poison' fails."""
 
     name, backend = "fake", "cpu"
+    max_batch_cells = None  # the batcher's cap
 
     def __init__(self) -> None:
         self.submissions: list[list] = []
@@ -539,6 +540,26 @@ def test_batcher_coalesces_by_key_and_cap_and_isolates_failures():
         assert kernel.submissions[-4:] == [[8, "poison", 9], [8], ["poison"], [9]]
         assert list(good.result) == [8] and list(also_good.result) == [9]
         assert poisoned.result is None and isinstance(poisoned.error, RuntimeError)
+    finally:
+        batcher.close(WAIT)
+
+
+def test_a_kernel_with_its_own_cap_coalesces_only_up_to_it():
+    # A GPU server's families left on the CPU cap their own submissions at the CPU's size, while
+    # the GPU families coalesce up to the server's cap.
+    capped, uncapped = _ListKernel(), _ListKernel()
+    capped.max_batch_cells = 4
+    batcher = Batcher(workers=1, batching=True, max_wait_s=60, max_batch_cells=10, metrics=Metrics())
+    try:
+        batcher.arrive()
+        items = [batcher.submit(kernel, "k", [value], cells=2, n_out=1)
+                 for kernel, value in [(capped, 1), (uncapped, 2), (capped, 3), (uncapped, 4), (capped, 5),
+                                       (uncapped, 6)]]
+        batcher.drain()
+        for item in items:
+            assert item.event.wait(WAIT)
+        assert capped.submissions == [[1, 3], [5]]
+        assert uncapped.submissions == [[2, 4, 6]]
     finally:
         batcher.close(WAIT)
 
@@ -869,6 +890,8 @@ def test_pairhmm_request_bytes_is_the_sum_over_batches():
 def test_a_gpu_server_runs_a_family_without_a_gpu_kernel_on_the_cpu() -> None:
     from warpdp.grpc.server import _family_backend
 
-    assert not warpdp.plugin.core.backend.has_gpu_kernel("align")
-    assert _family_backend("gpu", "align") == "cpu"
+    # a family name with no warpdp.kernels module (align has one since issue 26)
+    assert warpdp.plugin.core.backend.has_gpu_kernel("align")
+    assert not warpdp.plugin.core.backend.has_gpu_kernel("no_such_family")
+    assert _family_backend("gpu", "no_such_family") == "cpu"
     assert _family_backend("cpu", "pairhmm") == "cpu"

@@ -684,7 +684,7 @@ def test_mapped_files_stay_under_their_byte_limit_and_close(monkeypatch):
     now = [0.0]
     monkeypatch.setattr(_shm_server, "time", types.SimpleNamespace(monotonic=lambda: now[0]))
     register = FakeRegistrations()
-    mapped = MappedFiles(register, max_bytes=2500, idle_s=0.3)
+    mapped = MappedFiles(register, max_bytes=2500, idle_s=10.0)
     fields, sizes = ["bases", "offsets"], [1000, 8]
     regions = [memfd_region(np.full(1000, k, np.uint8).tobytes() + bytes(8), handle=str(k) * 32) for k in (1, 2, 3)]
     try:
@@ -698,9 +698,13 @@ def test_mapped_files_stay_under_their_byte_limit_and_close(monkeypatch):
         assert kept[0] == 1
         del kept
         register.wait_live(2)
-        # Mappings unused for idle_s go; one used at the later time stays.
-        now[0] = 10.0
-        mapped.arrays(regions[2], sizes, fields, 1 << 30, ("offsets",))
+        # Mappings unused for idle_s go; one used since stays. The sweeper thread may run at
+        # any moment, so the clock only moves where no mapping can be idle for longer than
+        # idle_s (t = 5: every one was last used at t = 0), then to t = 12, where region 1
+        # (last used at 0) is idle for 12 > 10 and region 2 (used at 5) for 7 < 10.
+        now[0] = 5.0
+        mapped.arrays(regions[2], sizes, fields, 1 << 30, ("offsets",))  # its view goes at once: last used at 5
+        now[0] = 12.0
         register.wait_live(1)
         assert register.count == 3
         mapped.close()

@@ -82,7 +82,7 @@ def test_xdrop_chunks_launch_every_item_once(fake: list[tuple], monkeypatch: pyt
         items.append((h, int(rng.integers(0, len(h) - 4)), v, int(rng.integers(0, len(v) - 4))))
     pairs = pack_xdrop_pairs(items)
     real_split = xdrop.split_chunks
-    monkeypatch.setattr(xdrop, "split_chunks", lambda h, v: real_split(h, v, chunk_pairs=50))
+    monkeypatch.setattr(xdrop, "split_chunks", lambda h, v, *limits: real_split(h, v, chunk_pairs=50))
     results = XdropResults(*[np.zeros(pairs.n_pairs, np.int64) for _ in range(6)])
     xdrop.extend(pairs, results, k=5, x=2000, match=1, mismatch=-1, gap=-1, best=False)
     assert [call[0] for call in fake].count("compile") == 1

@@ -1,7 +1,7 @@
 """GPU backend of the Pair-HMM: reference data and agreement with the CPU backend.
 
 Every test needs a usable CUDA device (CuPy and a GPU); elsewhere the module is skipped with the
-reason gpu_status() gives. Tolerances are the project's (DESIGN.md): 1e-4 in log10 for pairs the
+reason gpu_status() gives. Tolerances are the project's (docs/semantics.md): 1e-4 in log10 for pairs the
 CPU computes in float, 1e-6 for pairs it computes in double, and -inf only where the CPU has -inf.
 """
 from __future__ import annotations

@@ -25,6 +25,7 @@ import pytest
 
 import warpdp
 from helpers.data import shared_file
+from helpers.emulation import WARP_EMULATION_INCLUDE
 from warpdp.kernels import seedext as gpu_module
 
 CU_SOURCE = Path(gpu_module.__file__).with_name("seedext.cu")
@@ -45,65 +46,21 @@ LANE = LaneKernel()
 ALL_KERNELS = (LANE, *gpu_module.KERNEL_CONFIGS)
 
 HARNESS = r"""
-#include <ucontext.h>
-#include <algorithm>
-#include <cstddef>
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
+#include "warp_emulation.h"
 
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __launch_bounds__(x)
-#define __align__(x)
-struct EmuDim { unsigned x = 0, y = 0, z = 0; };
-static EmuDim threadIdx, blockIdx;  /* switched with the running lane */
-static int *emu_shared = nullptr;
-static int emu_G = 1;
-#define WARPDP_DYNAMIC_SHARED(type, name) type *name = (type *)emu_shared
-
-/* Lanes are fibers on one OS thread, resumed round-robin; a lane runs until its next warp
-   collective. Collective k of a subwarp uses slot bank k % 2, so a lane that has read the
-   result of collective k can post for k + 1 while slower lanes still read bank k. */
-struct Lane { ucontext_t ctx; std::vector<char> stack; unsigned tid = 0; long long count = 0; bool done = false; };
-static std::vector<Lane> emu_lanes;
-static std::vector<long long> emu_slots;  /* [subwarp][bank][lane] */
-static ucontext_t emu_scheduler;
-static int emu_current = 0;
-
-static long long *bank(long long count) {
-    const int sub = (int)threadIdx.x / emu_G;
-    return &emu_slots[((size_t)sub * 2 + (size_t)(count & 1)) * 32];
-}
-/* Post v, wait until every lane of the subwarp has posted, return the bank to read. */
-static long long *collective(long long v) {
-    Lane &me = emu_lanes[emu_current];
-    long long *slots = bank(me.count++);
-    slots[threadIdx.x % emu_G] = v;
-    swapcontext(&me.ctx, &emu_scheduler);
-    return slots;
-}
-template <class T> T __shfl_sync(unsigned, T v, int src, int width) { return (T)collective(v)[src % width]; }
-template <class T> T __shfl_up_sync(unsigned, T v, unsigned d, int width) {
-    const int t = (int)(threadIdx.x % emu_G) % width;
-    return (T)collective(v)[t >= (int)d ? t - (int)d : t];
-}
+/* Reductions over a subwarp (the lanes of its group). */
 int __reduce_max_sync(unsigned, int v) {
     long long *s = collective(v);
     long long r = s[0];
-    for (int k = 1; k < emu_G; k++) r = std::max(r, s[k]);
+    for (int k = 1; k < emu_group; k++) r = std::max(r, s[k]);
     return (int)r;
 }
 int __reduce_min_sync(unsigned, int v) {
     long long *s = collective(v);
     long long r = s[0];
-    for (int k = 1; k < emu_G; k++) r = std::min(r, s[k]);
+    for (int k = 1; k < emu_group; k++) r = std::min(r, s[k]);
     return (int)r;
 }
-void __syncwarp(unsigned) { collective(0); }
-int atomicAdd(int *p, int v) { const int old = *p; *p += v; return old; }
 
 #include SEEDEXT_CU
 using namespace warpdp_seedext;
@@ -114,70 +71,33 @@ static_assert(offsetof(Params, scratch) == 64 && offsetof(Params, state_ints) ==
 static_assert(offsetof(Params, n) == 80 && offsetof(Params, qmax) == 84 && offsetof(Params, a) == 88);
 static_assert(offsetof(Params, zdrop) == 120);
 
-template <class T> static std::vector<T> read_array(FILE *f) {
-    long long n;
-    if (fread(&n, 8, 1, f) != 1) exit(3);
-    std::vector<T> v(n > 0 ? n : 1);
-    if (n > 0 && fread(v.data(), sizeof(T), n, f) != (size_t)n) exit(3);
-    return v;
-}
-
 template <int G, int C, bool SHARED> static void lane_main() {
     extend_kernel<G, C, SHARED>(reinterpret_cast<const Params *>(emu_params));
-    emu_lanes[emu_current].done = true;
-    swapcontext(&emu_lanes[emu_current].ctx, &emu_scheduler);
+    fiber_exit();
 }
 
 static void lane_kernel_main() {
     extend_lane_kernel(reinterpret_cast<const Params *>(emu_params));
-    emu_lanes[emu_current].done = true;
-    swapcontext(&emu_lanes[emu_current].ctx, &emu_scheduler);
-}
-
-/* Run `count` lanes (threadIdx.x 0..count-1) as fibers, each from `entry`, round-robin until all
-   are done. */
-static void run_fibers(int count, void (*entry)()) {
-    emu_slots.assign((size_t)((count + emu_G - 1) / emu_G) * 2 * 32, 0);  /* [subwarp][bank][lane] */
-    emu_lanes = std::vector<Lane>(count);
-    for (int tid = 0; tid < count; tid++) {
-        Lane &lane = emu_lanes[tid];
-        lane.tid = tid;
-        lane.stack.resize(1 << 18);
-        getcontext(&lane.ctx);
-        lane.ctx.uc_stack.ss_sp = lane.stack.data();
-        lane.ctx.uc_stack.ss_size = lane.stack.size();
-        lane.ctx.uc_link = nullptr;
-        makecontext(&lane.ctx, entry, 0);
-    }
-    for (bool running = true; running;) {
-        running = false;
-        for (int k = 0; k < count; k++) {
-            if (emu_lanes[k].done) continue;
-            emu_current = k;
-            threadIdx.x = emu_lanes[k].tid;
-            swapcontext(&emu_scheduler, &emu_lanes[k].ctx);
-            running = true;
-        }
-    }
+    fiber_exit();
 }
 
 /* The lane kernel: one block of one warp, 32 fibers sharing its interleaved row state. */
 static void run_lane(Params &p) {
-    emu_G = 32;
+    emu_group = 32;
     emu_params = &p;
     std::vector<int> shared((size_t)32 * (p.qmax + 1));
     emu_shared = shared.data();
-    run_fibers(32, lane_kernel_main);
+    run_fibers(32, lane_kernel_main, 1 << 18);
 }
 
 template <int G, int C, bool SHARED> static void run(Params &p, int n_sub) {
-    emu_G = G;
+    emu_group = G;
     emu_params = &p;
     std::vector<int> shared(SHARED ? (size_t)(THREADS / G) * p.state_ints : 1);
     std::vector<int> scratch(SHARED ? 1 : (size_t)(THREADS / G) * p.state_ints);
     emu_shared = shared.data();
     p.scratch = scratch.data();
-    run_fibers(n_sub * G, lane_main<G, C, SHARED>);
+    run_fibers(n_sub * G, lane_main<G, C, SHARED>, 1 << 18);
 }
 
 int main(int argc, char **argv) {
@@ -258,7 +178,7 @@ def harness(tmp_path_factory) -> Path:
     binary = directory / "harness"
     state = "2 * ((q) + 2) + ((q) + 3) / 4 + 1"
     assert gpu_module.state_ints(100) == 2 * 102 + 103 // 4 + 1
-    result = subprocess.run([compiler, "-std=c++17", "-O1", f'-DSEEDEXT_CU="{CU_SOURCE}"',
+    result = subprocess.run([compiler, "-std=c++17", "-O1", WARP_EMULATION_INCLUDE, f'-DSEEDEXT_CU="{CU_SOURCE}"',
                              f"-DSTATE_INTS(q)=({state})", str(directory / "harness.cpp"), "-o", str(binary)],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -226,7 +226,7 @@ def test_cli_errors(tmp_path, capsys) -> None:
     assert "k (the seed length) must be at least 1" in capsys.readouterr().err
     assert main(["xdrop", str(bad), "-k", "2", "-x", "5", "--gap", "0"]) == 2
     assert "gap must be negative" in capsys.readouterr().err
-    assert main(["xdrop", str(bad), "-k", "2", "-x", "5", "--seeds", "s.txt"]) == 2
+    assert main(["xdrop", str(bad), "-k", "2", "-x", "5", "--seeds", str(bad)]) == 2
     assert "needs both --seqs-h and --seeds" in capsys.readouterr().err
     assert main(["xdrop", str(tmp_path / "missing.tsv"), "-k", "2", "-x", "5"]) == 2
     assert "missing.tsv" in capsys.readouterr().err

@@ -1,17 +1,22 @@
-"""The `warpdp` command: scoring subcommands, server, and environment information."""
+"""The `warpdp` command: scoring subcommands, server, and environment information.
+
+Start-up is kept short (`warpdp --help`/`--version`): this module imports only the standard
+library and warpdp.registry at load time, and builds only the subparser of the subcommand asked
+for (the others are listed by their summary line); NumPy, gRPC and the kernels load when a
+subcommand runs.
+"""
 from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from . import __version__, registry
-from .plugin.backend import BACKENDS, BackendUnavailableError
 
 logger = logging.getLogger("warpdp")
 
@@ -20,25 +25,45 @@ PROGRESS_CHUNK_CELLS = 200_000_000
 
 
 def _add_backend_options(parser: argparse.ArgumentParser) -> None:
+    from .plugin.core.backend import BACKENDS
+
     parser.add_argument("--backend", choices=BACKENDS, default="auto",
                         help="where to compute: auto = GPU if usable, else CPU (default: auto)")
     parser.add_argument("--threads", type=int, default=None,
-                        help="CPU threads (default: all cores)")
+                        help="CPU threads (default: $OMP_NUM_THREADS if set, else all cores)")
+
+
+PAIRHMM_DESCRIPTION = """\
+Score every read against every haplotype of each record, with GKL's numerics (float, and
+double for a pair whose float result is below 1e-28).
+
+Input: the PairHMM text format (INPUT; gzip or plain, '-' for stdin): per record a line 'R H',
+R read lines 'bases quals insGOP delGOP GCP' (qualities phred+33) and H haplotype lines;
+or the reads of a BAM/CRAM region (--reads, --region) against every haplotype of a FASTA
+(--haplotypes). Lower-case bases read as upper case.
+
+Output (log10 likelihoods, 8 decimals, read-major: read 0 x haplotypes 0..H-1, read 1 x ...):
+  --layout tsv      a header line, then per pair (tab separated):
+                      read              the read's name (BAM/CRAM), else rec<b>.read<i>
+                      haplotype         the haplotype's FASTA name, else rec<b>.hap<j>
+                      log10_likelihood  log10 P(read | haplotype)
+                    (b, i, j: 0-based record, read and haplotype numbers within the record).
+                    The default for BAM/CRAM input.
+  --layout lines    one value per line (GKL's .gkl.out layout); the default for the text format.
+  --layout records  gpuPairHMM's layout: per record 'R H', then R lines of H values."""
 
 
 def add_pairhmm_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "pairhmm", help="Pair-HMM forward likelihoods (GATK/GKL numerics)",
-        description="Score every read against every haplotype of each record, with GKL's numerics. "
-                    "Input: the PairHMM text format, or reads from a BAM/CRAM region plus haplotypes "
-                    "from a FASTA. Output: log10 likelihoods, one per line, read-major per record.")
+        formatter_class=argparse.RawDescriptionHelpFormatter, description=PAIRHMM_DESCRIPTION)
     p.add_argument("input", nargs="?", help="input in the PairHMM text format ('-' for stdin)")
     p.add_argument("-o", "--output", default="-", help="output file (default: stdout)")
     _add_backend_options(p)
     p.add_argument("--double", action="store_true",
                    help="compute every pair in double precision (GATK's --native-pair-hmm-use-double-precision)")
-    p.add_argument("--layout", choices=("lines", "records"), default="lines",
-                   help="lines: one value per line; records: gpuPairHMM's layout ('R H' then R rows of H values)")
+    p.add_argument("--layout", choices=("lines", "records", "tsv"), default=None,
+                   help="output layout, see above (default: tsv for BAM/CRAM input, lines for the text format)")
     p.add_argument("--min-base-qual", type=int, default=None,
                    help="raise base qualities below this (default: 6 for the text format, as its harnesses "
                         "do; 0 for BAM/CRAM)")
@@ -56,7 +81,10 @@ def add_pairhmm_parser(subparsers: Any) -> None:
     p.set_defaults(run=_run_pairhmm)
 
 
-def _load_pairhmm_input(args: argparse.Namespace):
+def _load_pairhmm_input(args: argparse.Namespace) -> tuple[Any, list[str] | None, list[str] | None]:
+    """The batches to score, with the read and haplotype names where the input has them."""
+    import numpy as np
+
     from .plugin.packed import check_int
     from .plugin.pairhmm_text import FORMAT_MIN_BASE_QUAL, read_pairhmm_text
 
@@ -68,21 +96,21 @@ def _load_pairhmm_input(args: argparse.Namespace):
             raise ValueError("BAM/CRAM input needs all of --reads, --region and --haplotypes")
         from .plugin.pairhmm_bam import DEFAULT_MIN_MAPPING_QUALITY, read_bam_region
 
-        batches, _, _ = read_bam_region(
+        batches, read_names, hap_names = read_bam_region(
             args.reads, args.region, args.haplotypes, reference=args.reference,
             min_mapping_quality=DEFAULT_MIN_MAPPING_QUALITY if args.min_mapq is None else args.min_mapq)
         if args.min_base_qual:
             check_int(args.min_base_qual, "--min-base-qual", 0, 127)  # before np.uint8, which would overflow
             np.maximum(batches.read_quals, np.uint8(args.min_base_qual), out=batches.read_quals)
-        return batches
+        return batches, read_names, hap_names
     if not args.input:
         raise ValueError("no input: give INPUT (PairHMM text format) or --reads/--region/--haplotypes")
     source = sys.stdin if args.input == "-" else args.input
     min_qual = FORMAT_MIN_BASE_QUAL if args.min_base_qual is None else args.min_base_qual
-    return read_pairhmm_text(source, min_base_qual=min_qual)
+    return read_pairhmm_text(source, min_base_qual=min_qual), None, None
 
 
-def _chunk_bounds(cells_per_batch: np.ndarray, chunk_cells: int) -> list[tuple[int, int]]:
+def _chunk_bounds(cells_per_batch: Any, chunk_cells: int) -> list[tuple[int, int]]:
     """Consecutive batch ranges of about chunk_cells each (at least one batch per range)."""
     bounds, start, acc = [], 0, 0
     for b, cells in enumerate(cells_per_batch):
@@ -95,13 +123,34 @@ def _chunk_bounds(cells_per_batch: np.ndarray, chunk_cells: int) -> list[tuple[i
     return bounds
 
 
+def _progress_bar(total_cells: int, show: bool) -> Any:
+    """tqdm's bar on stderr where asked for and tqdm is installed; else one that shows nothing."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        if show:
+            logger.warning("no progress bar: tqdm is not installed (pip install tqdm)")
+        show = False
+        tqdm = None
+    if not show:
+        return contextlib.nullcontext(_NoBar())
+    return tqdm(total=total_cells, unit="cell", unit_scale=True, desc="pairhmm", file=sys.stderr)
+
+
+class _NoBar:
+    def update(self, _: int) -> None:
+        pass
+
+
 def _run_pairhmm(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
+    import numpy as np
 
     from .plugin.pairhmm import pairhmm
     from .plugin.pairhmm_text import write_likelihoods
 
-    batches = _load_pairhmm_input(args)
+    batches, read_names, hap_names = _load_pairhmm_input(args)
+    if args.input:
+        warn_if_empty(batches.n_pairs, args)
     with contextlib.ExitStack() as stack:
         from .grpc.cli import client_from_args
 
@@ -120,13 +169,13 @@ def _run_pairhmm(args: argparse.Namespace) -> int:
         show = args.progress == "always" or (args.progress == "auto" and sys.stderr.isatty())
         chunks = _chunk_bounds(cells, PROGRESS_CHUNK_CELLS)
         pair_starts = np.concatenate([[0], np.cumsum(batches.pairs_per_batch())])
-        with tqdm(total=int(cells.sum()), unit="cell", unit_scale=True, disable=not show or len(chunks) < 2,
-                  desc="pairhmm", file=sys.stderr) as bar:
+        with _progress_bar(int(cells.sum()), show and len(chunks) >= 2) as bar:
             for start, stop in chunks:
                 values[pair_starts[start]:pair_starts[stop]] = score(batches.select(start, stop))
                 bar.update(int(cells[start:stop].sum()))
     out = sys.stdout if args.output == "-" else args.output
-    write_likelihoods(values, out, layout=args.layout, batches=batches)
+    layout = args.layout or ("tsv" if read_names is not None else "lines")
+    write_likelihoods(values, out, layout=layout, batches=batches, read_names=read_names, hap_names=hap_names)
     return 0
 
 
@@ -142,24 +191,43 @@ def _run_info(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_serve_parser(subparsers) -> None:
+SERVE_SUMMARY = "run the gRPC server (GPU if usable, else CPU)"
+
+
+def _add_serve_parser(subparsers: Any) -> None:
     from .grpc.cli import add_serve_arguments, run_serve
 
     p = subparsers.add_parser(
-        "serve", help="run the gRPC server (GPU if usable, else CPU)",
+        "serve", help=SERVE_SUMMARY,
         description="Serve every warpdp kernel over gRPC (package warpdp.v1), batching concurrent "
                     "callers onto one backend. See docs/grpc.md.")
     add_serve_arguments(p)
     p.set_defaults(run=run_serve)
 
 
+SEEDEXT_DESCRIPTION = """\
+Extend seeds as BWA-MEM's ksw_extend2 does: both sequences start right after the seed (the
+query is the read past the seed, the target the reference window past it), h0 is the seed's
+score, the extension is banded (-w) and may stop early (z-drop).
+
+Input: lines 'query<TAB>target<TAB>h0' (gzip or plain, '-' for stdin), or with --targets, a
+FASTA/FASTQ of queries whose k-th record pairs with the k-th record of TARGETS (h0 from an
+'h0=N' word in the query's header, else --h0). Lower-case bases read as upper case.
+
+Output: one line per pair, in input order, six integers separated by spaces:
+  score    best score of an extension (h0 when nothing beats the seed)
+  qle      query bases in that best extension: it covers query[0:qle] (0: none)
+  tle      target bases in it: target[0:tle] (0-based, end exclusive, like qle)
+  gtle     target bases of the best extension that reaches the query's end (0: none)
+  gscore   that extension's score (-1: no extension reached the query's end)
+  max_off  largest distance from the diagonal of the successive best cells
+           (BWA-MEM retries with a doubled band when this reaches 3/4 of -w)"""
+
+
 def add_seedext_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "seedext", help="seed extension (BWA-MEM ksw_extend2 semantics)",
-        description="Extend seeds as BWA-MEM's ksw_extend2 does. Input: lines 'query<TAB>target<TAB>h0' "
-                    "(h0 = the seed's score), or with --targets, a FASTA/FASTQ of queries whose k-th record "
-                    "pairs with the k-th record of TARGETS (h0 from an 'h0=N' word in the query's header, "
-                    "else --h0). Output: one line per pair, in input order: score qle tle gtle gscore max_off.")
+        formatter_class=argparse.RawDescriptionHelpFormatter, description=SEEDEXT_DESCRIPTION)
     p.add_argument("input", help="pairs as TSV ('-' for stdin), or the queries FASTA/FASTQ with --targets")
     p.add_argument("-o", "--output", default="-", help="output file (default: stdout)")
     p.add_argument("--targets", default=None, help="FASTA/FASTQ of targets: INPUT is then the queries FASTA/FASTQ")
@@ -194,6 +262,7 @@ def _run_seedext(args: argparse.Namespace) -> int:
         if args.h0 is not None:
             raise ValueError("--h0 applies to FASTA input (--targets); TSV lines carry their own h0")
         pairs = read_seedext_tsv(sys.stdin if args.input == "-" else args.input)
+    warn_if_empty(pairs.n_pairs, args)
     from .grpc.cli import run_family
 
     results = run_family(args, "seedext", pairs, params)
@@ -201,15 +270,31 @@ def _run_seedext(args: argparse.Namespace) -> int:
     return 0
 
 
+XDROP_DESCRIPTION = """\
+Extend seeds of length k in both directions with gapped X-drop, as SeqAn 2's
+extendSeed(..., GappedXDrop()) does for BELLA and LOGAN (linear gaps).
+
+Input: LOGAN's text format (gzip or plain, '-' for stdin), one pair per line
+'seqV posV seqH posH strand'; the seed is seqV[posV:posV+k] and seqH[posH:posH+k] (0-based);
+strand c: seqH is complemented and posH = len(seqH) - posH - k, as LOGAN's demo does.
+Or with --seqs-h, INPUT is a FASTA/FASTQ of V sequences whose i-th record pairs with the
+i-th record of SEQS_H and the i-th line 'posV posH [strand]' of SEEDS.
+Lower-case bases read as upper case.
+
+Output: one line per pair, in input order, five integers separated by spaces:
+  score   left extension score + right extension score + k * match (as BELLA and LOGAN
+          report it; --report longest: SeqAn's longest extension, best: the best cell)
+  beginH  start of the extended seed in seqH (0-based)
+  endH    its end in seqH, EXCLUSIVE: the extension covers seqH[beginH:endH]
+  beginV  start in seqV (0-based)
+  endV    end in seqV, exclusive
+(for strand c, H coordinates are in the complemented seqH, as LOGAN reports them)"""
+
+
 def add_xdrop_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "xdrop", help="gapped X-drop seed extension (SeqAn 2 / BELLA / LOGAN semantics)",
-        description="Extend seeds of length k in both directions with gapped X-drop, as SeqAn 2's extendSeed "
-                    "(..., GappedXDrop()) does for BELLA and LOGAN. Input: LOGAN's text format, one pair per line "
-                    "'seqV posV seqH posH strand' (strand c: seqH is complemented and posH = len(seqH) - posH - k, "
-                    "as LOGAN's demo does); or with --seqs-h, INPUT is a FASTA/FASTQ of V sequences whose i-th "
-                    "record pairs with the i-th record of SEQS_H and the i-th line 'posV posH [strand]' of SEEDS. "
-                    "Output: one line per pair, in input order: score beginH endH beginV endV.")
+        formatter_class=argparse.RawDescriptionHelpFormatter, description=XDROP_DESCRIPTION)
     p.add_argument("input", help="pairs in LOGAN's text format ('-' for stdin), or the V FASTA/FASTQ with --seqs-h")
     p.add_argument("-k", type=int, required=True, help="seed length")
     p.add_argument("-x", type=int, required=True, help="X-drop: cells more than X below the best score are dropped")
@@ -240,6 +325,7 @@ def _run_xdrop(args: argparse.Namespace) -> int:
         pairs = read_xdrop_fastx(args.input, args.seqs_h, args.seeds, k=args.k)
     else:
         pairs = read_logan_text(sys.stdin if args.input == "-" else args.input, k=args.k)
+    warn_if_empty(pairs.n_pairs, args)
     scoring = dict(k=args.k, x=args.x, match=args.match, mismatch=args.mismatch, gap=args.gap, report=args.report)
     from .grpc.cli import client_from_args
 
@@ -253,35 +339,129 @@ def _run_xdrop(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_in(argv: Sequence[str]) -> str | None:
+    """The subcommand argv names: its first word that is not an option (the top-level options
+    take no values), or None."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `warpdp` parser. With ``command``, only that subcommand's parser is built in full and
+    the other families are listed by their summary (which loads none of their modules)."""
     parser = argparse.ArgumentParser(prog="warpdp", description="GPU and SIMD CPU dynamic-programming kernels "
-                                     "for genomics (GATK/GKL-exact Pair-HMM, ...)")
+                                     "for genomics (GATK/GKL-exact Pair-HMM, ...)",
+                                     epilog="'warpdp COMMAND --help' explains a command's input, output columns "
+                                            "and coordinates (0-based, end exclusive).")
     parser.add_argument("--version", action="version", version=f"warpdp {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log more (backend choice, timings)")
     subparsers = parser.add_subparsers(dest="command", required=True)
     for family in registry.families():  # each family's own subcommand, where it has one
-        if family.add_cli is not None:
+        if family.add_cli is None:
+            continue
+        if command != family.name and family.summary is not None:
+            subparsers.add_parser(family.name, help=family.summary)
+        else:
             registry.resolve(family.add_cli)(subparsers)
-    _add_serve_parser(subparsers)
+    if command == "serve":
+        _add_serve_parser(subparsers)
+    else:
+        subparsers.add_parser("serve", help=SERVE_SUMMARY)
     info = subparsers.add_parser("info", help="show the CPU variants and GPU found")
     info.set_defaults(run=_run_info)
     return parser
 
 
+# Files the subcommands read, by argparse destination, as their messages name them.
+_INPUT_FILES = {"input": "INPUT", "reads": "--reads", "haplotypes": "--haplotypes", "reference": "--reference",
+                "targets": "--targets", "seqs_h": "--seqs-h", "seeds": "--seeds",
+                "server_token_file": "--server-token-file", "server_tls_ca": "--server-tls-ca"}
+
+
+def check_input_files(args: argparse.Namespace) -> None:
+    """ValueError naming the option when a file to read is missing, a directory or unreadable
+    (before any of them is parsed, and before pysam or htslib report it in their own words)."""
+    for dest, option in _INPUT_FILES.items():
+        path = getattr(args, dest, None)
+        if not isinstance(path, str) or path == "-":
+            continue
+        if not os.path.exists(path):
+            raise ValueError(f"{option} {path}: no such file")
+        if os.path.isdir(path):
+            raise ValueError(f"{option} {path}: is a directory, not a file")
+        if not os.access(path, os.R_OK):
+            raise ValueError(f"{option} {path}: permission denied")
+
+
+def warn_if_empty(n_pairs: int, args: argparse.Namespace) -> None:
+    """An input without a single pair is not an error (an empty shard of a larger job gives an
+    empty output, exit status 0), but it is said on stderr, since it is often a mistake."""
+    if n_pairs == 0:
+        source = "standard input" if args.input == "-" else args.input
+        print(f"warpdp: warning: {source} holds no {args.command} input; the output is empty", file=sys.stderr)
+
+
+def _os_error_message(exc: OSError) -> str:
+    reason = exc.strerror or str(exc)
+    if exc.errno == errno.ENOSPC:
+        reason = "no space left on the device"
+    name = "standard output" if exc.filename == "<stdout>" else exc.filename
+    return f"{name}: {reason}" if name else reason
+
+
+def _flush_stdout() -> None:
+    """Flush standard output here, where a failure can still be reported (a full disk, a closed
+    pipe), rather than at interpreter exit."""
+    try:
+        sys.stdout.flush()
+    except OSError as error:
+        # The rest of the buffer cannot be written either: send it to /dev/null, so that the
+        # interpreter's own flush at exit does not fail a second time.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        if isinstance(error, BrokenPipeError):
+            raise
+        raise type(error)(error.errno, error.strerror or str(error), "standard output") from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C: no traceback, the shell's status for SIGINT
+        print("warpdp: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        parser = build_parser(_command_in(argv))
+    except ImportError as exc:  # an optional extra the subcommand needs (MissingExtraError says which)
+        print(f"warpdp: error: {exc}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     # The server always says where it listens and what it runs on; other commands stay quiet.
     verbose = args.verbose or args.command == "serve"
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
-        return args.run(args)
-    except (ValueError, TypeError, BackendUnavailableError, FileNotFoundError, RuntimeError) as exc:
+        check_input_files(args)
+        status = args.run(args)
+        if args.command != "serve":
+            _flush_stdout()
+        return status
+    except BrokenPipeError:  # the reader went away (e.g. `| head`): not an error
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except OSError as exc:
+        print(f"warpdp: error: {_os_error_message(exc)}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print("warpdp: error: out of memory (split the input, or lower --threads)", file=sys.stderr)
+        return 2
+    except (ValueError, TypeError, RuntimeError, LookupError, ImportError) as exc:
         print(f"warpdp: error: {exc}", file=sys.stderr)
         return 2
-    except BrokenPipeError:
-        return 0
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ def add_align_parser(subparsers: Any) -> None:
     scoring.add_argument("--gap-convention", default="L-1", help=f"one of {', '.join(GAP_CONVENTIONS)} (default L-1)")
     scoring.add_argument("--zdrop", type=int, default=None, help="z-drop (extension only; default none)")
     scoring.add_argument("--overhang", default="SOFTCLIP", help=f"gatk: one of {', '.join(OVERHANGS)}")
-    p.add_argument("--backend", default="auto", help="auto, cpu or gpu (default auto; align has no GPU kernel yet)")
+    p.add_argument("--backend", default="auto", help="auto, cpu or gpu (default auto)")
     p.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
     from .grpc.cli import add_client_arguments
 
@@ -73,8 +73,10 @@ def run_align(args: argparse.Namespace) -> int:
         pairs, query_names, target_names = read_align_fastx(args.input, args.targets)
     else:
         pairs = read_align_tsv(sys.stdin if args.input == "-" else args.input)
+    from .cli import warn_if_empty
     from .grpc.cli import run_family
 
+    warn_if_empty(pairs.n_pairs, args)
     results = run_family(args, "align", pairs, params)
     if args.sam:
         write_align_sam(results, pairs, args.output, query_names, target_names)

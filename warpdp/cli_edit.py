@@ -66,8 +66,10 @@ def _run_edit(args: argparse.Namespace) -> int:
         names = (query_names, target_names)
     else:
         pairs = read_edit_tsv(sys.stdin if args.input == "-" else args.input)
+    from .cli import warn_if_empty
     from .grpc.cli import run_family
 
+    warn_if_empty(pairs.n_pairs, args)
     results = run_family(args, "edit", pairs, params)
     if args.sam:
         write_edit_sam(results, pairs, args.output, *names)

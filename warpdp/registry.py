@@ -59,6 +59,9 @@ class Family:
     # Adds the family's `warpdp <name>` subparser to argparse's subparsers action (setting
     # `run` to a function of the parsed arguments returning the exit status); None: none.
     add_cli: Ref | None = None
+    # The subcommand's one-line help in `warpdp --help`, so that listing the subcommands loads
+    # none of them (start-up time); None: add_cli is called to list it.
+    summary: str | None = None
     # The family's line(s) of `warpdp info`; None: whether its GPU kernel is usable here.
     info: Ref | None = None
     # A function listing the CPU variants of the family's kernel this host runs, slowest
@@ -167,18 +170,20 @@ def family_for_payload(payload: object) -> Family:
 # family's, and its CPU variants are those `warpdp info` shows.
 register(Family(name="pairhmm", rpc="PairHmm", service="warpdp.grpc._algorithms:PAIRHMM",
                 entry="warpdp.plugin.pairhmm:pairhmm", add_cli="warpdp.cli:add_pairhmm_parser",
+                summary="Pair-HMM forward likelihoods (GATK/GKL numerics)",
                 cpu_variants="warpdp.plugin.pairhmm:available_cpu_isas"))
 register(Family(name="xdrop", rpc="Xdrop", service="warpdp.grpc._algorithms:XDROP",
-                entry="warpdp.plugin.xdrop:xdrop", add_cli="warpdp.cli:add_xdrop_parser"))
+                entry="warpdp.plugin.xdrop:xdrop", add_cli="warpdp.cli:add_xdrop_parser",
+                summary="gapped X-drop seed extension (SeqAn 2 / BELLA / LOGAN semantics)"))
 register(Family(name="seedext", rpc="SeedExtend", service="warpdp.grpc._algorithms:SEEDEXT",
-                entry="warpdp.plugin.seedext:seed_extend", add_cli="warpdp.cli:add_seedext_parser"))
-# Pairwise alignment with CIGAR and GATK's Smith-Waterman (issue #26); CPU only so far.
+                entry="warpdp.plugin.seedext:seed_extend", add_cli="warpdp.cli:add_seedext_parser",
+                summary="seed extension (BWA-MEM ksw_extend2 semantics)"))
+# Pairwise alignment with CIGAR and GATK's Smith-Waterman (issue #26): CPU (scalar) and GPU.
 register(Family(name="align", rpc="Align", service="warpdp.grpc._align:ALIGN", entry="warpdp.plugin.align:align",
-                add_cli="warpdp.cli_align:add_align_parser",
-                info=lambda: "align: CPU (scalar variant only; no GPU kernel yet)"))
-# Edit distance (issue #27): CPU only so far, scalar (its own variants list).
+                add_cli="warpdp.cli_align:add_align_parser", summary="pairwise alignment with CIGAR; GATK's Smith-Waterman"))
+# Edit distance (issue #27): GPU kernels (warpdp/kernels/edit.py) and a scalar CPU backend.
 register(Family(name="edit", rpc="Edit", service="warpdp.grpc._edit:EDIT", entry="warpdp.plugin.edit:edit",
                 add_cli="warpdp.cli_edit:add_edit_parser",
-                info=lambda: "edit: CPU (scalar; no SIMD variant or GPU kernel yet)"))
+                summary="edit distance + CIGAR (edlib's NW/SHW/HW, Scrooge's windowed GenASM)"))
 
 __all__ = ["Family", "Ref", "family", "family_for_payload", "families", "host_cpu_variants", "register", "resolve", "unregister"]

@@ -11,6 +11,7 @@ CHECKS.json: {"identical_vcfs": [[name, a.vcf.gz, b.vcf.gz], ...],
               "somatic_truth": [[name, calls.vcf.gz, truth.vcf.gz, ref.fasta, sample], ...],
               "logs": [[name, file, [texts that must appear], text that must not appear or null], ...],
               "workloads": [[name, workload.in, expected.out], ...],
+              "sw_counts": [[name, alignments the server computed, alignments the shim logged or null], ...],
               "times": times.tsv}
 """
 from __future__ import annotations
@@ -177,6 +178,13 @@ def log_check(name: str, path: str, must: list[str], must_not: str | None) -> No
     check(ok, f"{name}: log {Path(path).name} has {must!r}" + (f" and not {must_not!r}" if must_not else ""))
 
 
+def sw_count_check(name: str, on_server: int, by_shim: int | None) -> None:
+    """The shim really aligned on the server (not vacuous), and the server saw every alignment it sent."""
+    ok = on_server > 0 and (by_shim is None or by_shim == on_server)
+    check(ok, f"{name}: {on_server} on the server's /metrics" + ("" if by_shim is None else f", {by_shim} logged by "
+                                                                  "the shim"))
+
+
 def workload_check(name: str, workload: str, expected: str) -> None:
     import numpy as np
 
@@ -194,6 +202,8 @@ def main() -> int:
     tolerance = float(spec.get("tolerance", 1e-4))
     for name, path, must, must_not in spec.get("logs", []):
         log_check(name, path, must, must_not)
+    for name, on_server, by_shim in spec.get("sw_counts", []):
+        sw_count_check(name, on_server, by_shim)
     for name, a, b in spec.get("identical_vcfs", []):
         identical_vcfs(name, a, b)
     for name, a, b in spec.get("compare_vcfs", []):

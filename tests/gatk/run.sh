@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # `make test-gatk`: GATK 4.6.2.0 itself (resolved from Maven Central into ~/.m2) on a synthetic data set
-# made here (tests/gatk/make_dataset.py), with its Pair-HMM computed three ways:
-#   gkl     GKL's own AVX Pair-HMM (--pair-hmm-implementation AVX_LOGLESS_CACHING, GKL's native code from its jar)
-#   warpdp  warpdp-gatk.jar first on the class path through the launcher jar, run as GATK's `gatk` script
-#           runs GATK (java ... -jar $GATK_LOCAL_JAR), against a CPU `warpdp serve`
-#   java    GATK's Java LOGLESS_CACHING
-# plus: the launcher with the server down (FASTEST_AVAILABLE: the shim falls back to GKL), GVCF mode,
+# made here (tests/gatk/make_dataset.py), HaplotypeCaller's Pair-HMM and Smith-Waterman computed three ways:
+#   gkl     GKL's own AVX Pair-HMM (--pair-hmm-implementation AVX_LOGLESS_CACHING) and Smith-Waterman
+#           (--smith-waterman FASTEST_AVAILABLE, GATK's default), GKL's native code from its jar
+#   warpdp  the same options with warpdp-gatk.jar first on the class path through the launcher jar, run as
+#           GATK's `gatk` script runs GATK (java ... -jar $GATK_LOCAL_JAR), against a CPU `warpdp serve`,
+#           with -Dwarpdp.smithwaterman=server: both kernels on the server (its /metrics count the
+#           Smith-Waterman alignments it computed)
+#   java    GATK's Java LOGLESS_CACHING (and GKL's Smith-Waterman, GATK's default)
+# plus: the launcher with the server down (FASTEST_AVAILABLE for both: the shim falls back to GKL), GVCF mode,
 # Mutect2 on a tumour/normal pair, HaplotypeCallerSpark --spark-master local[2] (WARPDP_GATK_SPARK=0 skips
-# it), and the replay of the run's Pair-HMM workload. tests/gatk/compare.py checks the outputs and prints
+# it), and the replay of the run's Pair-HMM workload. Those other warpdp runs leave warpdp.smithwaterman at its
+# default (GKL's own Smith-Waterman through the shim's class), so they check the Pair-HMM alone. tests/gatk/compare.py checks the outputs and prints
 # PASS/FAIL lines and 'N passed, N failed'; exits non-zero on any failure.
 #
 # Needs: java_shim/target/warpdp-gatk.jar (make java-jar), JDK 17, Maven, python3 with warpdp and pysam.
@@ -95,8 +99,10 @@ trap 'exit 130' INT TERM
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 PORT=$(free_port)
 DEAD_PORT=$(free_port)
-say "starting a CPU warpdp server on 127.0.0.1:$PORT"
-(cd "$REPO" && exec python3 -m warpdp serve --host 127.0.0.1 --port "$PORT" --backend cpu) > "$OUT/server.log" 2>&1 &
+METRICS_PORT=$(free_port)
+say "starting a CPU warpdp server on 127.0.0.1:$PORT (metrics on port $METRICS_PORT)"
+(cd "$REPO" && exec python3 -m warpdp serve --host 127.0.0.1 --port "$PORT" --backend cpu \
+    --metrics-port "$METRICS_PORT") > "$OUT/server.log" 2>&1 &
 SERVER_PID=$!
 "$JAVA" -jar "$SHIM" health --address "127.0.0.1:$PORT" --wait 120 --pid "$SERVER_PID" > /dev/null ||
     { cat "$OUT/server.log" >&2; die "the server did not start"; }
@@ -107,16 +113,34 @@ HC=(HaplotypeCaller -R "$D/ref.fasta" -I "$D/sample.bam")
 REGION=(-L chrS:1-100000)
 M2=(Mutect2 -R "$D/ref.fasta" -I "$D/tumor.bam" -I "$D/normal.bam" -normal normal "${REGION[@]}")
 
-say "HaplotypeCaller, three Pair-HMMs"
-timed hc_gkl gatk_cp "${HC[@]}" -O "$OUT/hc_gkl.vcf.gz" --pair-hmm-implementation AVX_LOGLESS_CACHING \
+# align_pairs FILE: the Smith-Waterman (align) pairs the server has computed so far, from its /metrics.
+align_pairs() {
+    python3 - "$METRICS_PORT" > "$1" <<'PY'
+import sys, urllib.request
+text = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=10).read().decode()
+print(int(sum(float(line.split()[-1]) for line in text.splitlines()
+              if line.startswith('warpdp_pairs_total{algorithm="align"}'))))
+PY
+}
+
+say "HaplotypeCaller, three Pair-HMMs and Smith-Watermans"
+SW=(--smith-waterman FASTEST_AVAILABLE)
+timed hc_gkl gatk_cp "${HC[@]}" -O "$OUT/hc_gkl.vcf.gz" --pair-hmm-implementation AVX_LOGLESS_CACHING "${SW[@]}" \
     --pair-hmm-results-file "$OUT/hc_gkl.pairhmm.txt"
-timed hc_warpdp gatk_wrapper "$WARPDP_OPTS" "${HC[@]}" -O "$OUT/hc_warpdp.vcf.gz" \
-    --pair-hmm-implementation AVX_LOGLESS_CACHING --pair-hmm-results-file "$OUT/hc_warpdp.pairhmm.txt"
+align_pairs "$OUT/align_pairs.before"
+timed hc_warpdp gatk_wrapper "$WARPDP_OPTS -Dwarpdp.smithwaterman=server" "${HC[@]}" -O "$OUT/hc_warpdp.vcf.gz" \
+    --pair-hmm-implementation AVX_LOGLESS_CACHING "${SW[@]}" --pair-hmm-results-file "$OUT/hc_warpdp.pairhmm.txt"
+align_pairs "$OUT/align_pairs.after"
+SW_ON_SERVER=$(( $(cat "$OUT/align_pairs.after") - $(cat "$OUT/align_pairs.before") ))
+# The shim's own count, logged when GATK closes the aligner ("... N alignments on server ...").
+SW_BY_SHIM=$(sed -n 's/.*warpdp Smith-Waterman: \([0-9]*\) alignments on server.*/\1/p' "$OUT/hc_warpdp.log" | tail -n 1)
+say "hc_warpdp: $SW_ON_SERVER Smith-Waterman alignments on the server, ${SW_BY_SHIM:-no count} logged by the shim"
 timed hc_java gatk_cp "${HC[@]}" -O "$OUT/hc_java.vcf.gz" --pair-hmm-implementation LOGLESS_CACHING \
     --pair-hmm-results-file "$OUT/hc_java.pairhmm.txt"
 
 say "HaplotypeCaller through the launcher with the server down (FASTEST_AVAILABLE)"
-timed hc_fallback gatk_wrapper "-Xmx$XMX -Dwarpdp.address=127.0.0.1:$DEAD_PORT" "${HC[@]}" \
+timed hc_fallback gatk_wrapper "-Xmx$XMX -Dwarpdp.address=127.0.0.1:$DEAD_PORT -Dwarpdp.smithwaterman=server" \
+    "${HC[@]}" "${SW[@]}" \
     -O "$OUT/hc_fallback.vcf.gz"
 
 say "HaplotypeCaller -ERC GVCF (first 100 kb)"
@@ -161,7 +185,18 @@ cat > "$OUT/checks.json" <<EOF
     ["HaplotypeCaller warpdp", "$OUT/hc_warpdp.log", ["warpdp Pair-HMM: server 127.0.0.1:$PORT"], "Loading libgkl_pairhmm"],
     ["HaplotypeCaller gkl", "$OUT/hc_gkl.log", ["Using the AVX-accelerated native PairHMM implementation"], "warpdp Pair-HMM"],
     ["HaplotypeCaller server down", "$OUT/hc_fallback.log", ["; using Intel GKL's own com.intel.gkl.pairhmm.IntelPairHmmOMP",
-     "Using the OpenMP multi-threaded AVX-accelerated native PairHMM implementation"], "Pair-HMM not available: "]$SPARK_LOGS
+     "Using the OpenMP multi-threaded AVX-accelerated native PairHMM implementation"], "Pair-HMM not available: "],
+    ["HaplotypeCaller warpdp Smith-Waterman", "$OUT/hc_warpdp.log", ["warpdp Smith-Waterman: server 127.0.0.1:$PORT"],
+     "Loading libgkl_smithwaterman"],
+    ["HaplotypeCaller gkl Smith-Waterman", "$OUT/hc_gkl.log", ["Loading libgkl_smithwaterman"], "warpdp Smith-Waterman"],
+    ["HaplotypeCaller server down Smith-Waterman", "$OUT/hc_fallback.log",
+     ["; using Intel GKL's own com.intel.gkl.smithwaterman.IntelSmithWaterman"], "warpdp Smith-Waterman: server"],
+    ["HaplotypeCaller -ERC GVCF warpdp: GKL's Smith-Waterman by default", "$OUT/gvcf_warpdp.log",
+     ["warpdp Smith-Waterman: using Intel GKL's own com.intel.gkl.smithwaterman.IntelSmithWaterman",
+      "Using AVX accelerated SmithWaterman implementation"], "warpdp Smith-Waterman: server"]$SPARK_LOGS
+  ],
+  "sw_counts": [
+    ["HaplotypeCaller warpdp: Smith-Waterman alignments computed by the server", $SW_ON_SERVER, ${SW_BY_SHIM:-null}]
   ],
   "identical_vcfs": [
     ["HaplotypeCaller: gkl vs warpdp", "$OUT/hc_gkl.vcf.gz", "$OUT/hc_warpdp.vcf.gz"],

@@ -2,7 +2,8 @@
 
 Modes: ``nw`` (whole query against whole target), ``shw`` (whole query against a prefix of the
 target), ``hw`` (whole query against any substring of the target). Locations are edlib's: every
-target end e (0-based, inclusive; -1 for SHW's empty target prefix) whose column reaches the optimum, in increasing order, each with
+target end e (0-based, inclusive; -1 for the empty target prefix: SHW's, and HW's when the distance is
+the query's length, start 0) whose column reaches the optimum, in increasing order, each with
 the start of the LONGEST optimal alignment ending there (edlib takes the last optimal position of
 the reversed prefix search); for nw and shw the start is 0.
 """
@@ -27,8 +28,9 @@ def _last_row(query: str, target: str, free_start: bool) -> list[int]:
 
 def distance(query: str, target: str, mode: str) -> int:
     row = _last_row(query, target, mode == "hw")
-    # SHW also counts the empty target prefix (edlib's end -1); HW's ends start at 0.
-    return row[-1] if mode == "nw" else min(row[0 if mode == "shw" else 1:])
+    # SHW and HW also count the empty target prefix (edlib's end -1): for HW it is optimal only
+    # when the distance is m (row[0] = m).
+    return row[-1] if mode == "nw" else min(row)
 
 
 def locations(query: str, target: str, mode: str) -> list[tuple[int, int]]:
@@ -37,13 +39,15 @@ def locations(query: str, target: str, mode: str) -> list[tuple[int, int]]:
     if mode == "nw":
         return [(0, n - 1)]
     row = _last_row(query, target, mode == "hw")
-    first = 0 if mode == "shw" else 1
-    best = min(row[first:])
-    ends = [j - 1 for j in range(first, n + 1) if row[j] == best]
+    best = min(row)
+    ends = [j - 1 for j in range(n + 1) if row[j] == best]
     if mode == "shw":
         return [(0, e) for e in ends]
     found = []
     for e in ends:
+        if e < 0:  # the empty prefix (HW's only when the distance is m): edlib's start 0
+            found.append((0, e))
+            continue
         # The reversed query against the reversed target prefix, prefix mode: the farthest
         # optimal end is the longest alignment.
         rrow = _last_row(query[::-1], target[: e + 1][::-1], False)
@@ -107,3 +111,34 @@ def rescore(query: str, target: str, cigar: str, t_begin: int = 0) -> tuple[int,
             else:
                 j, edits = j + 1, edits + 1
     return edits, i, j
+
+
+def hirschberg_cigar(query: str, target: str) -> str:
+    """The one global alignment every warpdp backend returns (the plugin's documented rule):
+    Hirschberg's recursion splitting the query at row len // 2 at the leftmost target column
+    minimising forward + backward cost; a one-base query takes its leftmost equal target base
+    (else a substitution on the first target base), the other target bases deleted."""
+    ops: list[str] = []
+    _hirschberg(query, target, ops)
+    return compress(ops) if ops else ""
+
+
+def _hirschberg(query: str, target: str, ops: list[str]) -> None:
+    m, n = len(query), len(target)
+    if n == 0 or m == 0:
+        ops.extend("I" * m + "D" * n)
+        return
+    if m == 1:
+        at = target.find(query)
+        if at < 0:
+            ops.extend("X" + "D" * (n - 1))
+        else:
+            ops.extend("D" * at + "=" + "D" * (n - at - 1))
+        return
+    mid = m // 2
+    forward = _last_row(query[:mid], target, False)
+    backward = _last_row(query[mid:][::-1], target[::-1], False)
+    sums = [forward[j] + backward[n - j] for j in range(n + 1)]
+    split = sums.index(min(sums))
+    _hirschberg(query[:mid], target[:split], ops)
+    _hirschberg(query[mid:], target[split:], ops)

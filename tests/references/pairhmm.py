@@ -1,6 +1,6 @@
 """An independent float64 NumPy implementation of the Pair-HMM forward algorithm.
 
-Written from DESIGN.md's definition (GKL's numerics) without looking at the C kernels:
+Written from docs/semantics.md's definition (GKL's numerics) without looking at the C kernels:
 anti-diagonal sweeps (every cell of a diagonal depends only on the two before it),
 probabilities in double, scaled by 2^1020 like GKL's double path.
 """

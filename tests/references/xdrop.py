@@ -1,6 +1,6 @@
 """Plain-Python references for gapped X-drop seed extension, written for clarity, not speed.
 
-`extend_pair` follows the definition in DESIGN.md ("X-drop seed extension"): SeqAn 2's
+`extend_pair` follows the definition in docs/semantics.md ("X-drop seed extension"): SeqAn 2's
 _extendSeedGappedXDropOneDirection, restated on whole anti-diagonals kept in dicts keyed by
 column, with Python integers (no overflow) and -inf for dropped cells. `full_matrix_scores`
 is an independent NumPy cross-check for the case where X never drops a cell: then the

@@ -3,6 +3,9 @@
 
 int warpdp_cpu_supports(int isa)
 {
+#if !WARPDP_X86_SIMD
+    return isa == WARPDP_ISA_SCALAR;
+#else
     /* __builtin_cpu_supports also checks that the OS saves the wide registers. */
     __builtin_cpu_init();
     switch (isa) {
@@ -17,6 +20,7 @@ int warpdp_cpu_supports(int isa)
     default:
         return 0;
     }
+#endif
 }
 
 int warpdp_cpu_best_isa(void)

@@ -6,6 +6,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The AVX2 and AVX-512 variants exist on x86 only. Elsewhere (or built with -DWARPDP_NO_X86_SIMD,
+   as a test does) the variants' files compile to nothing, the drivers know the scalar variant
+   alone, and warpdp_cpu_supports says no to the others. */
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(WARPDP_NO_X86_SIMD)
+#define WARPDP_X86_SIMD 1
+#else
+#define WARPDP_X86_SIMD 0
+#endif
+
 enum warpdp_isa {
     WARPDP_ISA_SCALAR = 0,
     WARPDP_ISA_AVX2 = 1,

@@ -68,8 +68,8 @@ int edit_run(const edit_pairs *pairs, const edit_params *p, edit_outputs *out, i
         const int status = kernel(pairs->query_bases + qo, m, pairs->target_bases + to, n, p, &out->distance[i],
                                   &out->t_begin[i], &out->t_end[i], loc_begin, loc_end, &out->n_locations[i],
                                   cigar, &out->n_cigar[i]);
-        if (status == -3 && i < first_bad)
-            first_bad = i;
+        if (status == -3) /* a refused pair: the lowest is reported, none is a failure */
+            first_bad = i < first_bad ? i : first_bad;
         else if (status != 0)
             failed = 1;
     }

@@ -38,7 +38,7 @@ typedef struct {
 } edit_pairs;
 
 /* Per pair: distance (-1 above k), the target span of the reported alignment [t_begin, t_end).
-   Locations (task >= locations): pair i writes at most len(target_i) + 1 of them (SHW's may
+   Locations (task >= locations): pair i writes at most len(target_i) + 1 of them (SHW's and HW's may
    also end before the target) from target_offsets[i] + i into loc_begin/loc_end and their count into n_locations[i]. The CIGAR
    (task == path): at most len(query_i) + len(target_i) packed ops from
    query_offsets[i] + target_offsets[i] into cigar_ops, their count into n_cigar[i]. */

@@ -1,4 +1,6 @@
 /* AVX-512 variants: 16 float lanes, 8 double lanes. Only called after a run-time check. */
+#include "cpu_common.h"
+#if WARPDP_X86_SIMD /* the whole file: x86 only (cpu_common.h) */
 #pragma GCC target("avx512f")
 #include <immintrin.h>
 #include <string.h>
@@ -65,3 +67,4 @@
 #define V_EMISSION(p, rc, em, emm) _mm512_mask_blend_pd(                             \
     _mm512_test_epi64_mask(V_CODES(p), (rc)), (emm), (em))
 #include "pairhmm_simd_body.h"
+#endif /* WARPDP_X86_SIMD */

@@ -78,6 +78,7 @@ int pairhmm_forward_batches(const pairhmm_batches *b, double *out, int64_t n_out
         kf = pairhmm_forward_float_scalar;
         kd = pairhmm_forward_double_scalar;
         break;
+#if WARPDP_X86_SIMD
     case WARPDP_ISA_AVX2:
         kf = pairhmm_forward_float_avx2;
         kd = pairhmm_forward_double_avx2;
@@ -86,6 +87,7 @@ int pairhmm_forward_batches(const pairhmm_batches *b, double *out, int64_t n_out
         kf = pairhmm_forward_float_avx512;
         kd = pairhmm_forward_double_avx512;
         break;
+#endif
     default:
         return -2;
     }

@@ -22,7 +22,7 @@ double pairhmm_forward_double_avx2(const pairhmm_pair *pair, warpdp_workspace *w
 float pairhmm_forward_float_avx512(const pairhmm_pair *pair, warpdp_workspace *ws);
 double pairhmm_forward_double_avx512(const pairhmm_pair *pair, warpdp_workspace *ws);
 
-/* Packed batches, the data model of the whole project (see DESIGN.md):
+/* Packed batches, the data model of the whole project (see docs/semantics.md):
    read r spans [read_offsets[r], read_offsets[r+1]) of the five read arrays,
    haplotype h spans [hap_offsets[h], hap_offsets[h+1]) of hap_bases,
    batch b holds reads [batch_reads[b], batch_reads[b+1]) and haplotypes

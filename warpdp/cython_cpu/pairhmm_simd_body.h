@@ -4,7 +4,9 @@
  *   KERNEL_NAME, REAL, VEC, LANES, PH2PR, MM_TABLE, INITIAL,
  *   V_ZERO(), V_LOAD(real_ptr), V_ADD(a,b), V_MUL(a,b),
  *   V_SHIFT_IN(v, real_ptr)     lanes move up by one, lane 0 takes *real_ptr,
- *   V_STORE_LAST(real_ptr, v)   stores lane LANES-1 to *real_ptr,
+ *   V_STORE_LAST(real_ptr, v)   stores lane LANES-1 to *real_ptr; where ROWS_BACKWARDS is
+ *                               defined it may also store lanes 0..LANES-2 to
+ *                               real_ptr[-(LANES-1)..-1] (see the row buffers),
  *   V_CODES(uint8_ptr)          LANES base codes as an integer vector (CODES type),
  *   V_EMISSION(uint8_ptr, read_codes, e_match, e_mismatch)
  *                               per lane: e_match where (hap code & read code) != 0.
@@ -23,6 +25,15 @@ REAL KERNEL_NAME(const pairhmm_pair *pair, warpdp_workspace *ws)
     const int R = pair->read_len, H = pair->hap_len;
     const int n_stripes = (R + LANES - 1) / LANES;
     const int rows_padded = n_stripes * LANES;
+    /* The row buffers hold columns -2*LANES .. H+2*LANES-1, column j at COLUMN(j): backwards
+       where the includer defines ROWS_BACKWARDS (its V_STORE_LAST stores whole vectors). */
+#ifdef ROWS_BACKWARDS
+#define ROW_ORIGIN 0
+#define COLUMN(j) (H + 2 * LANES - 1 - (j))
+#else
+#define ROW_ORIGIN (2 * LANES)
+#define COLUMN(j) (j)
+#endif
     /* Row buffers and reversed hap codes carry 2*LANES of padding on each side. */
     const int row_stride = H + 4 * LANES;
 
@@ -35,9 +46,9 @@ REAL KERNEL_NAME(const pairhmm_pair *pair, warpdp_workspace *ws)
     REAL *p_gapm = p_mm + rows_padded, *p_mx = p_gapm + rows_padded, *p_xx = p_mx + rows_padded;
     REAL *p_my = p_xx + rows_padded, *p_yy = p_my + rows_padded;
     REAL *e_match = p_yy + rows_padded, *e_mismatch = e_match + rows_padded;
-    REAL *row_m = e_mismatch + rows_padded + 2 * LANES;
+    REAL *row_m = e_mismatch + rows_padded + ROW_ORIGIN;
     REAL *row_x = row_m + row_stride, *row_y = row_x + row_stride;
-    REAL *lane_sums = row_y + row_stride - 2 * LANES;
+    REAL *lane_sums = row_y + row_stride - ROW_ORIGIN;
     uint8_t *read_codes = (uint8_t *)(lane_sums + LANES);
     uint8_t *hap_reversed = read_codes + rows_padded + 2 * LANES;
 
@@ -68,9 +79,9 @@ REAL KERNEL_NAME(const pairhmm_pair *pair, warpdp_workspace *ws)
     /* Row 0: M = X = 0, Y = K / H. */
     const REAL init_y = INITIAL / (REAL)H;
     for (int j = -2 * LANES; j < H + 2 * LANES; j++) {
-        row_m[j] = 0;
-        row_x[j] = 0;
-        row_y[j] = (j >= 0 && j <= H) ? init_y : 0;
+        row_m[COLUMN(j)] = 0;
+        row_x[COLUMN(j)] = 0;
+        row_y[COLUMN(j)] = (j >= 0 && j <= H) ? init_y : 0;
     }
 
     VEC sum_m = V_ZERO(), sum_x = V_ZERO();
@@ -86,12 +97,13 @@ REAL KERNEL_NAME(const pairhmm_pair *pair, warpdp_workspace *ws)
         const int steps = last ? H + last_rows - 1 : H + LANES - 1;
 
         VEC m_left = V_ZERO(), x_left = V_ZERO(), y_left = V_ZERO();
-        VEC m_diag = V_SHIFT_IN(V_ZERO(), row_m), x_diag = V_SHIFT_IN(V_ZERO(), row_x);
-        VEC y_diag = V_SHIFT_IN(V_ZERO(), row_y);
+        VEC m_diag = V_SHIFT_IN(V_ZERO(), row_m + COLUMN(0));
+        VEC x_diag = V_SHIFT_IN(V_ZERO(), row_x + COLUMN(0));
+        VEC y_diag = V_SHIFT_IN(V_ZERO(), row_y + COLUMN(0));
         for (int t = 0; t < steps; t++) {
-            const VEC m_up = V_SHIFT_IN(m_left, row_m + t + 1);
-            const VEC x_up = V_SHIFT_IN(x_left, row_x + t + 1);
-            const VEC y_up = V_SHIFT_IN(y_left, row_y + t + 1);
+            const VEC m_up = V_SHIFT_IN(m_left, row_m + COLUMN(t + 1));
+            const VEC x_up = V_SHIFT_IN(x_left, row_x + COLUMN(t + 1));
+            const VEC y_up = V_SHIFT_IN(y_left, row_y + COLUMN(t + 1));
             const VEC e = V_EMISSION(hap_reversed + H - 1 - t, rc, em, emm);
 
             const VEC m = V_MUL(V_ADD(V_ADD(V_MUL(m_diag, mm), V_MUL(x_diag, gapm)),
@@ -104,11 +116,15 @@ REAL KERNEL_NAME(const pairhmm_pair *pair, warpdp_workspace *ws)
                 sum_x = V_ADD(sum_x, x);
             } else {
                 /* The last lane finished column t - LANES + 2 of the stripe's bottom row;
-                   lane 0 already read that column, so the buffer is updated in place. */
+                   lane 0 already read that column, so the buffer is updated in place. With
+                   ROWS_BACKWARDS, V_STORE_LAST may store the whole vector (no lane
+                   extraction): the other lanes land on the next LANES - 1 columns, which
+                   lane 0 has read already (up to t + 1) and the next LANES - 1 steps
+                   overwrite with their final values. */
                 const int column = t - LANES + 2;
-                V_STORE_LAST(row_m + column, m);
-                V_STORE_LAST(row_x + column, x);
-                V_STORE_LAST(row_y + column, y);
+                V_STORE_LAST(row_m + COLUMN(column), m);
+                V_STORE_LAST(row_x + COLUMN(column), x);
+                V_STORE_LAST(row_y + COLUMN(column), y);
             }
             m_diag = m_up;
             x_diag = x_up;
@@ -120,4 +136,6 @@ REAL KERNEL_NAME(const pairhmm_pair *pair, warpdp_workspace *ws)
     }
     V_STORE(lane_sums, V_ADD(sum_m, sum_x));
     return lane_sums[last_rows - 1];
+#undef COLUMN
+#undef ROW_ORIGIN
 }

@@ -1,5 +1,7 @@
 /* AVX2 seed-extension kernels: 16 lanes of int16 and 8 lanes of int32.
    Only called after a run-time check (warpdp_cpu_supports). */
+#include "cpu_common.h"
+#if WARPDP_X86_SIMD /* the whole file: x86 only (cpu_common.h) */
 #pragma GCC target("avx2")
 #include <immintrin.h>
 #include <stdint.h>
@@ -16,6 +18,7 @@
 #define V_MASKZ(k, v) _mm256_and_si256((k), (v))
 #define V_STORE_MASKED(p, k, v) V_STORE((p), V_BLEND((k), V_LOAD(p), (v)))
 #define V_OR(a, b) _mm256_or_si256((a), (b))
+#define K_ALL(k) (_mm256_movemask_epi8(k) == -1)
 
 /* ---- int16, 16 lanes ---- */
 #define KERNEL_NAME seedext_group_avx2_i16
@@ -31,19 +34,24 @@
 #define V_SUB_LOW(a, b) _mm256_subs_epu16((a), (b))
 #define K_LT(a, b) _mm256_cmpgt_epi16((b), (a))
 #define V_MAX(a, b) _mm256_max_epi16((a), (b))
-/* No word permute in AVX2: match (x == 0) gives a, N (x > 3) gives -1, else -b. */
+/* Codes sit in the high byte (query codes with 0x80 in the low byte), so the high byte of
+   q ^ t is x and its low byte 0x80: a byte shuffle of the 16-entry table (|scores| <= 127,
+   see MAX_MATCH_SCORE) puts score[x] in the high byte and 0 in the low one; an arithmetic
+   shift right by 8 sign-extends it. */
+#define SEEDEXT_Q_CODE(c) (((c) << 8) | 0x80)
+#define SEEDEXT_T_CODE(c) ((c) << 8)
 #define V_SCORE_SETUP(entries)                                                          \
-    const VEC score_mismatch = V_SET1((entries)[1]), score_gain = V_SET1((entries)[0] - (entries)[1]), \
-              score_three = V_SET1(3)
-#define V_SCORE(x)                                                                      \
-    _mm256_or_si256(_mm256_add_epi16(score_mismatch,                                    \
-                                     _mm256_and_si256(_mm256_cmpeq_epi16((x), V_ZERO()), score_gain)), \
-                    _mm256_cmpgt_epi16((x), score_three))
+    int8_t score_bytes[16];                                                             \
+    for (int x = 0; x < 16; x++)                                                        \
+        score_bytes[x] = (int8_t)(entries)[x];                                          \
+    const VEC score_table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)score_bytes))
+#define V_SCORE(x) _mm256_srai_epi16(_mm256_shuffle_epi8(score_table, (x)), 8)
 #define K_IN(j, beg, end) _mm256_andnot_si256(_mm256_cmpgt_epi16((beg), (j)), _mm256_cmpgt_epi16((end), (j)))
 #define V_ADD_NONZERO(h, s) _mm256_andnot_si256(_mm256_cmpeq_epi16((h), V_ZERO()), _mm256_add_epi16((h), (s)))
 #define K_AND_GE(k, a, b) _mm256_andnot_si256(_mm256_cmpgt_epi16((b), (a)), (k))
 #define V_MIN(a, b) _mm256_min_epi16((a), (b))
 #define K_AND_NONZERO(k, v) _mm256_andnot_si256(_mm256_cmpeq_epi16((v), V_ZERO()), (k))
+#define K_ZERO(v) _mm256_cmpeq_epi16((v), V_ZERO())
 #define SEEDEXT_FAR 0x7fff
 #include "seedext_simd_body.h"
 #undef KERNEL_NAME
@@ -66,6 +74,9 @@
 #undef K_AND_GE
 #undef V_MIN
 #undef K_AND_NONZERO
+#undef K_ZERO
+#undef SEEDEXT_Q_CODE
+#undef SEEDEXT_T_CODE
 #undef SEEDEXT_FAR
 
 /* ---- int32, 8 lanes ---- */
@@ -91,5 +102,7 @@
 #define K_AND_GE(k, a, b) _mm256_andnot_si256(_mm256_cmpgt_epi32((b), (a)), (k))
 #define V_MIN(a, b) _mm256_min_epi32((a), (b))
 #define K_AND_NONZERO(k, v) _mm256_andnot_si256(_mm256_cmpeq_epi32((v), V_ZERO()), (k))
+#define K_ZERO(v) _mm256_cmpeq_epi32((v), V_ZERO())
 #define SEEDEXT_FAR 0x3fffffff
 #include "seedext_simd_body.h"
+#endif /* WARPDP_X86_SIMD */

@@ -1,5 +1,7 @@
 /* AVX-512 seed-extension kernels: 32 lanes of int16 and 16 lanes of int32.
    Only called after a run-time check (warpdp_cpu_supports). */
+#include "cpu_common.h"
+#if WARPDP_X86_SIMD /* the whole file: x86 only (cpu_common.h) */
 #pragma GCC target("avx512f,avx512bw")
 #include <immintrin.h>
 #include <stdint.h>
@@ -92,3 +94,4 @@
 #define K_AND_NONZERO(k, v) _mm512_mask_test_epi32_mask((k), (v), (v))
 #define SEEDEXT_FAR 0x3fffffff
 #include "seedext_simd_body.h"
+#endif /* WARPDP_X86_SIMD */

@@ -117,6 +117,7 @@ int seedext_extend_batch(const seedext_batch *b, const seedext_params *p, seedex
         narrow = wide = NULL;
         narrow_lanes = wide_lanes = 1;
         break;
+#if WARPDP_X86_SIMD
     case WARPDP_ISA_AVX2:
         narrow = seedext_group_avx2_i16;
         wide = seedext_group_avx2_i32;
@@ -129,6 +130,7 @@ int seedext_extend_batch(const seedext_batch *b, const seedext_params *p, seedex
         narrow_lanes = SEEDEXT_LANES_AVX512_I16;
         wide_lanes = SEEDEXT_LANES_AVX512_I32;
         break;
+#endif
     default:
         return -2;
     }

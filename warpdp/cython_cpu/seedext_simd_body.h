@@ -35,7 +35,17 @@
  *   V_OR(a,b), V_MIN(a,b),
  *   K_AND_NONZERO(k, v)          k and v != 0,
  *   SEEDEXT_FAR                  a column beyond any query (fits ELEM).
+ * and may define K_ALL(k) (whether every lane of k is set) and K_ZERO(v) (lanes with v == 0)
+ * for a sweep without masks while every lane is inside its window (worth it where masking
+ * costs instructions, as with AVX2's blends), and SEEDEXT_Q_CODE(c) / SEEDEXT_T_CODE(c), how
+ * a query / target code c (as above) is stored in an ELEM (default: c itself), for a V_SCORE
+ * that wants its x = q ^ t elsewhere.
  */
+
+#ifndef SEEDEXT_Q_CODE
+#define SEEDEXT_Q_CODE(c) (c)
+#define SEEDEXT_T_CODE(c) (c)
+#endif
 
 
 
@@ -103,7 +113,7 @@ int KERNEL_NAME(const seedext_pair *pairs, int n, const seedext_params *p, seede
         ELEM *qc = qcode + j * LANES, *hh = eh_h + j * LANES;
         for (int l = 0; l < LANES; l++) {
             const int c = jj < qlen[l] ? seedext_base_code[query[l][jj]] : 4;
-            qc[l] = (ELEM)(c == 4 ? 8 : c);
+            qc[l] = (ELEM)SEEDEXT_Q_CODE(c == 4 ? 8 : c);
         }
         for (int l = 0; l < LANES; l++) {
             hh[l] = (ELEM)(jj == 0 ? h0[l] : (jj <= qlen[l]) & (ins_run[l] > 0) ? ins_run[l] : 0);
@@ -115,7 +125,7 @@ int KERNEL_NAME(const seedext_pair *pairs, int n, const seedext_params *p, seede
         ELEM *tc = tcode + (size_t)i * LANES;
         for (int l = 0; l < LANES; l++) {
             const int c = i < tlen[l] ? seedext_base_code[target[l][i]] : 4;
-            tc[l] = (ELEM)(c == 4 ? 12 : c);
+            tc[l] = (ELEM)SEEDEXT_T_CODE(c == 4 ? 12 : c);
         }
     }
 
@@ -196,13 +206,39 @@ int KERNEL_NAME(const seedext_pair *pairs, int n, const seedext_params *p, seede
             j_v = V_ADD(j_v, one);                                                            \
             hp += LANES, ep += LANES, qp += LANES;                                            \
         } while (0)
+        /* The same column with every lane inside its window: no lane needs masking. */
+#define SEEDEXT_COLUMN_ALL_LIVE()                                                             \
+        do {                                                                                  \
+            const VEC diag = V_LOAD(hp), e = V_LOAD(ep);                                      \
+            const VEC mm = V_ADD_NONZERO(diag, V_SCORE(V_XOR(V_LOAD(qp), t_v)));             \
+            const VEC h = V_MAX(V_MAX(mm, e), f);                                             \
+            V_STORE(hp, h1);                                                                  \
+            mj = V_BLEND(K_LT(h, m), j_v, mj);                                                \
+            m = V_MAX(m, h);                                                                  \
+            const VEC gap_from = V_GAP_SOURCE(mm);                                            \
+            const VEC e_next = V_MAX(V_SUB_LOW(e, e_del), V_SUB0(gap_from, oe_del));          \
+            V_STORE(ep, e_next);                                                              \
+            const MASK dead = K_ZERO(V_OR(h1, e_next));                                       \
+            first = V_BLEND(dead, V_MIN(first, j_v), first);                                  \
+            last = V_BLEND(dead, j_v, last);                                                  \
+            h1 = h;                                                                           \
+            f = V_MAX(V_SUB_LOW(f, e_ins), V_SUB0(gap_from, oe_ins));                         \
+            j_v = V_ADD(j_v, one);                                                            \
+            hp += LANES, ep += LANES, qp += LANES;                                            \
+        } while (0)
         for (; j < ilo; j++)
             SEEDEXT_COLUMN(K_IN(j_v, beg_v, end_v));
+#ifdef K_ALL
+        if (K_ALL(live_lanes))
+            for (; j < ihi; j++)
+                SEEDEXT_COLUMN_ALL_LIVE();
+#endif
         for (; j < ihi; j++)
             SEEDEXT_COLUMN(live_lanes);
         for (; j < jhi; j++)
             SEEDEXT_COLUMN(K_IN(j_v, beg_v, end_v));
 #undef SEEDEXT_COLUMN
+#undef SEEDEXT_COLUMN_ALL_LIVE
         V_STORE(out_h1, h1);
         V_STORE(out_m, m);
         V_STORE(out_mj, mj);

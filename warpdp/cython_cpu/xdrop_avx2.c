@@ -1,5 +1,7 @@
 /* AVX2 variant: 16 int16 or 8 int32 cells per vector along the anti-diagonal, whichever the
    pair's values fit; pairs whose values might not fit int32 go to the scalar kernel. */
+#include "cpu_common.h"
+#if WARPDP_X86_SIMD /* the whole file: x86 only (cpu_common.h) */
 #pragma GCC target("avx2")
 #include <string.h>
 #include <immintrin.h>
@@ -145,3 +147,4 @@ int xdrop_extend2_avx2(const uint8_t *q0, int64_t m0, const uint8_t *t_rev0, int
         return xdrop_extend_avx2_int32_two(q0, m0, t_rev0, n0, q1, m1, t_rev1, n1, p, res0, res1, ws);
     return xdrop_extend2_scalar(q0, m0, t_rev0, n0, q1, m1, t_rev1, n1, p, res0, res1, ws);
 }
+#endif /* WARPDP_X86_SIMD */

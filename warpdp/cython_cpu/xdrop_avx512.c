@@ -2,6 +2,8 @@
    per 256-bit vector when the pair's values fit them (see xdrop_extend_avx512 below). Needs only
    AVX-512F (byte compares use SSE2). Pairs whose values might not fit int32 go to the scalar
    kernel. */
+#include "cpu_common.h"
+#if WARPDP_X86_SIMD /* the whole file: x86 only (cpu_common.h) */
 #pragma GCC target("avx512f")
 #include <immintrin.h>
 #include "xdrop_kernel.h"
@@ -147,3 +149,4 @@ int xdrop_extend2_avx512(const uint8_t *q0, int64_t m0, const uint8_t *t_rev0, i
         return xdrop_extend_avx512_int32_two(q0, m0, t_rev0, n0, q1, m1, t_rev1, n1, p, res0, res1, ws);
     return xdrop_extend2_scalar(q0, m0, t_rev0, n0, q1, m1, t_rev1, n1, p, res0, res1, ws);
 }
+#endif /* WARPDP_X86_SIMD */

@@ -24,7 +24,7 @@
  *                 to it and readable for one block before column 0.
  *   KERNEL_LINKAGE   (optional) e.g. static, for KERNEL_NAME.
  *
- * Semantics are those of SeqAn 2's _extendSeedGappedXDropOneDirection (see DESIGN.md), with
+ * Semantics are those of SeqAn 2's _extendSeedGappedXDropOneDirection (see docs/semantics.md), with
  * columns indexing the arrays directly instead of SeqAn's per-diagonal offsets.
  */
 #ifndef BLOCK_CELLS

@@ -139,12 +139,14 @@ int xdrop_run(const xdrop_pairs *pairs, int64_t k, const xdrop_params *p, xdrop_
     case WARPDP_ISA_SCALAR:
         kernel = xdrop_extend2_scalar;
         break;
+#if WARPDP_X86_SIMD
     case WARPDP_ISA_AVX2:
         kernel = xdrop_extend2_avx2;
         break;
     case WARPDP_ISA_AVX512:
         kernel = xdrop_extend2_avx512;
         break;
+#endif
     default:
         return -2;
     }

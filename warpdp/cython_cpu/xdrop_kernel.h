@@ -5,7 +5,7 @@
  * t[0..r); anti-diagonal d holds the cells with c + r = d. As in SeqAn, values are kept per
  * anti-diagonal for a window of columns [lo, hi]: the columns lo < c < hi are computed, lo and
  * hi are edge cells (undefined, or the first row/column while d*gap stays within X of the best).
- * See DESIGN.md "X-drop seed extension" for the reporting modes.
+ * See docs/semantics.md "X-drop seed extension" for the reporting modes.
  */
 #ifndef WARPDP_XDROP_KERNEL_H
 #define WARPDP_XDROP_KERNEL_H

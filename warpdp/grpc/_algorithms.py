@@ -61,7 +61,7 @@ class PairHmmAlgorithm(Algorithm):
         haps = np.frombuffer(packed.batch_haps, dtype="<i8")
         if len(reads) != len(haps) or len(reads) < 2:
             return 0
-        return max(0, int(np.dot(np.diff(reads), np.diff(haps))))
+        return max(0, int(np.dot(reads[1:] - reads[:-1], haps[1:] - haps[:-1])))
 
     def pairs_in_sizes(self, sizes: dict[str, int]) -> int:
         reads = max(0, sizes.get("read_offsets", 0) // 8 - 1)

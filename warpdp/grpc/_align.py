@@ -71,7 +71,7 @@ class AlignAlgorithm(PairsAlgorithm):
 
     def rows(self, payload: AlignPairs, key: AlignParams, backend: str, threads: int,
              cancelled: CancelCheck | None = None) -> AlignResults:
-        return align(payload, key, backend=backend, threads=threads)
+        return align(payload, key, backend=backend, threads=threads, cancelled=cancelled)
 
     def reply(self, rows: AlignResults | None, n_pairs: int, chunk: int, stats: warpdp_pb2.CallStats) -> Any:
         if rows is None:

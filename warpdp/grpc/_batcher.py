@@ -6,7 +6,7 @@ import collections
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -29,6 +29,7 @@ class Kernel(Protocol):
     def merge(self, payloads: list[Any]) -> Any: ...
 
     def run(self, payload: Any, key: Any, cancelled: CancelCheck | None = None) -> np.ndarray: ...
+    # A batcher with devices calls run(payload, key, cancelled, devices=[...]) instead.
 
 
 _QUEUED, _RUNNING, _DONE, _FAILED, _DROPPED = range(5)
@@ -119,12 +120,23 @@ class Batcher:
     requests wait and join the next batch instead of paying for a submission of their own.
     A chunk of a streamed job (``submit(..., streamed=True)``) is already sized for a
     submission: it is never coalesced and never waits for others.
+
+    With ``devices`` (GPU ids), each device gets ``workers`` workers of its own, and a
+    submission runs on the least-loaded device (fewest submissions running, then fewest cells);
+    one of ``split_cells`` or more runs on every device that is idle then (its chunks spread
+    over them, see warpdp.kernels.runtime.devices). The overlap rule above holds for the server
+    as a whole: small requests wait for the running submission and batch, as on one device
+    (the host, not the GPUs, bounds many small requests; submissions of their own on idle
+    devices cost more host work than they gain, BENCHMARKS.md "Several GPUs"); queued work of
+    ``overlap_cells`` or more starts at once on the least-loaded device. Kernels get the
+    devices as ``run(..., devices=[...])``.
     """
 
     def __init__(self, *, workers: int = 1, batching: bool = True, max_wait_s: float = 0.002,
                  max_batch_cells: int = DEFAULT_MAX_BATCH_CELLS["cpu"], overlap_cells: int = 0,
                  metrics: Metrics | None = None,
-                 notify: Callable[[list[WorkItem]], None] | None = None) -> None:
+                 notify: Callable[[list[WorkItem]], None] | None = None,
+                 devices: Sequence[int] | None = None, split_cells: int | None = None) -> None:
         self._notify = notify    # called with items once they are done, failed or dropped
         self._batching = batching
         self._max_wait = max_wait_s
@@ -144,6 +156,12 @@ class Batcher:
         self._running = 0
         self._arriving = 0       # requests received but not yet queued
         self._draining = False   # shutting down: submit what is queued without waiting
+        self._devices = list(devices) if devices is not None else None
+        self._split_cells = split_cells
+        n_lanes = len(self._devices) if self._devices else 1
+        # Per device: submissions and cells running on it (one lane without devices).
+        self._lane_running = [0] * n_lanes
+        self._lane_cells = [0] * n_lanes
         self._closed = False     # no more submissions accepted
         self._stopping = False   # workers exit
         # Counters for logs and tests (the metrics carry the same under other names).
@@ -154,7 +172,7 @@ class Batcher:
         # Read when scraped, instead of set at every change (twice per request).
         self._metrics.queue_depth.set_function(lambda: len(self._queue))
         self._threads = [threading.Thread(target=self._loop, name=f"warpdp-batcher-{i}", daemon=True)
-                         for i in range(workers)]
+                         for i in range(workers * n_lanes)]
         for thread in self._threads:
             thread.start()
 
@@ -258,6 +276,11 @@ class Batcher:
     def running(self) -> int:
         return self._running
 
+    def device_load(self) -> list[tuple[int, int]]:
+        """(submissions, cells) running on each device (one entry without devices)."""
+        with self._lock:
+            return list(zip(self._lane_running, self._lane_cells))
+
     # -- workers --
 
     def _wake_worker_locked(self) -> None:
@@ -287,6 +310,20 @@ class Batcher:
             self._notify([item])
         self._changed_locked()
 
+    def _place_locked(self, cells: int) -> list[int]:
+        """The lanes (indexes into devices) a submission of ``cells`` runs on: every idle one
+        for a large submission when two or more are idle, else the least-loaded one."""
+        lanes = range(len(self._lane_running))
+        idle = [lane for lane in lanes if self._lane_running[lane] == 0]
+        if self._split_cells is not None and cells >= self._split_cells and len(idle) > 1:
+            chosen = idle
+        else:
+            chosen = [min(lanes, key=lambda lane: (self._lane_running[lane], self._lane_cells[lane]))]
+        for lane in chosen:
+            self._lane_running[lane] += 1
+            self._lane_cells[lane] += cells // len(chosen)
+        return chosen
+
     def _loop(self) -> None:
         while True:
             with self._lock:
@@ -294,12 +331,17 @@ class Batcher:
                 if items is None:
                     return
                 self._running += 1
+                cells = sum(it.cells for it in items)
+                lanes = self._place_locked(cells)
                 self._changed_locked()
             try:
-                self._run(items)
+                self._run(items, None if self._devices is None else [self._devices[lane] for lane in lanes])
             finally:
                 with self._lock:
                     self._running -= 1  # this worker takes what is queued next itself
+                    for lane in lanes:
+                        self._lane_running[lane] -= 1
+                        self._lane_cells[lane] -= cells // len(lanes)
                     self._changed_locked()
 
     def _next_batch_locked(self) -> list[WorkItem] | None:
@@ -333,7 +375,8 @@ class Batcher:
         if self._batching and self._queue and not first.streamed:
             keep: collections.deque[WorkItem] = collections.deque()
             now = time.monotonic()
-            kernel, key, max_cells = first.kernel, first.key, self._max_cells
+            kernel, key = first.kernel, first.key
+            max_cells = min(self._max_cells, kernel.max_batch_cells or self._max_cells)
             for item in self._queue:
                 if item.deadline is not None and item.deadline <= now:
                     self._drop_locked(item, "deadline")
@@ -360,12 +403,14 @@ class Batcher:
         now = time.monotonic()
         return all(it.cancelled or (it.deadline is not None and it.deadline <= now) for it in items)
 
-    def _run(self, items: list[WorkItem]) -> None:
+    def _run(self, items: list[WorkItem], devices: list[int] | None = None) -> None:
         kernel, key = items[0].kernel, items[0].key
         start = time.monotonic()
         try:
             payload = items[0].payload if len(items) == 1 else kernel.merge([it.payload for it in items])
-            out = kernel.run(payload, key, lambda: self._unwanted(items))
+            cancelled = lambda: self._unwanted(items)  # noqa: E731
+            out = (kernel.run(payload, key, cancelled) if devices is None
+                   else kernel.run(payload, key, cancelled, devices=devices))
             expected = sum(it.n_out for it in items)
             if len(out) != expected:
                 raise RuntimeError(f"{kernel.name} backend returned {len(out)} results for {expected} items")
@@ -379,7 +424,7 @@ class Batcher:
                 logger.warning("a coalesced %s submission of %d requests failed (%s: %s); running them one by one",
                                kernel.name, len(items), type(exc).__name__, exc)
                 for item in items:
-                    self._run([item])
+                    self._run([item], devices)
                 return
             logger.exception("%s submission failed", kernel.name)
             self._finish(items, None, exc, start, time.monotonic())

@@ -57,6 +57,8 @@ class ServerConfig:
     backend: str = "auto"                          # "auto" | "cpu" | "gpu"
     workers: int | None = None                     # backend submissions running at once (default: by backend)
     threads: int | None = None                     # CPU threads per worker (default: cores / workers)
+    # GPU ids a GPU server runs on, each with `workers` workers (default: every GPU it sees).
+    devices: Sequence[int] | None = None
     batching: bool = True                          # coalesce concurrent requests
     max_wait_ms: float = DEFAULT_MAX_WAIT_MS       # longest a request waits for others to join it
     max_batch_cells: int | None = None             # submission cap in cells (default: by backend)
@@ -118,6 +120,12 @@ class ServerConfig:
             raise ValueError(f"memory_budget must hold at least one request being received: "
                              f"{receive_bytes(self.max_message_bytes)} bytes for the message limit of "
                              f"{self.max_message_bytes} bytes, not {self.memory_budget}")
+        if self.devices is not None:
+            from ..kernels.runtime.devices import check_device_list
+
+            self.devices = check_device_list(self.devices)
+            if len(set(self.devices)) != len(self.devices):
+                raise ValueError(f"devices lists a GPU twice: {self.devices}")
         if any(not t or any(c.isspace() for c in t) for t in self.tokens):
             raise ValueError("tokens must be non-empty and contain no white space")
 

@@ -9,9 +9,9 @@ import numpy as np
 
 from . import warpdp_pb2
 from ._algorithm import Algorithm, InvalidRequest, Job
-from ._packing import CellLimit, int64_array
+from ._packing import REQUEST_FRAMING_BYTES, CellLimit, int64_array
 from ..plugin.core.packed import offsets_of
-from ..plugin.edit import EditPairs, EditParams, EditResults, edit, edit_cpu_isas
+from ..plugin.edit import EditPairs, EditParams, EditResults, check_windowed_bases, edit, edit_cpu_isas
 
 _STRING_FIELDS = ("mode", "task", "method")
 _INT_FIELDS = ("k", "window", "overlap")
@@ -58,6 +58,8 @@ class EditAlgorithm(Algorithm):
                 query_offsets=int64_array(message.query_offsets, "query_offsets"),
                 target_bases=np.frombuffer(message.target_bases, dtype=np.uint8),
                 target_offsets=int64_array(message.target_offsets, "target_offsets"))
+            if params.method == "windowed":
+                check_windowed_bases(pairs)
         except (TypeError, ValueError) as exc:
             raise InvalidRequest("EditRequest.pairs", exc) from None
         return Job(pairs, params, pairs.n_pairs, self.cells(pairs, params))
@@ -91,7 +93,7 @@ class EditAlgorithm(Algorithm):
 
     def run(self, payload: EditPairs, key: EditParams, *, backend: str, threads: int,
             cancelled: Any = None) -> EditResults:
-        return edit(payload, key, backend=backend, threads=threads)
+        return edit(payload, key, backend=backend, threads=threads, cancelled=cancelled)
 
     def slices(self, payload: EditPairs, key: Hashable, max_cells: Any) -> Iterator[EditPairs]:
         yield payload
@@ -166,12 +168,14 @@ class EditAlgorithm(Algorithm):
         cells = m * n
         # Bytes in: the bases and 16 offset bytes; out: columns, CIGAR and locations at most.
         per_pair = (m + n) + 16 + 24 + 4 * (m + n) + 16 * (n + 1) + 16
+        # A callable limit is a function of the whole job's cells (see _packing.CellLimit).
+        limit = max_cells(int(cells.sum())) if callable(max_cells) else max_cells
+        room = max_bytes - REQUEST_FRAMING_BYTES
         start = 0
         while start < payload.n_pairs:
-            limit = max_cells(int(cells[start])) if callable(max_cells) else max_cells
             stop, total_cells, total_bytes = start + 1, int(cells[start]), int(per_pair[start])
             while (stop < payload.n_pairs and total_cells + int(cells[stop]) <= limit
-                   and total_bytes + int(per_pair[stop]) <= max_bytes - 256):
+                   and total_bytes + int(per_pair[stop]) <= room):
                 total_cells += int(cells[stop])
                 total_bytes += int(per_pair[stop])
                 stop += 1

@@ -28,11 +28,15 @@ class AlgorithmKernel:
     SLICE_CELLS_PER_THREAD = 8_000_000
     MIN_SLICE_CELLS_PER_THREAD = 1_000_000
 
-    def __init__(self, algorithm: Algorithm, backend: str, threads: int, slice_cells: int | None = None) -> None:
+    def __init__(self, algorithm: Algorithm, backend: str, threads: int, slice_cells: int | None = None,
+                 max_batch_cells: int | None = None) -> None:
         self.algorithm = algorithm
         self.name = algorithm.name
         self.backend = backend
         self.threads = threads
+        # This kernel's own cap on a coalesced submission (None: the batcher's): a family left on
+        # the CPU by a GPU server keeps the CPU's cap without lowering the GPU families' cap.
+        self.max_batch_cells = max_batch_cells
         # A setting gives slices of that size; else they adapt (one sizer per kernel, so what
         # it learns of the rate carries over from one submission to the next).
         self.slice_cells: int | SliceSizer = slice_cells or SliceSizer(
@@ -44,11 +48,21 @@ class AlgorithmKernel:
     def merge(self, payloads: list[Any]) -> Any:
         return self.algorithm.merge(payloads)
 
-    def run(self, payload: Any, key: Any, cancelled: CancelCheck | None = None) -> np.ndarray:
+    def run(self, payload: Any, key: Any, cancelled: CancelCheck | None = None,
+            devices: list[int] | None = None) -> np.ndarray:
         """Result rows of a submission. ``cancelled`` (see warpdp.plugin.cancel) is checked
-        between CPU slices and GPU chunks: JobCancelled once it returns True."""
+        between CPU slices and GPU chunks: JobCancelled once it returns True. ``devices``: the
+        GPUs the batcher placed it on (the family's GPU launcher takes them as its default
+        devices, warpdp.kernels.runtime.devices.use_devices; the CPU backend ignores them)."""
         if self.backend != "cpu":
-            return self.algorithm.run(payload, key, backend=self.backend, threads=self.threads, cancelled=cancelled)
+            if devices is None:
+                return self.algorithm.run(payload, key, backend=self.backend, threads=self.threads,
+                                          cancelled=cancelled)
+            from ..kernels.runtime.devices import use_devices
+
+            with use_devices(devices):
+                return self.algorithm.run(payload, key, backend=self.backend, threads=self.threads,
+                                          cancelled=cancelled)
         cells = self.algorithm.cells(payload, key)
         sizer = self.slice_cells
         if cells <= (sizer() if callable(sizer) else sizer):
@@ -68,12 +82,15 @@ class AlgorithmKernel:
         with self._slices_lock:
             self.slices_run += 1
 
-    def warmup(self) -> None:
-        # Compiles/loads the backend (NVRTC for the GPU) before the first caller pays for it.
+    def warmup(self, devices: list[int] | None = None) -> None:
+        # Compiles/loads the backend (NVRTC for the GPU: on each of the devices) before the
+        # first caller pays for it.
         for payload, key in self.algorithm.warmup_jobs():
-            self.run(payload, key)
+            self.run(payload, key, devices=devices)
 
-    def detail(self, workers: int) -> str:
+    def detail(self, workers: int, devices: int = 1) -> str:
         if self.backend == "cpu":
             return f"CPU {self.algorithm.cpu_isas()[-1]}, {self.threads} thread(s) x {workers} worker(s)"
+        if devices > 1:
+            return f"GPU x {devices}, {workers} worker(s) per GPU"
         return f"GPU, {workers} worker(s)"

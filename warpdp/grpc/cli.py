@@ -10,27 +10,18 @@ import logging
 import math
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import registry
 from ..plugin.backend import BACKENDS, BackendUnavailableError
-from .client import Client
-from ._admission import DEFAULT_BUDGET_CAP, DEFAULT_BUDGET_FLOOR, RECEIVE_COPIES, parse_bytes
-from .server import (
-    DEFAULT_ADMISSION_WAIT_S,
-    AlgorithmKernel,
-    DEFAULT_GRACE_S,
-    DEFAULT_HANDLER_THREADS,
-    DEFAULT_HOST,
-    DEFAULT_MAX_BATCH_CELLS,
-    DEFAULT_MAX_MESSAGE_MB,
-    DEFAULT_MAX_REQUEST_CELLS,
-    DEFAULT_MAX_WAIT_MS,
-    DEFAULT_PORT,
-    ServerConfig,
-    read_token_file,
-    serve,
-)
+from . import require_server_extra
+
+if TYPE_CHECKING:
+    from .client import Client
+    from .server import ServerConfig
+
+# gRPC itself (the 'server' extra) is imported only by what needs it: the scoring subcommands
+# add their --server options without it, and score in-process where it is not installed.
 
 _SUFFIXES = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
 
@@ -51,6 +42,8 @@ def count(text: str) -> int:
 
 
 def _byte_count(text: str) -> int:
+    from ._admission import parse_bytes
+
     try:
         return parse_bytes(text)
     except ValueError as exc:
@@ -87,8 +80,36 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
+def _device_list(text: str) -> list[int]:
+    ids = []
+    for part in text.split(","):
+        try:
+            ids.append(int(part))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a comma-separated list of GPU ids: {text!r}") from None
+        if ids[-1] < 0:
+            raise argparse.ArgumentTypeError(f"GPU ids are 0 and up: {text!r}")
+    return ids
+
+
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the `warpdp serve` options to a (sub-)parser."""
+    require_server_extra("warpdp serve")
+    from ._admission import DEFAULT_BUDGET_CAP, DEFAULT_BUDGET_FLOOR, RECEIVE_COPIES
+    from ._config import DEFAULT_WORKERS
+    from .server import (
+        DEFAULT_ADMISSION_WAIT_S,
+        DEFAULT_GRACE_S,
+        DEFAULT_HANDLER_THREADS,
+        DEFAULT_HOST,
+        DEFAULT_MAX_BATCH_CELLS,
+        DEFAULT_MAX_MESSAGE_MB,
+        DEFAULT_MAX_REQUEST_CELLS,
+        DEFAULT_MAX_WAIT_MS,
+        DEFAULT_PORT,
+        AlgorithmKernel,
+    )
+
     net = parser.add_argument_group("listening")
     net.add_argument("--host", default=DEFAULT_HOST,
                      help=f"address to bind (default {DEFAULT_HOST}: this machine only; 0.0.0.0 or :: for all "
@@ -99,10 +120,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     backend.add_argument("--backend", choices=BACKENDS, default="auto",
                          help="auto (default: GPU if usable, else CPU), cpu or gpu (fails if no usable GPU)")
     backend.add_argument("--workers", type=_positive_int, default=None,
-                         help="backend submissions running at the same time (default 1 on the CPU; 2 on the GPU, "
-                              "where only large submissions overlap)")
+                         help=f"backend submissions running at the same time (default {DEFAULT_WORKERS['cpu']} on "
+                              f"the CPU; {DEFAULT_WORKERS['gpu']} on the GPU, where only large submissions overlap)")
     backend.add_argument("--threads", type=_positive_int, default=None,
                          help="CPU threads per worker (default: all cores / workers)")
+    backend.add_argument("--devices", type=_device_list, default=None, metavar="IDS",
+                         help="GPUs to run on, comma-separated ids (default: every GPU the process sees); "
+                              "each gets --workers workers of its own")
     batching = parser.add_argument_group("dynamic batching")
     batching.add_argument("--max-wait-ms", type=_non_negative_float, default=DEFAULT_MAX_WAIT_MS,
                           help=f"longest a request waits for others to join its backend submission "
@@ -160,10 +184,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
     """ServerConfig from parsed `warpdp serve` options (ValueError/OSError for bad settings)."""
+    from .server import ServerConfig, read_token_file
+
     tokens = read_token_file(args.token_file) if args.token_file else ()
     config = ServerConfig(
         host=args.host, port=args.port, backend=args.backend, workers=args.workers, threads=args.threads,
-        batching=not args.no_batching, max_wait_ms=args.max_wait_ms, max_batch_cells=args.max_batch_cells,
+        devices=args.devices, batching=not args.no_batching, max_wait_ms=args.max_wait_ms, max_batch_cells=args.max_batch_cells,
         cpu_slice_cells=args.cpu_slice_cells, memory_budget=args.memory_budget,
         admission_wait_s=args.admission_wait_s,
         max_request_cells=args.max_request_cells, max_message_mb=args.max_message_mb,
@@ -181,9 +207,12 @@ def run_serve(args: argparse.Namespace) -> int:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
         logging.getLogger("warpdp").setLevel(logging.INFO)
     try:
+        require_server_extra("warpdp serve")
+        from .server import serve
+
         config = config_from_args(args)
         return serve(config)
-    except (ValueError, OSError, BackendUnavailableError) as exc:
+    except (ValueError, OSError, BackendUnavailableError, ImportError) as exc:
         print(f"warpdp serve: error: {exc}", file=sys.stderr)
         return 2
 
@@ -206,6 +235,10 @@ def client_from_args(args: argparse.Namespace) -> Client | None:
     """The Client that `--server` asks for, or None to score in-process."""
     if not getattr(args, "server", None):
         return None
+    require_server_extra("--server")
+    from .client import Client
+    from .server import read_token_file
+
     if args.server_token_file:
         token: str | None = read_token_file(args.server_token_file)[0]
     else:

@@ -44,13 +44,13 @@ from ._metrics import KernelMetrics, Metrics, _MetricsHttpServer, metrics_app
 logger = logging.getLogger("warpdp.grpc")
 
 
-def _devices(backend: str, threads_total: int) -> list[warpdp_pb2.Device]:
+def _devices(backend: str, threads_total: int, device_ids: list[int] | None) -> list[warpdp_pb2.Device]:
     if backend == "gpu":
         devices = []
         try:
             import cupy
 
-            for index in range(cupy.cuda.runtime.getDeviceCount()):
+            for index in device_ids if device_ids is not None else range(cupy.cuda.runtime.getDeviceCount()):
                 props = cupy.cuda.runtime.getDeviceProperties(index)
                 name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
                 devices.append(warpdp_pb2.Device(kind="gpu", index=index, name=name,
@@ -98,7 +98,8 @@ class Server:
         self.port: int | None = None
         self.metrics_port: int | None = None
         self.backend: str | None = None
-        self.workers: int | None = None  # backend submissions at once (after start)
+        self.workers: int | None = None  # backend submissions at once per device (after start)
+        self.devices: list[int] | None = None  # the GPUs the server runs on (after start; None: none)
         self._grpc: grpc.aio.Server | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
@@ -130,9 +131,11 @@ class Server:
         if self._grpc is not None:
             raise RuntimeError("the server is already started")
         kernels = self._make_kernels()
-        max_batch_cells = cfg.max_batch_cells or min(_family_setting(family, "max_batch_cells", kernel.backend,
-                                                                     DEFAULT_MAX_BATCH_CELLS)
-                                                     for family, kernel in kernels)
+        # The server's cap (and its clients' chunk size) comes from the families on its headline
+        # backend; a family left on the CPU by a GPU server caps its own submissions instead
+        # (AlgorithmKernel.max_batch_cells), so it does not shrink the GPU's submissions.
+        headline = [kernel for _, kernel in kernels if kernel.backend == self.backend] or [k for _, k in kernels]
+        max_batch_cells = cfg.max_batch_cells or min(kernel.max_batch_cells for kernel in headline)
         self._start_loop()
         self._batcher = self._make_batcher(max_batch_cells)
         self._blocking_pool = ThreadPoolExecutor(max_workers=cfg.handler_threads, thread_name_prefix="warpdp-blocking")
@@ -143,7 +146,7 @@ class Server:
         self.metrics.memory_budget.set(budget.limit)
         self.metrics.memory_reserved.set_function(lambda: budget.used)
         self._servicer = WarpdpServicer(batcher=self._batcher, kernels=[kernel for _, kernel in kernels], config=cfg,
-                                        metrics=self.metrics, info=info, workers=self.workers,
+                                        metrics=self.metrics, info=info, workers=self._all_workers(),
                                         blocking_pool=self._blocking_pool, budget=budget,
                                         shared_memory=self.shared_memory)
         try:
@@ -165,7 +168,8 @@ class Server:
     def _make_kernels(self) -> list[tuple[Family, AlgorithmKernel]]:
         """A kernel per registered family, each on its own backend choice ("auto": the GPU where
         its GPU kernel can run; BackendUnavailableError when --backend gpu cannot run one here),
-        warmed up. Sets the server's headline backend (the first family's) and its workers."""
+        warmed up. Sets the server's headline backend (the first family's), its workers (per
+        device) and its devices (ValueError naming a GPU id this process does not see)."""
         cfg = self.config
         families = registry.families()
         for family in families:
@@ -175,6 +179,10 @@ class Server:
                                  f"{algorithm.name!r} (RPC {algorithm.rpc})")
         backends = {family.name: _family_backend(cfg.backend, family.name) for family in families}
         self.backend = backends[families[0].name]
+        if "gpu" in backends.values():
+            from ..kernels.runtime.devices import resolve_devices
+
+            self.devices = resolve_devices(cfg.devices)
         self.workers = cfg.workers or max(_family_setting(family, "workers", backends[family.name], DEFAULT_WORKERS)
                                           for family in families)
         # Families left on the CPU by a GPU server keep every core: its other workers only
@@ -182,12 +190,20 @@ class Server:
         cpu_threads = cfg.threads or max(1, resolve_threads(None) // (cfg.workers or 1))
         kernels = [(family, AlgorithmKernel(family.algorithm(), backends[family.name],
                                             cpu_threads if backends[family.name] == "cpu" else (cfg.threads or 1),
-                                            slice_cells=cfg.cpu_slice_cells))
+                                            slice_cells=cfg.cpu_slice_cells,
+                                            max_batch_cells=cfg.max_batch_cells or _family_setting(
+                                                family, "max_batch_cells", backends[family.name],
+                                                DEFAULT_MAX_BATCH_CELLS)))
                    for family in families]
         if cfg.warmup:
             for _, kernel in kernels:
-                kernel.warmup()
+                kernel.warmup(self.devices)
         return kernels
+
+    def _all_workers(self) -> int:
+        """Backend submissions the server runs at once: its workers on each device."""
+        assert self.workers is not None
+        return self.workers * (len(self.devices) if self.devices else 1)
 
     def _start_loop(self) -> None:
         # The gRPC server runs on an event loop of its own thread; the batcher wakes that loop
@@ -207,24 +223,27 @@ class Server:
                 pass
 
         overlap_cells = max_batch_cells // GPU_OVERLAP_SHARE if self.backend == "gpu" else 0
+        # A submission as large as the overlap threshold is worth spreading over idle GPUs.
+        split_cells = overlap_cells if self.devices and len(self.devices) > 1 else None
         return Batcher(workers=self.workers, batching=cfg.batching, max_wait_s=cfg.max_wait_ms / 1e3,
                        max_batch_cells=max_batch_cells, overlap_cells=overlap_cells, metrics=self.metrics,
-                       notify=notify)
+                       notify=notify, devices=self.devices, split_cells=split_cells)
 
     def _server_info(self, kernels: list[AlgorithmKernel], max_batch_cells: int) -> warpdp_pb2.ServerInfoReply:
         from .. import __version__
 
         cfg, workers = self.config, self.workers
         assert workers is not None and self.backend is not None
+        n_devices = len(self.devices) if self.devices else 1
         return warpdp_pb2.ServerInfoReply(
             version=__version__, backend=self.backend, requested_backend=cfg.backend,
             algorithms=[warpdp_pb2.AlgorithmInfo(name=k.name, rpc=k.algorithm.rpc, backend=k.backend,
-                                                 detail=k.detail(workers)) for k in kernels],
-            devices=_devices(self.backend, kernels[0].threads * workers),
+                                                 detail=k.detail(workers, n_devices)) for k in kernels],
+            devices=_devices(self.backend, kernels[0].threads * workers, self.devices),
             limits=warpdp_pb2.Limits(max_request_cells=cfg.max_request_cells,
                                      max_message_bytes=cfg.max_message_bytes),
             batching=warpdp_pb2.Batching(enabled=cfg.batching, max_wait_us=int(cfg.max_wait_ms * 1000),
-                                         max_batch_cells=max_batch_cells, workers=workers),
+                                         max_batch_cells=max_batch_cells, workers=self._all_workers()),
             token_required=bool(cfg.tokens),
             shared_files=self._shared_files_info(),
         )
@@ -276,7 +295,8 @@ class Server:
         assert self.backend is not None and workers is not None
         security = ("TLS" if cfg.tls_cert else "plaintext") + (", bearer token required" if cfg.tokens else "")
         logger.info("warpdp serve: listening on %s (%s); backend %s (requested %s): %s", self.address, security,
-                    self.backend.upper(), cfg.backend, kernels[0].detail(workers))
+                    self.backend.upper(), cfg.backend,
+                    kernels[0].detail(workers, len(self.devices) if self.devices else 1))
         for kernel in kernels:
             if kernel.backend != self.backend:  # "auto" with a GPU kernel usable for some families only
                 logger.info("warpdp serve: %s runs on the %s: %s", kernel.name, kernel.backend.upper(),

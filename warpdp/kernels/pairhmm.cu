@@ -33,7 +33,7 @@
  *   after a table lookup with no branch. The per-row transition probabilities MX, MY and
  *   XX = YY stay in registers.
  *
- * Numerics (see DESIGN.md)
+ * Numerics (see docs/semantics.md)
  *   Float with K = 2^120; results below 1e-28 are queued for a double-precision pass
  *   (K = 2^1020) run by the same kernel template instantiated for double, as GKL does.
  *   The float path uses FMAs and the e*MM / e*GapM products: a few roundings per cell away

@@ -19,6 +19,7 @@ CuPy is imported only when a GPU function runs, so importing this module needs n
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from functools import partial
 from typing import Any
 
@@ -31,6 +32,7 @@ from .pairhmm_plan import (  # noqa: F401  (DOUBLE_CONFIG, the chunking constant
     KERNEL_CONFIGS, MAX_HAP_LEN, NVRTC_OPTIONS, PARAMS, PLAN_PARAMS, KernelConfig, _Chunk, _ChunkPlan,
     _reads_per_float_bin, item_limits, split_work)
 from .runtime.device import CupyDevice, device_info
+from .runtime.devices import plan_spread, resolve_devices, spread
 from .runtime.module_cache import ModuleSpec
 from .runtime.occupancy import resident_blocks_per_sm
 from .runtime.runner import ChunkRunner, CopyOut, Runners
@@ -169,18 +171,9 @@ class _Runner(ChunkRunner):
         dev.launch_codes(base + plan.at["codes"], base + plan.at["hap_starts"], plan.n_haps, stream)
         dev.launch_plan(base + plan.at["plan"], plan.n_reads, stream)
 
-    def run(self, batches: Any, out: np.ndarray, use_double: bool, chunk_bytes: int | None,
-            chunk_cells: int | None, cancelled: CancelCheck | None = None) -> None:
-        page_locked = _page_locked_fields(batches, self.device)
-        all_locked = len(page_locked) == len(_UPLOADED_FIELDS)
-        # Smaller first chunks let the GPU start while the host copies the next ones' input.
-        # Page-locked input (the gRPC server's) is uploaded as it lies, with no such copy, and
-        # every chunk costs host work of its own: its chunks are all full-size, and larger.
-        default_cells = _PAGE_LOCKED_CHUNK_CELLS if all_locked else _DEFAULT_CHUNK_CELLS
-        chunks = split_work(batches, chunk_bytes or _DEFAULT_CHUNK_BYTES, chunk_cells or default_cells,
-                            first_smaller=not all_locked)
-        if not chunks:
-            return
+    def run(self, batches: Any, chunks: Iterable[_Chunk], page_locked: frozenset[str], out: np.ndarray,
+            use_double: bool, cancelled: CancelCheck | None = None) -> None:
+        """Score the pairs of ``chunks`` (see :func:`forward`) into ``out``."""
         stats = _input_stats(batches)
 
         def plan(chunk: _Chunk) -> _ChunkPlan:
@@ -271,11 +264,11 @@ def _device() -> Any:
     return _CupyDevice()
 
 
-_RUNNERS: Runners[_Runner] = Runners(lambda: _Runner(_device()))
+_RUNNERS: Runners[_Runner] = Runners(lambda device_id: _Runner(_device()))
 
 
-def _runner() -> _Runner:
-    return _RUNNERS.get()  # one per process, on the device current at its first use
+def _runner(device_id: int | None = None) -> _Runner:
+    return _RUNNERS.on_device(device_id)  # one per device (default: the current one)
 
 
 def _check_inputs(batches: Any, out: np.ndarray) -> None:
@@ -295,7 +288,7 @@ def _check_inputs(batches: Any, out: np.ndarray) -> None:
 
 def forward(batches: Any, out: np.ndarray, *, use_double: bool = False,
             chunk_bytes: int | None = None, chunk_cells: int | None = None,
-            cancelled: CancelCheck | None = None) -> None:
+            devices: Sequence[int] | None = None, cancelled: CancelCheck | None = None) -> None:
     """Fill ``out`` (float64, one per pair, batch after batch, read-major) with log10 likelihoods.
 
     ``batches`` is a validated :class:`warpdp.plugin.pairhmm.PairHmmBatches`. ``use_double``
@@ -304,15 +297,27 @@ def forward(batches: Any, out: np.ndarray, *, use_double: bool = False,
     1 GiB, 4e9 cells, the first chunks smaller; 8e9 cells, all full-size, when every uploaded
     array is page-locked); larger inputs are processed chunk after chunk. ``cancelled`` is
     checked before each chunk is enqueued: JobCancelled once it returns True, after the chunks
-    already enqueued have finished (see warpdp.plugin.cancel).
+    already enqueued have finished (see warpdp.plugin.cancel). ``devices`` lists the GPUs to
+    spread the chunks over (default: every GPU this process sees; see runtime.devices).
     """
     _check_inputs(batches, out)
     for name, value in (("chunk_bytes", chunk_bytes), ("chunk_cells", chunk_cells)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise ValueError(f"{name} must be a positive int or None, not {value!r}")
+    device_ids = resolve_devices(devices)
     if len(out) == 0:
         return
-    _runner().run(batches, out, bool(use_double), chunk_bytes, chunk_cells, cancelled)
+    page_locked = _page_locked_fields(batches, _runner(device_ids[0]).device)
+    # Smaller first chunks let the GPU start while the host copies the next ones' input.
+    # Page-locked input (the gRPC server's) is uploaded as it lies, with no such copy, and
+    # every chunk costs host work of its own: its chunks are all full-size, and larger.
+    all_locked = len(page_locked) == len(_UPLOADED_FIELDS)
+    default_cells = _PAGE_LOCKED_CHUNK_CELLS if all_locked else _DEFAULT_CHUNK_CELLS
+    device_ids, (spread_cells,) = plan_spread(device_ids, (chunk_cells or default_cells, int(batches.n_cells)))
+    chunks = split_work(batches, chunk_bytes or _DEFAULT_CHUNK_BYTES, chunk_cells or spread_cells,
+                        first_smaller=not all_locked)
+    spread(device_ids, chunks, lambda device, share: _runner(device).run(batches, share, page_locked, out,
+                                                                         bool(use_double), cancelled))
 
 
 def kernel_seconds(batches: Any, *, use_double: bool = False, repeats: int = 5,

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
@@ -36,6 +36,7 @@ import numpy as np
 
 from ..plugin.cancel import CancelCheck
 from .host_copy import copy_arrays
+from .runtime.devices import plan_spread, resolve_devices, spread
 from .runtime.launch_params import POINTER, launch_struct, set_row, struct_rows
 from .runtime.layout import sections
 from .runtime.module_cache import ModuleSpec, load_module
@@ -322,9 +323,8 @@ class _Runner(ChunkRunner):
     def _enqueue(self, slot: ChunkSlot, plan: _ChunkPlan, index: int) -> None:
         cupy = self.cupy
         runtime = cupy.cuda.runtime
-        base = int(slot.device.ptr)
         stream = slot.stream
-        runtime.memcpyAsync(base, slot.pinned_in.ctypes.data, plan.blob_bytes, 1, stream.ptr)
+        base = slot.upload(runtime, plan.blob_bytes)
         uploaded = cupy.cuda.Event(block=False, disable_timing=True)
         uploaded.record(stream)
         finished = []
@@ -348,9 +348,8 @@ class _Runner(ChunkRunner):
         with self.cupy.cuda.Device(self.device_id):  # occupancy queries need the device's context
             return _ChunkPlan(pairs, params, start, stop, self)
 
-    def run(self, pairs: Any, params: Any, table: np.ndarray, check_range: RangeCheck | None = None,
-            cancelled: CancelCheck | None = None) -> None:
-        chunks = split_chunks(pairs.query_offsets, pairs.target_offsets, _CHUNK_PAIRS, _CHUNK_BYTES)
+    def run(self, pairs: Any, params: Any, table: np.ndarray, chunks: Iterable[tuple[int, int]],
+            check_range: RangeCheck | None = None, cancelled: CancelCheck | None = None) -> None:
         upcoming = iter(chunks)
         planned: deque[Future[_ChunkPlan]] = deque()
 
@@ -361,9 +360,14 @@ class _Runner(ChunkRunner):
                     return
                 planned.append(self.planners.submit(self._plan, pairs, params, *chunk, check_range))
 
-        def plan(_chunk: tuple[int, int]) -> _ChunkPlan:
+        def planned_chunks() -> Iterator[Future[_ChunkPlan]]:
+            # Chunks are taken from ``chunks`` here only: other devices' threads may share it.
             plan_ahead(1)  # the first chunk's plan alone: nothing competes with it
-            chunk_plan = planned.popleft().result()
+            while planned:
+                yield planned.popleft()
+
+        def plan(future: Future[_ChunkPlan]) -> _ChunkPlan:
+            chunk_plan = future.result()
             plan_ahead(_PLAN_WORKERS)
             return chunk_plan
 
@@ -374,7 +378,7 @@ class _Runner(ChunkRunner):
             return partial(_copy_out, table, plan.start, plan.n)
 
         try:
-            self.run_chunks(chunks, plan, enqueue, cancelled)
+            self.run_chunks(planned_chunks(), plan, enqueue, cancelled)
         finally:
             for future in planned:
                 future.cancel()
@@ -384,15 +388,15 @@ def _copy_out(table: np.ndarray, start: int, n: int, slot: ChunkSlot) -> None:
     table[start:start + n] = slot.pinned_out[:24 * n].view(np.int32).reshape(n, 6)
 
 
-_RUNNERS: Runners[_Runner] = Runners(_Runner)
+_RUNNERS: Runners[_Runner] = Runners(lambda device_id: _Runner())
 
 
-def _runner() -> _Runner:
-    return _RUNNERS.get()  # one per process, on the device current at its first use
+def _runner(device_id: int | None = None) -> _Runner:
+    return _RUNNERS.on_device(device_id)  # one per device (default: the current one)
 
 
 def extend(pairs: Any, params: Any, table: np.ndarray, check_range: RangeCheck | None = None,
-           cancelled: CancelCheck | None = None) -> None:
+           cancelled: CancelCheck | None = None, devices: Sequence[int] | None = None) -> None:
     """Fill ``table`` (n_pairs x 6 int32: score, qle, tle, gtle, gscore, max_off) for every pair.
 
     ``params`` is a validated :class:`warpdp.plugin.seedext.SeedExtParams` and ``pairs`` a
@@ -401,11 +405,19 @@ def extend(pairs: Any, params: Any, table: np.ndarray, check_range: RangeCheck |
     what is wrong with pairs start..stop-1, and runs for each chunk before anything of that
     chunk is launched (chunks already enqueued finish, then the error propagates). The answers
     are those of the CPU backend, exactly. ``cancelled`` is checked before each chunk is
-    enqueued: JobCancelled once it returns True (see warpdp.plugin.cancel).
+    enqueued: JobCancelled once it returns True (see warpdp.plugin.cancel). ``devices`` lists
+    the GPUs to spread the chunks over (default: every GPU this process sees; see
+    runtime.devices).
     """
     if not isinstance(table, np.ndarray) or table.dtype != np.int32 or table.shape != (pairs.n_pairs, 6) \
             or not table.flags.c_contiguous:
         raise ValueError(f"table must be a C-contiguous ({pairs.n_pairs}, 6) int32 array")
+    device_ids = resolve_devices(devices)
     if pairs.n_pairs == 0:
         return
-    _runner().run(pairs, params, table, check_range, cancelled)
+    device_ids, (chunk_pairs, chunk_bytes) = plan_spread(
+        device_ids, (_CHUNK_PAIRS, pairs.n_pairs),
+        (_CHUNK_BYTES, int(pairs.query_offsets[-1]) + int(pairs.target_offsets[-1])))
+    chunks = split_chunks(pairs.query_offsets, pairs.target_offsets, chunk_pairs, chunk_bytes)
+    spread(device_ids, chunks,
+           lambda device, share: _runner(device).run(pairs, params, table, share, check_range, cancelled))

@@ -27,8 +27,7 @@ CuPy is imported only when a GPU function runs, so importing this module needs n
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -37,6 +36,7 @@ import numpy as np
 
 from ..plugin.cancel import CancelCheck
 from .host_copy import copy_arrays
+from .runtime.devices import plan_spread, resolve_devices, spread
 from .runtime.launch_params import POINTER, launch_struct, set_row, struct_rows
 from .runtime.layout import sections
 from .runtime.module_cache import ModuleSpec, load_module
@@ -422,9 +422,8 @@ class _Runner(ChunkRunner):
     def _enqueue(self, slot: ChunkSlot, plan: _ChunkPlan) -> None:
         cupy = self.cupy
         runtime = cupy.cuda.runtime
-        base = int(slot.device.ptr)
         stream = slot.stream
-        runtime.memcpyAsync(base, slot.pinned_in.ctypes.data, plan.blob_bytes, 1, stream.ptr)
+        base = slot.upload(runtime, plan.blob_bytes)
         runtime.memsetAsync(base + plan.at["out"], 0, 4, stream.ptr)
         flag = np.uint64(base + plan.at["out"])
         for name in ("h_bases", "v_bases"):
@@ -441,7 +440,7 @@ class _Runner(ChunkRunner):
         slot.done = cupy.cuda.Event(block=False, disable_timing=True)
         slot.done.record(stream)
 
-    def run(self, pairs: Any, chunks: Sequence[tuple[int, int]], scores: Scores, results: Any,
+    def run(self, pairs: Any, chunks: Iterable[tuple[int, int]], scores: Scores, results: Any,
             cancelled: CancelCheck | None = None) -> bool:
         """Extend the pairs of ``chunks`` into ``results``; False when some base was not ACGTN."""
 
@@ -467,7 +466,7 @@ _RUNNERS: Runners[_Runner] = Runners(_Runner)
 
 def _runner(device_id: int) -> _Runner:
     # A runner per configuration set too (set by WARPDP_XDROP_WIDE_CONFIGS).
-    return _RUNNERS.get(device_id, wide_configs())
+    return _RUNNERS.on_device(device_id, wide_configs())
 
 
 def extend(pairs: Any, results: Any, *, k: int, x: int, match: int, mismatch: int, gap: int, best: bool,
@@ -477,25 +476,18 @@ def extend(pairs: Any, results: Any, *, k: int, x: int, match: int, mismatch: in
     ``pairs`` is validated :class:`warpdp.plugin.xdrop.XdropPairs` (seeds inside their
     sequences; bases are checked here, on the GPU) and the scores are validated; the answers are
     those of the CPU backend, exactly. ``devices`` lists the GPUs to spread chunks over
-    (default: the current device). ``cancelled`` is checked before each chunk is enqueued:
+    (default: every GPU this process sees; see runtime.devices). ``cancelled`` is checked before each chunk is enqueued:
     JobCancelled once it returns True (see warpdp.plugin.cancel).
     """
     if pairs.n_pairs == 0:
         return
-    import cupy
-
     scores = Scores(int(k), int(match), int(mismatch), int(gap), int(x), bool(best))
-    device_ids = list(devices) if devices else [cupy.cuda.runtime.getDevice()]
-    chunks = split_chunks(pairs.h_offsets, pairs.v_offsets)
-    if len(device_ids) == 1 or len(chunks) == 1:
-        ok = _runner(device_ids[0]).run(pairs, chunks, scores, results, cancelled)
-    else:
-        # Chunks dealt round-robin; each device works through its share in its own thread.
-        shares = [chunks[i::len(device_ids)] for i in range(len(device_ids))]
-        with ThreadPoolExecutor(len(device_ids)) as pool:
-            oks = list(pool.map(lambda args: _runner(args[0]).run(pairs, args[1], scores, results, cancelled),
-                                [(d, share) for d, share in zip(device_ids, shares) if share]))
-        ok = all(oks)
+    device_ids, (chunk_pairs, chunk_bytes) = plan_spread(
+        resolve_devices(devices), (_CHUNK_PAIRS, pairs.n_pairs),
+        (_CHUNK_BYTES, int(pairs.h_offsets[-1]) + int(pairs.v_offsets[-1])))
+    chunks = split_chunks(pairs.h_offsets, pairs.v_offsets, chunk_pairs, chunk_bytes)
+    ok = all(spread(device_ids, chunks,
+                    lambda device, share: _runner(device).run(pairs, share, scores, results, cancelled)))
     if not ok:
         pairs.check_bases()  # names the first bad byte
         raise ValueError("a sequence has a byte other than A, C, G, T and N")

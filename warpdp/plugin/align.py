@@ -38,6 +38,9 @@ folding, N matches N). The CIGAR (M, I, D, S) and offset are GKL's: ``target_beg
 ``alignment_offset`` (negative possible with IGNORE), ``score`` the best cell's score, ``target_end``
 its ref row, ``query_begin`` the leading soft clip, ``query_end`` the query length less the trailing one.
 
+Backends: the CPU (C kernels) and the GPU (``warpdp/kernels/align.py``: one warp per pair, the same
+results exactly; a pair whose traceback is over the GPU's per-chunk bound is aligned on the CPU).
+
 Memory: a CIGAR needs one byte per DP cell of a pair; pairs over ``max_traceback_cells`` are refused with
 :class:`TracebackTooLarge` (a MemoryError; RESOURCE_EXHAUSTED over gRPC), before any work.
 """
@@ -49,6 +52,7 @@ from typing import Any
 
 import numpy as np
 
+from .cancel import CancelCheck
 from .core import cigar as cigar_ops
 from .core.backend import choose_backend, resolve_cpu_isa, resolve_threads
 from .core.packed import QueryTargetPairs, SequenceInput, check_array, check_int, check_offsets
@@ -246,12 +250,14 @@ def align(
     threads: int | None = None,
     cpu_isa: str | None = None,
     out: AlignResults | None = None,
+    cancelled: CancelCheck | None = None,
     **keywords: Any,
 ) -> AlignResults:
     """Align every pair (module doc). ``params`` is an :class:`AlignParams`, or its fields as keywords
     (``align(pairs, mode="local", cigar=True)``). ``backend``: "auto" (GPU if usable, else CPU), "cpu" or
-    "gpu" (this family has no GPU kernel yet). ``cpu_isa``: only "scalar" exists for this family so far.
-    ``out``: an AlignResults of n_pairs whose columns are filled in place (its CIGAR is replaced)."""
+    "gpu" (the same results on each). ``cpu_isa``: only "scalar" exists for this family so far.
+    ``out``: an AlignResults of n_pairs whose columns are filled in place (its CIGAR is replaced).
+    ``cancelled`` is checked between GPU chunks (see warpdp.plugin.cancel)."""
     params = AlignParams.from_kwargs(params, **keywords)
     packed = _as_pairs(pairs)
     n_threads = resolve_threads(threads)
@@ -270,11 +276,15 @@ def align(
         results = out
     else:
         raise TypeError(f"out must be AlignResults, not {type(out).__name__}")
-    choose_backend(backend, "align")  # no GPU kernel yet: "auto" picks the CPU, "gpu" says why not
-    from ..cython_cpu import align as cpu_align
+    if choose_backend(backend, "align") == "gpu":
+        from ..kernels import align as gpu_align
 
-    isa = resolve_cpu_isa(cpu_isa, tuple(cpu_align.family_isas()))
-    found = cpu_align.run(packed, params, results, threads=n_threads, isa=isa)
+        found = gpu_align.run(packed, params, results, threads=n_threads, cancelled=cancelled)
+    else:
+        from ..cython_cpu import align as cpu_align
+
+        isa = resolve_cpu_isa(cpu_isa, tuple(cpu_align.family_isas()))
+        found = cpu_align.run(packed, params, results, threads=n_threads, isa=isa)
     if found is None:
         results.cigar_ops = results.cigar_offsets = None
     else:

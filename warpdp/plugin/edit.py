@@ -11,7 +11,8 @@ Exact (``method="exact"``): the Levenshtein distance of the whole query against
 ``"distance"`` (distance and the span of the first optimal location), ``"locations"`` (also every
 optimal location) or ``"path"`` (also the CIGAR of the first location). Distances and locations
 equal edlib's: locations are every optimal target end in increasing order, each with the start of
-the longest optimal alignment ending there (0 for nw/shw).
+the longest optimal alignment ending there (0 for nw/shw); shw, and hw when the distance is the
+query's length, also count the empty target prefix (location (0, 0), edlib's end -1).
 
 Coordinates are 0-based, ends exclusive: ``target_begin``/``target_end`` is the target span of the
 first location (``-1`` when the distance is above k); the whole query is always aligned.
@@ -37,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from .cancel import CancelCheck
 from .core import cigar as core_cigar
 from .core.backend import choose_backend, resolve_threads
 from .core.packed import QueryTargetPairs, SequenceInput, check_int, check_offsets, offsets_of
@@ -103,6 +105,24 @@ class EditPairs(QueryTargetPairs):
                 raise ValueError(f"{name}: pair {i} is longer than {MAX_EDIT_LENGTH} bases (the CIGAR's run limit)")
 
 
+# Bytes the windowed method takes (Scrooge's alphabet, either case).
+_WINDOWED_BYTES = np.zeros(256, dtype=bool)
+_WINDOWED_BYTES[np.frombuffer(b"ACGTacgt", dtype=np.uint8)] = True
+
+
+def check_windowed_bases(pairs: EditPairs) -> None:
+    """ValueError naming the first pair with a byte other than A, C, G, T (either case), which
+    the windowed method refuses: the service checks this before queueing a request, as the
+    backends do when they run."""
+    worst = pairs.n_pairs
+    for bases, offsets in ((pairs.query_bases, pairs.query_offsets), (pairs.target_bases, pairs.target_offsets)):
+        other = np.flatnonzero(~_WINDOWED_BYTES[bases])
+        if len(other):
+            worst = min(worst, int(np.searchsorted(offsets, other[0], side="right")) - 1)
+    if worst < pairs.n_pairs:
+        raise ValueError(f"pair {worst} has a byte other than A, C, G, T (the windowed method takes only those)")
+
+
 def pack_edit_pairs(pairs: Iterable[tuple[SequenceInput, SequenceInput]]) -> EditPairs:
     """Pack ``(query, target)`` tuples (str, bytes or uint8 arrays)."""
     return EditPairs.from_sequences(pairs)
@@ -123,7 +143,8 @@ class EditResults(Results):
         self.locations = locations
         if locations is not None:
             begin, end, offsets = locations
-            if len(offsets) != self.n_pairs + 1 or offsets[0] != 0 or offsets[-1] != len(begin) != len(end):
+            if (len(offsets) != self.n_pairs + 1 or offsets[0] != 0 or offsets[-1] != len(begin)
+                    or len(begin) != len(end)):
                 raise ValueError("loc_offsets must hold n_pairs + 1 offsets from 0 to len(loc_begin)")
 
     @property
@@ -198,12 +219,16 @@ def edit(
     threads: int | None = None,
     cpu_isa: str | None = None,
     out: None = None,
+    cancelled: CancelCheck | None = None,
     **keywords: Any,
 ) -> EditResults:
     """Edit distance of every pair (see the module doc); ``params`` or its fields as keywords
     (``edit(pairs, mode="hw", task="path")``). ``pairs`` is :class:`EditPairs` or an iterable of
     ``(query, target)``. ``cpu_isa``: "scalar" (this family's only CPU variant so far). ``out``
-    is reserved (results are ragged, so they are always allocated here)."""
+    is reserved (results are ragged, so they are always allocated here). ``cancelled`` is
+    checked between GPU chunks (see warpdp.plugin.cancel). The GPU backend
+    (warpdp/kernels/edit.py) gives the CPU's answers exactly; exact pairs too large for one GPU
+    thread run on the CPU backend (logged)."""
     params = EditParams.from_kwargs(params, **keywords)
     if isinstance(pairs, EditPairs):
         pairs.validate()
@@ -213,12 +238,14 @@ def edit(
         raise TypeError("out is not supported by edit (its results are ragged)")
     n_threads = resolve_threads(threads)
     chosen = choose_backend(backend, "edit")
-    if chosen == "gpu":  # no GPU kernel yet, so choose_backend only gets here if one appears
-        raise NotImplementedError("the edit family has no GPU kernel yet")
     from ..cython_cpu import edit as cpu_edit
 
     if cpu_isa is not None and cpu_isa not in cpu_edit.ISAS:
         raise ValueError(f"cpu_isa must be one of {', '.join(cpu_edit.ISAS)} for edit, not {cpu_isa!r}")
+    if chosen == "gpu":
+        from ..kernels import edit as gpu_edit
+
+        return gpu_edit.edit(pairs, params, threads=n_threads, cancelled=cancelled)
     # The backend's ragged scratch (CIGAR and location room) grows with the bases it is handed,
     # so a large job runs in chunks of consecutive pairs and the parts are joined.
     ends = np.cumsum(np.diff(pairs.query_offsets) + np.diff(pairs.target_offsets))  # bases up to each pair

@@ -1,6 +1,6 @@
 """Pair-HMM forward algorithm: packed data model, validation and the scoring entry points.
 
-Numerics are GKL's (the native library GATK HaplotypeCaller calls): see DESIGN.md and README.md.
+Numerics are GKL's (the native library GATK HaplotypeCaller calls): see docs/semantics.md and README.md.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .cancel import CancelCheck
-from .core.backend import choose_backend, resolve_cpu_isa, resolve_threads
+from .core.backend import check_devices, choose_backend, resolve_cpu_isa, resolve_threads
 from .core.packed import (SequenceInput, byte_array, check_array, check_offsets, concat, int64_array, offsets_of,
                           sequence_bytes)
 from .core.params import Params
@@ -61,7 +61,9 @@ class PairHmmBatches:
         return len(self.hap_offsets) - 1
 
     def pairs_per_batch(self) -> np.ndarray:
-        return np.diff(self.batch_reads) * np.diff(self.batch_haps)
+        # Slices, not np.diff: this runs several times per served request, mostly on 2 offsets.
+        reads, haps = self.batch_reads, self.batch_haps
+        return (reads[1:] - reads[:-1]) * (haps[1:] - haps[:-1])
 
     @property
     def n_pairs(self) -> int:
@@ -251,6 +253,7 @@ def pairhmm(
     threads: int | None = None,
     cpu_isa: str | None = None,
     out: np.ndarray | None = None,
+    devices: Sequence[int] | None = None,
     cancelled: CancelCheck | None = None,
     **legacy: Any,
 ) -> PairHmmResults:
@@ -260,27 +263,29 @@ def pairhmm(
     (``pairhmm(batches, double=True)``). ``threads`` bounds CPU threads (default: all cores).
     ``out`` may be a float64 array of ``n_pairs`` to fill. ``cpu_isa`` forces a CPU variant
     ("scalar", "avx2", "avx512"; default: the environment variable ``WARPDP_CPU_ISA`` if set,
-    else the best one this CPU supports). ``cancelled`` is checked between GPU chunks
-    (warpdp.plugin.cancel).
+    else the best one this CPU supports). ``devices`` lists the GPUs to spread the batches
+    over (default: every GPU this process sees; the CPU backend ignores it). ``cancelled`` is
+    checked between GPU chunks (warpdp.plugin.cancel).
     """
     params = PairHmmParams.from_kwargs(params, **legacy)
     if not isinstance(batches, PairHmmBatches):
         raise TypeError(f"batches must be PairHmmBatches, not {type(batches).__name__} (see pack_batches)")
     batches.validate()
-    return _run(batches, params, backend, threads, cpu_isa, out, cancelled)
+    return _run(batches, params, backend, threads, cpu_isa, out, cancelled, devices)
 
 
 def pairhmm_validated(batches: PairHmmBatches, *, backend: str = "auto", threads: int | None = None,
                       double: bool = False, out: np.ndarray | None = None, cpu_isa: str | None = None,
-                      cancelled: CancelCheck | None = None) -> PairHmmResults:
+                      cancelled: CancelCheck | None = None, devices: Sequence[int] | None = None) -> PairHmmResults:
     """:func:`pairhmm` for batches already validated: the gRPC server validates every request
     as it decodes it, and a large job's chunks need not be checked once each again."""
-    return _run(batches, PairHmmParams(double=double), backend, threads, cpu_isa, out, cancelled)
+    return _run(batches, PairHmmParams(double=double), backend, threads, cpu_isa, out, cancelled, devices)
 
 
 def _run(batches: PairHmmBatches, params: PairHmmParams, backend: str, threads: int | None, cpu_isa: str | None,
-         out: np.ndarray | None, cancelled: CancelCheck | None) -> PairHmmResults:
+         out: np.ndarray | None, cancelled: CancelCheck | None, devices: Sequence[int] | None) -> PairHmmResults:
     n_threads = resolve_threads(threads)
+    device_ids = check_devices(devices)
     if out is None:
         out = np.empty(batches.n_pairs, dtype=np.float64)
     else:
@@ -289,7 +294,7 @@ def _run(batches: PairHmmBatches, params: PairHmmParams, backend: str, threads: 
     if chosen == "gpu":
         from ..kernels import pairhmm as gpu_pairhmm
 
-        gpu_pairhmm.forward(batches, out, use_double=params.double, cancelled=cancelled)
+        gpu_pairhmm.forward(batches, out, use_double=params.double, devices=device_ids, cancelled=cancelled)
     else:
         from ..cython_cpu import pairhmm as cpu_pairhmm
 

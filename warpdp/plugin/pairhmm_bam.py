@@ -48,6 +48,27 @@ def read_haplotypes_fasta(path: str | os.PathLike) -> tuple[list[str], list[byte
     return names, sequences
 
 
+def alignment_file_kind(path: str | os.PathLike) -> str:
+    """"BAM" or "CRAM" from the file's first bytes; ValueError naming the file for anything else
+    (a FASTA given as reads, a SAM text file)."""
+    with open(path, "rb") as probe:
+        head = probe.read(18)
+    if head.startswith(b"CRAM"):
+        return "CRAM"
+    if head.startswith(b"\x1f\x8b"):  # BGZF: a gzip member; a BAM's data starts with "BAM\1"
+        import zlib
+
+        try:
+            with open(path, "rb") as stream:
+                data = zlib.decompressobj(31).decompress(stream.read(1 << 16), 4)
+        except zlib.error:
+            data = b""
+        if data.startswith(b"BAM\x01"):
+            return "BAM"
+    raise ValueError(f"{path}: not a BAM or CRAM file (aligned reads are needed here; "
+                     "haplotypes go in a FASTA of their own)")
+
+
 def read_bam_region(
     reads_path: str | os.PathLike,
     region: str,
@@ -66,9 +87,15 @@ def read_bam_region(
     hap_names, haplotypes = read_haplotypes_fasta(haplotypes_path)
     columns: dict[str, list[bytes]] = {"bases": [], "quals": [], "ins": [], "del": []}
     read_names, skipped_no_quals = [], 0
-    mode = "rc" if os.fspath(reads_path).endswith(".cram") else "rb"
-    with pysam.AlignmentFile(os.fspath(reads_path), mode,
-                             reference_filename=os.fspath(reference) if reference else None) as alignments:
+    kind = alignment_file_kind(reads_path)
+    if kind == "CRAM" and not reference:
+        raise ValueError(f"{reads_path}: CRAM needs --reference (the FASTA the file was compressed against)")
+    try:
+        alignments = pysam.AlignmentFile(os.fspath(reads_path), "rc" if kind == "CRAM" else "rb",
+                                         reference_filename=os.fspath(reference) if reference else None)
+    except (ValueError, OSError) as exc:
+        raise ValueError(f"{reads_path}: cannot read this {kind} file ({exc})") from None
+    with alignments:
         try:
             fetched = alignments.fetch(region=region)
         except ValueError as exc:

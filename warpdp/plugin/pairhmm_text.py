@@ -6,7 +6,7 @@ against every haplotype of that record.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -38,7 +38,8 @@ def read_pairhmm_text(source: PathOrFile, *, min_base_qual: int = FORMAT_MIN_BAS
                 fields = line.split()
                 if len(fields) != 5:
                     raise lines.error(f"a read line needs 5 fields (bases quals insGOP delGOP GCP), found {len(fields)}")
-                read = fields[0].encode("ascii", errors="replace")
+                # Lower-case (soft-masked) bases read as upper case, as in every other input format.
+                read = fields[0].upper().encode("ascii", errors="replace")
                 for label, text in zip(("quals", "insGOP", "delGOP", "GCP"), fields[1:]):
                     if len(text) != len(read):
                         raise lines.error(f"{label} has {len(text)} characters but the read has {len(read)} bases")
@@ -55,7 +56,7 @@ def read_pairhmm_text(source: PathOrFile, *, min_base_qual: int = FORMAT_MIN_BAS
                 fields = line.split()
                 if len(fields) != 1:
                     raise lines.error(f"a haplotype line needs 1 field, found {len(fields)}")
-                haps.append(fields[0].encode("ascii", errors="replace"))
+                haps.append(fields[0].upper().encode("ascii", errors="replace"))
                 hap_lens.append(len(fields[0]))
             batch_reads.append(n_reads)
             batch_haps.append(n_haps)
@@ -122,21 +123,49 @@ def write_pairhmm_text(batches: PairHmmBatches, destination: PathOrFile) -> None
                 stream.write(text(batches.hap_bases, ho[h], ho[h + 1]) + "\n")
 
 
+LAYOUTS = ("lines", "records", "tsv")
+TSV_HEADER = "read\thaplotype\tlog10_likelihood"
+
+
 def write_likelihoods(values: np.ndarray, destination: PathOrFile, *, layout: str = "lines",
-                      batches: PairHmmBatches | None = None) -> None:
-    """Write log10 likelihoods: ``lines`` = one value per line (the .gkl.out layout);
-    ``records`` = gpuPairHMM's layout, per batch a line ``R H`` then R lines of H values."""
-    if layout not in ("lines", "records"):
-        raise ValueError(f"layout must be 'lines' or 'records', not {layout!r}")
+                      batches: PairHmmBatches | None = None, read_names: Sequence[str] | None = None,
+                      hap_names: Sequence[str] | None = None) -> None:
+    """Write log10 likelihoods (read-major within each batch, as :func:`pairhmm` returns them).
+
+    ``lines``: one value per line (the .gkl.out layout). ``records``: gpuPairHMM's layout, per
+    batch a line ``R H`` then R lines of H values. ``tsv``: a header line ``read haplotype
+    log10_likelihood`` (tab separated), then one line per pair naming its read and haplotype:
+    ``read_names``/``hap_names`` (one per read/haplotype of ``batches``, e.g. from BAM and
+    FASTA), else ``rec<b>.read<i>`` and ``rec<b>.hap<j>``, 0-based within batch b.
+    """
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
+    if layout != "lines" and batches is None:
+        raise ValueError(f"the {layout!r} layout needs the batches to know each record's shape")
     with open_text(destination, write=True) as (stream, _):
         if layout == "lines":
             stream.writelines(f"{v:.8f}\n" for v in values)
             return
-        if batches is None:
-            raise ValueError("the 'records' layout needs the batches to know each record's shape")
+        assert batches is not None
         start = 0
-        for n_reads, n_haps in zip(np.diff(batches.batch_reads), np.diff(batches.batch_haps)):
-            stream.write(f"{n_reads} {n_haps}\n")
+        if layout == "tsv":
+            stream.write(TSV_HEADER + "\n")
+        for b, (n_reads, n_haps) in enumerate(zip(np.diff(batches.batch_reads), np.diff(batches.batch_haps))):
             block = values[start:start + n_reads * n_haps].reshape(n_reads, n_haps)
-            stream.writelines(" ".join(f"{v:.8f}" for v in row) + "\n" for row in block)
             start += n_reads * n_haps
+            if layout == "records":
+                stream.write(f"{n_reads} {n_haps}\n")
+                stream.writelines(" ".join(f"{v:.8f}" for v in row) + "\n" for row in block)
+                continue
+            reads = _names(read_names, int(batches.batch_reads[b]), n_reads, f"rec{b}.read")
+            haps = _names(hap_names, int(batches.batch_haps[b]), n_haps, f"rec{b}.hap")
+            stream.writelines(f"{read}\t{hap}\t{v:.8f}\n"
+                              for read, row in zip(reads, block) for hap, v in zip(haps, row))
+
+
+def _names(names: Sequence[str] | None, first: int, count: int, prefix: str) -> Sequence[str]:
+    if names is None:
+        return [f"{prefix}{i}" for i in range(count)]
+    if first + count > len(names):
+        raise ValueError(f"{len(names)} names given, but the batches have more ({prefix.split('.')[-1]}s)")
+    return names[first:first + count]

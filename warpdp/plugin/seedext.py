@@ -6,11 +6,11 @@ score — the extension is a banded affine-gap DP anchored at the start of both 
 with BWA's 5x5 matrix (a on the diagonal, -b off it, -1 against N), separate deletion and
 insertion open/extend penalties, band w (narrowed as BWA narrows it), end bonus (only used to
 narrow the band, as in ksw_extend2) and z-drop. The answers are exactly what ksw_extend2
-returns; see DESIGN.md "Seed extension" and :class:`SeedExtResults`.
+returns; see docs/semantics.md "Seed extension" and :class:`SeedExtResults`.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .cancel import CancelCheck
-from .core.backend import choose_backend, resolve_cpu_isa, resolve_threads
+from .core.backend import check_devices, choose_backend, resolve_cpu_isa, resolve_threads
 from .core.packed import (SequenceInput, byte_array, check_array, check_int, check_offset_ends, check_offset_steps,
                           concat, int64_array, offsets_of, sequence_bytes)
 from .core.params import Params
@@ -277,6 +277,7 @@ def seed_extend(
     threads: int | None = None,
     cpu_isa: str | None = None,
     out: SeedExtResults | None = None,
+    devices: Sequence[int] | None = None,
     cancelled: CancelCheck | None = None,
     **legacy: Any,
 ) -> SeedExtResults:
@@ -287,12 +288,14 @@ def seed_extend(
     (default: all cores). ``cpu_isa`` forces a CPU variant ("scalar", "avx2", "avx512";
     default: the environment variable ``WARPDP_CPU_ISA`` if set, else the best one this CPU
     supports). ``out`` may be a :class:`SeedExtResults` of ``n_pairs`` to fill. Every backend
-    and variant gives the same answers. ``cancelled`` is checked between GPU chunks (see
-    warpdp.plugin.cancel).
+    and variant gives the same answers. ``devices`` lists the GPUs to spread the pairs over
+    (default: every GPU this process sees; the CPU backend ignores it). ``cancelled`` is
+    checked between GPU chunks (see warpdp.plugin.cancel).
     """
     params = SeedExtParams.from_kwargs(params, **legacy)
     check_seed_job(pairs, params)
     n_threads = resolve_threads(threads)
+    device_ids = check_devices(devices)
     if out is None:
         results = SeedExtResults(np.empty((pairs.n_pairs, 6), dtype=np.int32))
     elif isinstance(out, SeedExtResults):
@@ -308,7 +311,7 @@ def seed_extend(
         # The launcher checks each chunk's pairs on its planning threads, before that chunk's
         # launch, so that checking overlaps the GPU's work instead of coming before it all.
         gpu_seedext.extend(pairs, params, table, check_range=partial(check_pair_range, pairs, params),
-                           cancelled=cancelled)
+                           cancelled=cancelled, devices=device_ids)
     else:
         from ..cython_cpu import seedext as cpu_seedext
 
@@ -347,12 +350,14 @@ def seed_extend_with(
     backend: str = "auto",
     threads: int | None = None,
     cpu_isa: str | None = None,
+    devices: Sequence[int] | None = None,
     cancelled: CancelCheck | None = None,
 ) -> SeedExtResults:
     """:func:`seed_extend` with ``params`` required (the form services and the CLI use)."""
     if not isinstance(params, SeedExtParams):
         raise TypeError(f"params must be SeedExtParams, not {type(params).__name__}")
-    return seed_extend(pairs, params, backend=backend, threads=threads, cpu_isa=cpu_isa, cancelled=cancelled)
+    return seed_extend(pairs, params, backend=backend, threads=threads, cpu_isa=cpu_isa, devices=devices,
+                       cancelled=cancelled)
 
 
 def seedext_cpu_isas() -> list[str]:

@@ -112,8 +112,5 @@ def format_seedext_results(results: SeedExtResults) -> str:
 def write_seedext_results(results: SeedExtResults, destination: PathOrFile) -> None:
     """Write :func:`format_seedext_results` to a path or an open text file."""
     text = format_seedext_results(results)
-    if isinstance(destination, (str, os.PathLike)):
-        with open(destination, "w", encoding="ascii") as out:
-            out.write(text)
-    else:
-        destination.write(text)
+    with open_text(destination, write=True) as (stream, _):
+        stream.write(text)

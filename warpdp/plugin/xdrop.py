@@ -1,7 +1,7 @@
 """Gapped X-drop seed extension: packed data model, validation and the entry points.
 
 Semantics are SeqAn 2's ``extendSeed(seed, seqH, seqV, EXTEND_BOTH, Score<int, Simple>(match,
-mismatch, gap), X, GappedXDrop())`` as BELLA and LOGAN call it (DESIGN.md, "X-drop seed
+mismatch, gap), X, GappedXDrop())`` as BELLA and LOGAN call it (docs/semantics.md, "X-drop seed
 extension"): the seed of length ``k`` at ``(pos_h, pos_v)`` is extended to the left on the
 prefixes and to the right on the suffixes, each on anti-diagonals with linear gaps, cells
 more than ``x`` below the best score so far being dropped.
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from .cancel import CancelCheck
-from .core.backend import choose_backend, resolve_cpu_isa, resolve_threads
+from .core.backend import check_devices, choose_backend, resolve_cpu_isa, resolve_threads
 from .core.packed import (INT64_MAX, MAX_SEQUENCE_LENGTH, SequenceInput, byte_array, check_array, check_int,
                           check_offsets, concat, int64_array, offsets_of, sequence_bytes)
 from .core.params import Params
@@ -349,7 +349,7 @@ def xdrop(
     ``cpu_isa`` forces a CPU variant ("scalar", "avx2", "avx512"; default: the environment
     variable ``WARPDP_CPU_ISA`` if set, else the best one this CPU supports). ``out`` may be an
     :class:`XdropResults` of ``n_pairs`` to fill. ``devices`` lists the GPUs to spread the pairs
-    over (default: the current one). Both backends give the same results. ``cancelled`` is
+    over (default: every GPU this process sees; the CPU backend ignores it). Both backends give the same results. ``cancelled`` is
     checked between GPU chunks (see warpdp.plugin.cancel).
     """
     if not isinstance(pairs, XdropPairs):
@@ -359,6 +359,7 @@ def xdrop(
                                           params.report)
     pairs.validate(params)
     n_threads = resolve_threads(threads)
+    device_ids = check_devices(devices)
     if out is None:
         results = XdropResults.empty(pairs.n_pairs)
     elif isinstance(out, XdropResults):
@@ -371,7 +372,7 @@ def xdrop(
         from ..kernels import xdrop as gpu_xdrop
 
         gpu_xdrop.extend(pairs, results, k=k, x=x, match=match, mismatch=mismatch, gap=gap,
-                         best=report == "best", devices=devices, cancelled=cancelled)
+                         best=report == "best", devices=device_ids, cancelled=cancelled)
         return results
     from ..cython_cpu import xdrop as cpu_xdrop
 

@@ -1,5 +1,6 @@
 """What every family's GPU runner shares: one runner per device (and configuration), the
-chunk loop over the pinned slots with its cancel checks, and CuPy streams and events."""
+chunk loop over the pinned slots with its cancel checks, and CuPy streams and events.
+(Spreading one job's chunks over several devices: :mod:`.devices`.)"""
 from __future__ import annotations
 
 import threading
@@ -71,6 +72,18 @@ class Runners(Generic[R]):
             if key not in self._runners:
                 self._runners[key] = self._make(*key)
             return self._runners[key]
+
+    def on_device(self, device_id: int | None = None, *key: Hashable) -> R:
+        """The runner of a device (default: the current one) and key, made at first use by
+        ``make(device_id, *key)`` in that device's context: its module, slots and streams are
+        that device's."""
+        import cupy
+
+        from .devices import current_device
+
+        device_id = current_device() if device_id is None else device_id
+        with cupy.cuda.Device(device_id):
+            return self.get(device_id, *key)
 
     def clear(self) -> None:
         with self._lock:

@@ -40,8 +40,10 @@ def pinned_empty(nbytes: int) -> np.ndarray:
     return np.ndarray(nbytes, dtype=np.uint8, buffer=memory)  # keeps the memory until it goes
 
 
-# cudaHostRegisterReadOnly: the GPU only reads the memory (how a read-only mapping can be registered).
+# cudaHostRegisterReadOnly: the GPU only reads the memory (how a read-only mapping can be registered);
+# cudaHostRegisterPortable: page-locked for every device's context, not only the current one's.
 _HOST_REGISTER_READ_ONLY = 8
+_HOST_REGISTER_PORTABLE = 1
 
 
 def register_read_only(address: int, nbytes: int) -> Callable[[], None]:
@@ -51,7 +53,7 @@ def register_read_only(address: int, nbytes: int) -> Callable[[], None]:
     import cupy
 
     runtime = cupy.cuda.runtime
-    runtime.hostRegister(address, nbytes, _HOST_REGISTER_READ_ONLY)
+    runtime.hostRegister(address, nbytes, _HOST_REGISTER_READ_ONLY | _HOST_REGISTER_PORTABLE)
     return lambda: runtime.hostUnregister(address)
 
 
@@ -80,6 +82,13 @@ class ChunkSlot:
             self.device = None  # free first: the pool can reuse it
             self.device_bytes = round_up(device_bytes + device_bytes // 4)
             self.device = alloc_device(self.device_bytes)
+
+    def upload(self, runtime: Any, nbytes: int) -> int:
+        """Enqueue the copy of the first nbytes of the pinned input to the device buffer on the
+        slot's stream; the device buffer's address (where the launcher's offsets start)."""
+        base = int(self.device.ptr)
+        runtime.memcpyAsync(base, self.pinned_in.ctypes.data, nbytes, 1, self.stream.ptr)  # 1: host to device
+        return base
 
 
 class Held:

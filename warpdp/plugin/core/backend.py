@@ -35,7 +35,7 @@ def gpu_status(algorithm: str) -> tuple[bool, str]:
     try:
         import cupy
     except Exception as exc:  # ImportError, or CUDA libraries that fail to load
-        return False, f"CuPy is not usable ({exc.__class__.__name__}: {exc}); install warpdp[gpu]"
+        return False, f"CuPy is not usable ({exc.__class__.__name__}: {exc}); pip install 'warpdp[gpu]'"
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as exc:
@@ -67,9 +67,23 @@ def _log_auto_choice(algorithm: str, chosen: str, reason: str) -> None:
     logger.info("warpdp %s: backend 'auto' picked %s (%s)", algorithm, chosen.upper(), reason)
 
 
+def check_devices(devices: object) -> list[int] | None:
+    """A family entry's ``devices=`` (the GPU ids to spread a job over; None: every GPU this
+    process sees) as a list of ints, its shape checked whichever backend runs: TypeError /
+    ValueError naming ``devices``. Ids are checked against the devices there are when the GPU
+    backend runs (ValueError naming the id); the CPU backend ignores them."""
+    from ...kernels.runtime.devices import check_device_list
+
+    return check_device_list(devices)
+
+
 def resolve_threads(threads: int | None) -> int:
-    """CPU threads to use: all cores available to this process unless told otherwise."""
+    """CPU threads to use: ``threads``, else $OMP_NUM_THREADS where set (as OpenMP programs do),
+    else all cores available to this process."""
     if threads is None:
+        from_environment = os.environ.get("OMP_NUM_THREADS", "").strip()
+        if from_environment:
+            return _omp_num_threads(from_environment)
         return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     if isinstance(threads, bool) or not isinstance(threads, int):
         raise TypeError(f"threads must be an int or None, not {type(threads).__name__}")
@@ -78,6 +92,14 @@ def resolve_threads(threads: int | None) -> int:
     if threads > MAX_THREADS:
         raise ValueError(f"threads must be at most {MAX_THREADS}, not {threads}")
     return threads
+
+
+def _omp_num_threads(text: str) -> int:
+    # OpenMP allows a list, one count per nesting level: the first is the one for us.
+    first = text.split(",")[0].strip()
+    if not first.isdigit() or not 1 <= int(first) <= MAX_THREADS:
+        raise ValueError(f"OMP_NUM_THREADS must be a whole number from 1 to {MAX_THREADS}, not {text!r}")
+    return int(first)
 
 
 def resolve_cpu_isa(cpu_isa: str | None, isa_names: tuple[str, ...]) -> str | None:

@@ -25,6 +25,10 @@ import org.warpdp.client.spi.Transports;
  *
  *     SeedExtPairs ext = SeedExtPairs.builder().add(query, target, h0).build();
  *     SeedExtResults s = client.seedExtend(ext, SeedExtParams.BWA_MEM);  // s.score()[i], s.qle()[i], ...
+ *
+ *     QueryTargetPairs pairs = QueryTargetPairs.builder().add(query, target).build();
+ *     AlignResults a = client.align(pairs, AlignParams.of(AlignParams.Mode.LOCAL).withCigar(true));
+ *     EditResults e = client.edit(pairs, EditParams.of(EditParams.Mode.HW).withTask(EditParams.Task.PATH));
  * }
  * }</pre>
  *
@@ -36,7 +40,7 @@ import org.warpdp.client.spi.Transports;
  * API for the same input on the server's backend.
  *
  * <p>Each algorithm has the same pattern: a packed input class ({@link PairHmmBatches}, {@link XdropPairs},
- * {@link SeedExtPairs}), a method on {@link Transport} and its gRPC implementation, and a method here that
+ * {@link SeedExtPairs}, {@link QueryTargetPairs} for align and edit), a method on {@link Transport} and its gRPC implementation, and a method here that
  * plans the requests.
  */
 public final class WarpdpClient implements AutoCloseable {
@@ -54,6 +58,8 @@ public final class WarpdpClient implements AutoCloseable {
     // framing (tags, lengths, parameters, the offsets' leading 0) around a request's arrays.
     private static final long PAIR_REPLY_BYTES = 48;
     private static final long FRAMING_BYTES = 256;
+    /** Longest sequence of an edit job: a CIGAR run holds 28 bits. */
+    public static final long MAX_EDIT_LENGTH = (1L << 28) - 1;
 
     private final ClientOptions options;
     private final Transport transport;
@@ -173,6 +179,54 @@ public final class WarpdpClient implements AutoCloseable {
         runPairs(pairs, pairs.nPairs(), i -> params.cells(pairs, i), pairs::requestBytes, pairs::select,
                 requests -> transport.seedExtend(requests, params, out, 0, options.deadlineMillis()));
         return out;
+    }
+
+    /**
+     * Alignment of every pair, as Python's {@code warpdp.align(pairs, params)} returns it (CIGARs with
+     * {@code params.cigar()} or in GATK mode). Pairs too long for the server's int32 scores throw
+     * {@link IllegalArgumentException} here; bytes are ASCII bases (other bytes score as N).
+     */
+    public AlignResults align(QueryTargetPairs pairs, AlignParams params) {
+        for (int i = 0; i < pairs.nPairs(); i++) {
+            params.checkLengths(i, pairs.queryLength(i), pairs.targetLength(i));
+        }
+        AlignResults out = AlignResults.allocate(pairs.nPairs(), params.traceback());
+        // Reply: five int64 columns, and a CIGAR of at most query + target + 2 ops (4 bytes) and its offset.
+        IntToLongFunction bytes = params.traceback()
+                ? i -> pairs.requestBytes(i) + 4 * (pairs.queryLength(i) + pairs.targetLength(i) + 2) + 8
+                : pairs::requestBytes;
+        runPairs(pairs, pairs.nPairs(), pairs::cells, bytes, pairs::select,
+                requests -> transport.align(requests, params, out, 0, options.deadlineMillis()));
+        return out;
+    }
+
+    /** Alignment with the default parameters ({@link AlignParams#DEFAULT}). */
+    public AlignResults align(QueryTargetPairs pairs) {
+        return align(pairs, AlignParams.DEFAULT);
+    }
+
+    /**
+     * Edit distance of every pair, as Python's {@code warpdp.edit(pairs, params)} returns it. Sequences
+     * longer than {@link #MAX_EDIT_LENGTH} throw {@link IllegalArgumentException}; the windowed method's
+     * bases must be A, C, G, T (else INVALID_ARGUMENT from the server, naming the pair).
+     */
+    public EditResults edit(QueryTargetPairs pairs, EditParams params) {
+        if (pairs.longest() > MAX_EDIT_LENGTH) {
+            throw new IllegalArgumentException("a sequence of " + pairs.longest() + " bases is longer than "
+                    + MAX_EDIT_LENGTH + " (the CIGAR's run limit)");
+        }
+        EditResults out = EditResults.allocate(pairs.nPairs(), params);
+        // Reply: three columns, at most one CIGAR op per base and one location per target base (+1).
+        IntToLongFunction bytes = i -> pairs.requestBytes(i) + 4 * (pairs.queryLength(i) + pairs.targetLength(i))
+                + 16 * (pairs.targetLength(i) + 1) + 16;
+        runPairs(pairs, pairs.nPairs(), pairs::cells, bytes, pairs::select,
+                requests -> transport.edit(requests, params, out, 0, options.deadlineMillis()));
+        return out;
+    }
+
+    /** Edit distance with the default parameters ({@link EditParams#DEFAULT}). */
+    public EditResults edit(QueryTargetPairs pairs) {
+        return edit(pairs, EditParams.DEFAULT);
     }
 
     /** Request messages sent so far (more than the calls when jobs were split). */

@@ -8,25 +8,28 @@ import java.net.URLClassLoader;
 import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.logging.Logger;
 
+import org.broadinstitute.gatk.nativebindings.NativeLibrary;
 import org.broadinstitute.gatk.nativebindings.pairhmm.PairHMMNativeBinding;
 
 /**
- * Intel GKL's own native Pair-HMM, for when the warpdp server cannot be reached: our jar takes GKL's class
+ * Intel GKL's own native Pair-HMM and Smith-Waterman, for when the warpdp server cannot be reached: our jar takes GKL's class
  * names, so GKL's classes are loaded again, from the jar that holds them further down the class path
  * (GATK's GKL jar, or GATK's own packaged jar), in a class loader that defines {@code com.intel.gkl.*}
  * itself and takes everything else (GATK's interfaces, the JDK, logging) from ours. Shading cannot do this:
  * the names must stay GKL's for GKL's native code to bind.
  *
  * <p>Setting {@code warpdp.fallback} (or {@code WARPDP_FALLBACK}): {@code gkl} (default) or {@code none}
- * (load() then fails as without the fallback, and GATK falls back to its Java Pair-HMM or stops).
+ * (load() then fails as without the fallback, and GATK falls back to its Java Pair-HMM / Smith-Waterman or
+ * stops).
  */
 public final class GklFallback {
     private static final Logger LOG = Logger.getLogger("org.warpdp");
     private static final String PROBE = "com/intel/gkl/pairhmm/IntelPairHmm.class";
-    private static final AtomicBoolean ANNOUNCED = new AtomicBoolean();
+    private static final Set<String> ANNOUNCED = ConcurrentHashMap.newKeySet();
     private static ClassLoader loader;
     private static String origin;
 
@@ -51,31 +54,49 @@ public final class GklFallback {
      * or null (with a warning) when GKL is not on the class path or its native code does not load here.
      */
     public static PairHMMNativeBinding load(String className, File tempDir, String reason) {
+        return load(PairHMMNativeBinding.class, "Pair-HMM", className, tempDir, reason);
+    }
+
+    /**
+     * GKL's {@code className} of type {@code type} (a GATK native binding; {@code kernel} names it in messages),
+     * loaded and with its native library in place, or null (with a warning) when GKL is not on the class path
+     * or its native code does not load here. {@code reason}: why the server is not used; null when GKL's code
+     * is what was asked for (then the choice is logged at INFO, not as a warning). The switch to GKL is
+     * logged once per JVM and kernel.
+     */
+    public static <T extends NativeLibrary> T load(Class<T> type, String kernel, String className, File tempDir,
+                                                   String reason) {
+        String why = reason != null ? "warpdp " + kernel + " not available (" + reason + ")"
+                : "warpdp " + kernel + ": GKL's own asked for";
         try {
             ClassLoader gkl = gklLoader();
             if (gkl == null) {
-                LOG.warning("warpdp Pair-HMM not available (" + reason + "), and GKL's own Pair-HMM is not on the"
-                        + " class path");
+                LOG.warning(why + ", and GKL's own " + kernel + " is not on the class path");
                 return null;
             }
-            PairHMMNativeBinding hmm = (PairHMMNativeBinding) Class.forName(className, true, gkl)
-                    .getConstructor().newInstance();
-            if (!hmm.load(tempDir)) {
-                LOG.warning("warpdp Pair-HMM not available (" + reason + "), and GKL's " + className
-                        + " does not load on this machine (no AVX?)");
+            T binding = type.cast(Class.forName(className, true, gkl).getConstructor().newInstance());
+            if (!binding.load(tempDir)) {
+                LOG.warning(why + ", and GKL's " + className + " does not load on this machine (no AVX?)");
                 return null;
             }
-            // Once per JVM: Spark makes a Pair-HMM per partition.
-            if (ANNOUNCED.compareAndSet(false, true)) {
-                LOG.warning("warpdp Pair-HMM not available (" + reason + "); using Intel GKL's own " + className
-                        + " from " + origin + " instead");
+            // Once per JVM and kernel: Spark makes a Pair-HMM per partition, GATK several aligners.
+            if (ANNOUNCED.add(reason != null ? kernel : kernel + " (asked for)")) {
+                if (reason != null) {
+                    LOG.warning(why + "; using Intel GKL's own " + className + " from " + origin + " instead");
+                } else {
+                    LOG.info("warpdp " + kernel + ": using Intel GKL's own " + className + " from " + origin);
+                }
             }
-            return hmm;
+            return binding;
         } catch (ReflectiveOperationException | IOException | LinkageError | ClassCastException e) {
-            LOG.warning("warpdp Pair-HMM not available (" + reason + "), and GKL's " + className
-                    + " cannot be loaded: " + e);
+            LOG.warning(why + ", and GKL's " + className + " cannot be loaded: " + e);
             return null;
         }
+    }
+
+    /** Whether the switch to GKL's {@code kernel} ("Pair-HMM", "Smith-Waterman") was logged in this JVM (for tests). */
+    public static boolean announced(String kernel) {
+        return ANNOUNCED.contains(kernel);
     }
 
     /** The class loader of the GKL copy in use, or null before one was loaded (for tests). */

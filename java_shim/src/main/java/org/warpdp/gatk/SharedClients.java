@@ -2,8 +2,10 @@ package org.warpdp.gatk;
 
 import java.util.HashMap;
 import java.util.Map;
+import java.util.logging.Logger;
 
 import org.warpdp.client.ClientOptions;
+import org.warpdp.client.ServerInfo;
 import org.warpdp.client.WarpdpClient;
 
 /**
@@ -12,6 +14,7 @@ import org.warpdp.client.WarpdpClient;
  * when the last binding using it calls {@code done()}.
  */
 final class SharedClients {
+    private static final Logger LOG = Logger.getLogger("org.warpdp");
     private static final Map<ClientOptions, Entry> CLIENTS = new HashMap<>();
 
     private static final class Entry {
@@ -34,6 +37,28 @@ final class SharedClients {
         }
         e.users++;
         return e.client;
+    }
+
+    /**
+     * A shared client whose server is healthy ({@code options}, or null for the {@code warpdp.*} settings),
+     * with "warpdp KERNEL: server ADDRESS: info" logged; throws a RuntimeException saying why not (the
+     * client is then released).
+     */
+    static WarpdpClient acquireServing(ClientOptions options, String kernel) {
+        ClientOptions o = options != null ? options : ClientOptions.fromEnvironment();
+        WarpdpClient candidate = acquire(o);
+        try {
+            String status = candidate.health();
+            if (!"SERVING".equals(status)) {
+                throw new IllegalStateException("the server at " + o.target() + " is " + status);
+            }
+            ServerInfo info = candidate.serverInfo();
+            LOG.info("warpdp " + kernel + ": server " + o.target() + ": " + info.summary());
+            return candidate;
+        } catch (RuntimeException e) {
+            release(candidate);
+            throw e;
+        }
     }
 
     static void release(WarpdpClient client) {

@@ -10,7 +10,6 @@ import org.broadinstitute.gatk.nativebindings.pairhmm.PairHMMNativeBinding;
 import org.broadinstitute.gatk.nativebindings.pairhmm.ReadDataHolder;
 import org.warpdp.client.ClientOptions;
 import org.warpdp.client.PairHmmBatches;
-import org.warpdp.client.ServerInfo;
 import org.warpdp.client.WarpdpClient;
 
 /**
@@ -64,24 +63,10 @@ public class WarpdpPairHmm implements PairHMMNativeBinding {
         if (client != null) {
             return null;
         }
-        ClientOptions options;
         WarpdpClient candidate;
         try {
-            options = fixedOptions != null ? fixedOptions : ClientOptions.fromEnvironment();
-            candidate = SharedClients.acquire(options);
+            candidate = SharedClients.acquireServing(fixedOptions, "Pair-HMM");
         } catch (RuntimeException e) {
-            return e.getMessage();
-        }
-        try {
-            String status = candidate.health();
-            if (!"SERVING".equals(status)) {
-                SharedClients.release(candidate);
-                return "the server at " + options.target() + " is " + status;
-            }
-            ServerInfo info = candidate.serverInfo();
-            LOG.info("warpdp Pair-HMM: server " + options.target() + ": " + info.summary());
-        } catch (RuntimeException e) {
-            SharedClients.release(candidate);
             return e.getMessage();
         }
         client = candidate;

@@ -25,7 +25,7 @@ import org.warpdp.client.WarpdpClient;
  */
 public class IsolationTest {
     private static final String[] OWN = {"org/warpdp/", "com/intel/gkl/pairhmm/IntelPairHmm.class",
-        "com/intel/gkl/pairhmm/IntelPairHmmOMP.class"};
+        "com/intel/gkl/pairhmm/IntelPairHmmOMP.class", "com/intel/gkl/smithwaterman/IntelSmithWaterman.class"};
 
     private static File jar() {
         File jar = new File(WarpdpClient.class.getProtectionDomain().getCodeSource().getLocation().getPath());

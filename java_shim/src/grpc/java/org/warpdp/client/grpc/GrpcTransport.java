@@ -37,7 +37,12 @@ import io.grpc.stub.ClientResponseObserver;
 import io.grpc.stub.MetadataUtils;
 import io.grpc.stub.StreamObserver;
 
+import org.warpdp.client.AlignParams;
+import org.warpdp.client.AlignResults;
 import org.warpdp.client.ClientOptions;
+import org.warpdp.client.EditParams;
+import org.warpdp.client.EditResults;
+import org.warpdp.client.QueryTargetPairs;
 import org.warpdp.client.PairHmmBatches;
 import org.warpdp.client.SeedExtPairs;
 import org.warpdp.client.SeedExtParams;
@@ -74,6 +79,9 @@ public final class GrpcTransport implements Transport {
     private final ManagedChannel channel;
     private final String target;
     private final int servers;
+    // Made once: a call per alignment (GATK's Smith-Waterman) should not rebuild them; a deadline makes a copy.
+    private final WarpdpGrpc.WarpdpBlockingStub blockingStub;
+    private final WarpdpGrpc.WarpdpStub asyncStub;
 
     public GrpcTransport(ClientOptions options) {
         this.target = options.target();
@@ -122,6 +130,8 @@ public final class GrpcTransport implements Transport {
             builder.disableRetry();
         }
         this.channel = builder.build();
+        this.blockingStub = WarpdpGrpc.newBlockingStub(channel);
+        this.asyncStub = WarpdpGrpc.newStub(channel);
     }
 
     private static final long RETRY_BUFFER_PER_CALL = 256L << 20;
@@ -228,7 +238,7 @@ public final class GrpcTransport implements Transport {
      * How one algorithm's jobs travel: the request message of a job, the unary and the stream call, and where
      * a reply's results go. {@link #execute} runs any algorithm through it.
      */
-    private interface Rpc<J, Q, R> {
+    interface Rpc<J, Q, R> {
         String name();
 
         long pairs(J job);
@@ -404,8 +414,25 @@ public final class GrpcTransport implements Transport {
         }, requests, offset, deadlineMillis);
     }
 
+    @Override
+    public void align(List<QueryTargetPairs> requests, AlignParams params, AlignResults out, int offset,
+                      long deadlineMillis) {
+        execute(RaggedRpcs.align(this, params, out), requests, offset, deadlineMillis);
+    }
+
+    @Override
+    public void edit(List<QueryTargetPairs> requests, EditParams params, EditResults out, int offset,
+                     long deadlineMillis) {
+        execute(RaggedRpcs.edit(this, params, out), requests, offset, deadlineMillis);
+    }
+
+    /** The server's address, for messages. */
+    String target() {
+        return target;
+    }
+
     // The int64 values of a reply column, which must hold one per pair.
-    private LongBuffer longs(ByteString column, int n, String what) {
+    LongBuffer longs(ByteString column, int n, String what) {
         if (column.size() != 8L * n) {
             throw new WarpdpException("INTERNAL", "server " + target + " sent " + column.size() / 8.0
                     + " values per column in " + what + " where " + n + " were due");
@@ -421,7 +448,7 @@ public final class GrpcTransport implements Transport {
             starts[i + 1] = Math.addExact(starts[i], Math.toIntExact(rpc.pairs(requests.get(i))));
         }
         if (requests.size() == 1) {
-            WarpdpGrpc.WarpdpBlockingStub stub = WarpdpGrpc.newBlockingStub(channel);
+            WarpdpGrpc.WarpdpBlockingStub stub = blockingStub;
             if (deadlineMillis > 0) {
                 stub = stub.withDeadlineAfter(deadlineMillis, TimeUnit.MILLISECONDS);
             }
@@ -468,7 +495,7 @@ public final class GrpcTransport implements Transport {
                                                      long deadlineMillis) {
         String method = rpc.name() + "Stream";
         CompletableFuture<Void> done = new CompletableFuture<>();
-        WarpdpGrpc.WarpdpStub stub = WarpdpGrpc.newStub(channel);
+        WarpdpGrpc.WarpdpStub stub = asyncStub;
         if (deadlineMillis > 0) {
             stub = stub.withDeadlineAfter(deadlineMillis, TimeUnit.MILLISECONDS);
         }
@@ -552,7 +579,7 @@ public final class GrpcTransport implements Transport {
         return PairHmmRequest.newBuilder().setBatches(packed).setUseDouble(useDouble).build();
     }
 
-    private static ByteString int64(long[] values) {
+    static ByteString int64(long[] values) {
         ByteBuffer buffer = ByteBuffer.allocate(8 * values.length).order(ByteOrder.LITTLE_ENDIAN);
         buffer.asLongBuffer().put(values);
         return UnsafeByteOperations.unsafeWrap(buffer.array());

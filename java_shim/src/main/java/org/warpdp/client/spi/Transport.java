@@ -2,7 +2,12 @@ package org.warpdp.client.spi;
 
 import java.util.List;
 
+import org.warpdp.client.AlignParams;
+import org.warpdp.client.AlignResults;
+import org.warpdp.client.EditParams;
+import org.warpdp.client.EditResults;
 import org.warpdp.client.PairHmmBatches;
+import org.warpdp.client.QueryTargetPairs;
 import org.warpdp.client.SeedExtPairs;
 import org.warpdp.client.SeedExtParams;
 import org.warpdp.client.SeedExtResults;
@@ -40,6 +45,12 @@ public interface Transport extends AutoCloseable {
     /** Seed extension of the requests, as {@link #xdrop} (SeedExtend / SeedExtendStream). */
     void seedExtend(List<SeedExtPairs> requests, SeedExtParams params, SeedExtResults out, int offset,
                     long deadlineMillis);
+
+    /** Alignment of the requests, as {@link #xdrop} (Align / AlignStream); CIGARs when {@code out} has room. */
+    void align(List<QueryTargetPairs> requests, AlignParams params, AlignResults out, int offset, long deadlineMillis);
+
+    /** Edit distance of the requests, as {@link #xdrop} (Edit / EditStream). */
+    void edit(List<QueryTargetPairs> requests, EditParams params, EditResults out, int offset, long deadlineMillis);
 
     /** Shuts the channel down. */
     @Override
