@@ -12,9 +12,9 @@
  * written packed with int64 offsets (n + 1 entries), the caller's buffer sized with the matching
  * *_capacity function. CIGAR ops are BAM's packed uint32: length << 4 | op (M=0 I=1 D=2 S=4 ==7 X=8).
  *
- * Errors: every function returns a warpdp_status; on failure nothing is written through the
- * outputs unless the function says otherwise, and warpdp_last_error() returns a message naming
- * the argument (and pair) at fault. Every pointer, length, offset and parameter is checked before
+ * Errors: every function returns a warpdp_status; on failure the outputs' contents are
+ * unspecified (arguments are checked before any work, so a bad argument leaves them untouched), and
+ * warpdp_last_error() returns a message naming the argument (and pair) at fault. Every pointer, length, offset and parameter is checked before
  * a kernel reads anything, so a bad argument is an error code, never a crash.
  *
  * Threads: a handle is immutable once opened; any number of threads may submit on the same handle
