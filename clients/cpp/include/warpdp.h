@@ -13,7 +13,8 @@
  * *_capacity function. CIGAR ops are BAM's packed uint32: length << 4 | op (M=0 I=1 D=2 S=4 ==7 X=8).
  *
  * Errors: every function returns a warpdp_status; on failure the outputs' contents are
- * unspecified (arguments are checked before any work, so a bad argument leaves them untouched), and
+ * unspecified (pointers, counts, offsets and parameters are checked before any work; a byte that is
+ * not a base can be found while computing), and
  * warpdp_last_error() returns a message naming the argument (and pair) at fault. Every pointer, length, offset and parameter is checked before
  * a kernel reads anything, so a bad argument is an error code, never a crash.
  *
