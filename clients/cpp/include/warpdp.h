@@ -12,11 +12,11 @@
  * written packed with int64 offsets (n + 1 entries), the caller's buffer sized with the matching
  * *_capacity function. CIGAR ops are BAM's packed uint32: length << 4 | op (M=0 I=1 D=2 S=4 ==7 X=8).
  *
- * Errors: every function returns a warpdp_status; on failure the outputs' contents are
- * unspecified (pointers, counts, offsets and parameters are checked before any work; a byte that is
- * not a base can be found while computing), and
- * warpdp_last_error() returns a message naming the argument (and pair) at fault. Every pointer, length, offset and parameter is checked before
- * a kernel reads anything, so a bad argument is an error code, never a crash.
+ * Errors: every function returns a warpdp_status and, on failure, warpdp_last_error() gives a
+ * message naming the argument (and pair) at fault; the outputs' contents are then unspecified.
+ * Every pointer, count, offset and parameter is checked before a kernel reads anything (a byte
+ * that is not a base can be found while computing), so a bad argument is an error code, never a
+ * crash.
  *
  * Threads: a handle is immutable once opened; any number of threads may submit on the same handle
  * at once. Error messages are per thread. Each call spreads its pairs over the handle's threads.
