@@ -86,7 +86,9 @@ typedef struct {
 
 /* Opens a handle on a warpdp server (gRPC, the warpdp.v1 service) and checks that it answers
    (ServerInfo). Each call is one unary RPC: a batch must fit the server's message limit
-   (--max-message-mb, 64 MB by default). The server checks what it receives as the in-process
+   (--max-message-mb, 64 MB by default). On the server's own host (a loopback address or a Unix
+   socket) a request's arrays of 64 KiB or more go through shared memory (a sealed memfd) when
+   the server offers it. The server checks what it receives as the in-process
    library does, and its errors come back as the same codes with the server's message;
    max_traceback_cells is the server's own. WARPDP_ERR_UNSUPPORTED when the library was built
    without gRPC (WARPDP_WITH_GRPC=OFF). */

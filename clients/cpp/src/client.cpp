@@ -1,5 +1,6 @@
 // Client handles: each family's call as one unary RPC of the warpdp.v1 service (warpdp.proto),
-// packed arrays in, the reply's columns copied into the caller's buffers.
+// packed arrays in (through shared memory when the server is on this host and offers it), the
+// reply's columns copied into the caller's buffers.
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "internal.h"
+#include "shared_memory.h"
 #include "warpdp.grpc.pb.h"
 
 namespace v1 = warpdp::v1;
@@ -19,6 +21,7 @@ struct wd_client {
     std::unique_ptr<v1::Warpdp::Stub> stub;
     std::string token;
     double timeout_seconds;
+    std::unique_ptr<wd::SharedMemory> shared;  // NULL: the server is elsewhere or does not offer it
 };
 
 namespace {
@@ -77,6 +80,20 @@ bool column(const std::string &field, int64_t n, T *out)
     if (n > 0)
         std::memcpy(out, field.data(), field.size());
     return true;
+}
+
+// One RPC; the request's packed arrays go through shared memory where the client has it.
+template <typename Request, typename Reply, typename Packed>
+grpc::Status rpc(wd_client *c, Request &request, Packed *packed, Reply *reply,
+                 grpc::Status (v1::Warpdp::Stub::*method)(grpc::ClientContext *, const Request &, Reply *))
+{
+    const std::string handle = c->shared ? c->shared->share(request, *packed) : std::string();
+    grpc::ClientContext context;
+    prepare(c, context);
+    const grpc::Status status = (c->stub.get()->*method)(&context, request, reply);
+    if (!handle.empty())
+        c->shared->release(handle);
+    return status;
 }
 
 int malformed(const char *family)
@@ -140,6 +157,9 @@ int wd_client_open(const warpdp_client_options *options, wd_client **client)
     const grpc::Status s = made->stub->ServerInfo(&context, v1::ServerInfoRequest(), &info);
     if (!s.ok())
         return status_of(s, "client");
+    if (info.shared_files().enabled() && !info.shared_files().socket().empty() &&
+        wd::is_local_target(options->address))
+        made->shared = std::make_unique<wd::SharedMemory>(info.shared_files().socket());
     *client = made.release();
     return WARPDP_OK;
 }
@@ -167,10 +187,8 @@ int wd_client_xdrop(wd_client *c, const warpdp_xdrop_pairs *p, const warpdp_xdro
     request.set_mismatch(params->mismatch);
     request.set_gap(params->gap);
     request.set_report(params->report == WARPDP_XDROP_REPORT_BEST ? v1::XDROP_REPORT_BEST : v1::XDROP_REPORT_LONGEST);
-    grpc::ClientContext context;
-    prepare(c, context);
     v1::XdropReply reply;
-    const grpc::Status s = c->stub->Xdrop(&context, request, &reply);
+    const grpc::Status s = rpc(c, request, request.mutable_pairs(), &reply, &v1::Warpdp::Stub::Xdrop);
     if (!s.ok())
         return status_of(s, "xdrop");
     if (!column(reply.score(), n, r->score) || !column(reply.begin_h(), n, r->begin_h) ||
@@ -205,10 +223,8 @@ int wd_client_seedext(wd_client *c, const warpdp_seedext_pairs *p, const warpdp_
     request.set_w(params->w);
     request.set_end_bonus(params->end_bonus);
     request.set_zdrop(params->zdrop);
-    grpc::ClientContext context;
-    prepare(c, context);
     v1::SeedExtendReply reply;
-    const grpc::Status s = c->stub->SeedExtend(&context, request, &reply);
+    const grpc::Status s = rpc(c, request, request.mutable_pairs(), &reply, &v1::Warpdp::Stub::SeedExtend);
     if (!s.ok())
         return status_of(s, "seedext");
     const std::string *fields[] = {&reply.score(), &reply.qle(), &reply.tle(), &reply.gtle(), &reply.gscore(),
@@ -240,10 +256,8 @@ int wd_client_pairhmm(wd_client *c, const warpdp_pairhmm_batches *b, int use_dou
     batches->set_batch_reads(bytes(b->batch_reads, b->n_batches + 1, 8));
     batches->set_batch_haps(bytes(b->batch_haps, b->n_batches + 1, 8));
     request.set_use_double(use_double != 0);
-    grpc::ClientContext context;
-    prepare(c, context);
     v1::PairHmmReply reply;
-    const grpc::Status s = c->stub->PairHmm(&context, request, &reply);
+    const grpc::Status s = rpc(c, request, request.mutable_batches(), &reply, &v1::Warpdp::Stub::PairHmm);
     if (!s.ok())
         return status_of(s, "pairhmm");
     if (!column(reply.log10_likelihoods(), n_out, out))
@@ -290,10 +304,8 @@ int wd_client_align(wd_client *c, const warpdp_seq_pairs *p, const warpdp_align_
         request.set_zdrop(a->zdrop);
     request.set_overhang(OVERHANGS[a->overhang]);
     request.set_cigar(a->cigar != 0);
-    grpc::ClientContext context;
-    prepare(c, context);
     v1::AlignReply reply;
-    const grpc::Status s = c->stub->Align(&context, request, &reply);
+    const grpc::Status s = rpc(c, request, request.mutable_pairs(), &reply, &v1::Warpdp::Stub::Align);
     if (!s.ok())
         return status_of(s, "align");
     const int64_t n = p->n_pairs;
@@ -322,10 +334,8 @@ int wd_client_edit(wd_client *c, const warpdp_seq_pairs *p, const warpdp_edit_pa
     request.set_k(e->k);
     request.set_window(e->window);
     request.set_overlap(e->overlap);
-    grpc::ClientContext context;
-    prepare(c, context);
     v1::EditReply reply;
-    const grpc::Status s = c->stub->Edit(&context, request, &reply);
+    const grpc::Status s = rpc(c, request, request.mutable_pairs(), &reply, &v1::Warpdp::Stub::Edit);
     if (!s.ok())
         return status_of(s, "edit");
     const int64_t n = p->n_pairs;
