@@ -24,7 +24,7 @@ CPU_SOURCES := $(wildcard warpdp/cython_cpu/*.pyx warpdp/cython_cpu/*.pxd warpdp
 # Cython's generated .c files are outputs, not sources.
 CPU_SOURCES := $(filter-out $(patsubst %.pyx,%.c,$(filter %.pyx,$(CPU_SOURCES))),$(CPU_SOURCES))
 
-.PHONY: install run test test-python test-java test-gatk java-jar bench-cpu check-cuda clean-venv
+.PHONY: install run test test-python test-java test-gatk test-cpp java-jar bench-cpu check-cuda clean-venv
 
 install: $(VENV)/.built
 
@@ -68,6 +68,16 @@ test-python: install
 # Builds java_shim/target/warpdp-gatk.jar and runs its tests against it.
 test-java: install
 	$(IN_VENV) $(MVN) $(MVN_FLAGS) -f java_shim/pom.xml verify
+
+# The C/C++ front door (clients/cpp): libwarpdp, warpdp_logan, the example overlapper and their
+# ctest suite, built with AddressSanitizer + UBSan. The tests compare against the Python API of
+# this checkout (its CPU extensions built in place by `make install`), run by the environment's python.
+CPP_BUILD ?= build/cpp
+test-cpp: install
+	cmake -S clients/cpp -B $(CPP_BUILD) -DWARPDP_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DPython3_EXECUTABLE=$(abspath $(PY))
+	cmake --build $(CPP_BUILD) -j2
+	cd $(CPP_BUILD) && ctest --output-on-failure
 
 java-jar:
 	$(MVN) $(MVN_FLAGS) -q -f java_shim/pom.xml -DskipTests package

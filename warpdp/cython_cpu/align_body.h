@@ -59,13 +59,15 @@ static int generic_pair(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n
     const int mode = p->mode, local = mode == ALIGN_LOCAL;
     const int track = trace == NULL && (mode == ALIGN_LOCAL || mode == ALIGN_SEMIGLOBAL);
     const size_t row = (size_t)(n + 1);
-    char *mem = warpdp_workspace_reserve(ws, row * (3 * sizeof(int32_t) + (track ? 3 * sizeof(int64_t) : 0)));
+    /* The int64 rows start 8-byte aligned after the three int32 rows (row may be odd). */
+    const size_t int32_bytes = (row * 3 * sizeof(int32_t) + 7) & ~(size_t)7;
+    char *mem = warpdp_workspace_reserve(ws, int32_bytes + (track ? row * 3 * sizeof(int64_t) : 0));
     if (mem == NULL)
         return -1;
     int32_t *h_prev = (int32_t *)mem, *h_cur = h_prev + row, *f = h_cur + row;
     int64_t *o_prev = NULL, *o_cur = NULL, *o_f = NULL;
     if (track) {
-        o_prev = (int64_t *)(mem + row * 3 * sizeof(int32_t));
+        o_prev = (int64_t *)(mem + int32_bytes);
         o_cur = o_prev + row;
         o_f = o_cur + row;
     }

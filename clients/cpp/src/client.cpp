@@ -1,0 +1,353 @@
+// Client handles: each family's call as one unary RPC of the warpdp.v1 service (warpdp.proto),
+// packed arrays in (through shared memory when the server is on this host and offers it), the
+// reply's columns copied into the caller's buffers.
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "internal.h"
+#include "shared_memory.h"
+#include "warpdp.grpc.pb.h"
+
+namespace v1 = warpdp::v1;
+
+struct wd_client {
+    std::shared_ptr<grpc::Channel> channel;
+    std::unique_ptr<v1::Warpdp::Stub> stub;
+    std::string token;
+    double timeout_seconds;
+    std::unique_ptr<wd::SharedMemory> shared;  // NULL: the server is elsewhere or does not offer it
+};
+
+namespace {
+
+int status_of(const grpc::Status &s, const char *family)
+{
+    int code;
+    switch (s.error_code()) {
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+    case grpc::StatusCode::OUT_OF_RANGE:
+        code = WARPDP_ERR_INVALID_ARGUMENT;
+        break;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+        code = WARPDP_ERR_RESOURCE_EXHAUSTED;
+        break;
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+        code = WARPDP_ERR_UNAVAILABLE;
+        break;
+    case grpc::StatusCode::UNAUTHENTICATED:
+    case grpc::StatusCode::PERMISSION_DENIED:
+        code = WARPDP_ERR_UNAUTHENTICATED;
+        break;
+    case grpc::StatusCode::UNIMPLEMENTED:
+        code = WARPDP_ERR_UNSUPPORTED;
+        break;
+    default:
+        code = WARPDP_ERR_RPC;
+    }
+    return wd_fail(code, "warpdp %s (server, gRPC status %d): %s", family, int(s.error_code()),
+                   s.error_message().c_str());
+}
+
+void prepare(const wd_client *c, grpc::ClientContext &context)
+{
+    if (!c->token.empty())
+        context.AddMetadata("authorization", "Bearer " + c->token);
+    if (c->timeout_seconds > 0)
+        context.set_deadline(std::chrono::system_clock::now() +
+                             std::chrono::microseconds(int64_t(c->timeout_seconds * 1e6)));
+}
+
+// The bytes of n items of `size` bytes (little-endian, as the proto wants: this library runs on x86-64).
+std::string bytes(const void *data, int64_t n, size_t size)
+{
+    return n > 0 ? std::string(static_cast<const char *>(data), size_t(n) * size) : std::string();
+}
+
+// Copies a reply column of n values of type T into out (n == 0: nothing); false when its size is wrong.
+template <typename T>
+bool column(const std::string &field, int64_t n, T *out)
+{
+    if (field.size() != size_t(n) * sizeof(T))
+        return false;
+    if (n > 0)
+        std::memcpy(out, field.data(), field.size());
+    return true;
+}
+
+// One RPC; the request's packed arrays go through shared memory where the client has it.
+template <typename Request, typename Reply, typename Packed>
+grpc::Status rpc(wd_client *c, Request &request, Packed *packed, Reply *reply,
+                 grpc::Status (v1::Warpdp::Stub::*method)(grpc::ClientContext *, const Request &, Reply *))
+{
+    const std::string handle = c->shared ? c->shared->share(request, *packed) : std::string();
+    grpc::ClientContext context;
+    prepare(c, context);
+    const grpc::Status status = (c->stub.get()->*method)(&context, request, reply);
+    if (!handle.empty())
+        c->shared->release(handle);
+    return status;
+}
+
+int malformed(const char *family)
+{
+    return wd_fail(WARPDP_ERR_RPC, "warpdp %s: the server's reply does not match the request", family);
+}
+
+// A ragged reply (values + n_pairs + 1 offsets) into the caller's buffers (capacity checked).
+template <typename T>
+bool ragged(const std::string &values, const std::string &offsets, int64_t n, T *out, int64_t capacity,
+            int64_t *out_offsets)
+{
+    if (offsets.size() != size_t(n + 1) * 8 || values.size() % sizeof(T) != 0 ||
+        int64_t(values.size() / sizeof(T)) > capacity)
+        return false;
+    std::memcpy(out_offsets, offsets.data(), offsets.size());
+    if (!values.empty())
+        std::memcpy(out, values.data(), values.size());
+    return out_offsets[0] == 0 && out_offsets[n] == int64_t(values.size() / sizeof(T));
+}
+
+std::string read_file(const char *path, bool *ok)
+{
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    *ok = bool(in);
+    return text.str();
+}
+
+}  // namespace
+
+int wd_client_open(const warpdp_client_options *options, wd_client **client)
+{
+    std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+    if (options->tls) {
+        grpc::SslCredentialsOptions ssl;
+        if (options->tls_ca_file != nullptr) {
+            bool ok;
+            ssl.pem_root_certs = read_file(options->tls_ca_file, &ok);
+            if (!ok)
+                return wd_fail(WARPDP_ERR_INVALID_ARGUMENT, "warpdp: cannot read options->tls_ca_file %s",
+                               options->tls_ca_file);
+        }
+        credentials = grpc::SslCredentials(ssl);
+    }
+    grpc::ChannelArguments arguments;
+    arguments.SetMaxReceiveMessageSize(-1);
+    arguments.SetMaxSendMessageSize(-1);
+    auto made = std::make_unique<wd_client>();
+    made->channel = grpc::CreateCustomChannel(options->address, credentials, arguments);
+    made->stub = v1::Warpdp::NewStub(made->channel);
+    made->token = options->token != nullptr ? options->token : "";
+    made->timeout_seconds = options->timeout_seconds;
+    // The server must answer now (ServerInfo, bounded by the timeout or 10 s).
+    grpc::ClientContext context;
+    prepare(made.get(), context);
+    if (options->timeout_seconds == 0)
+        context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::ServerInfoReply info;
+    const grpc::Status s = made->stub->ServerInfo(&context, v1::ServerInfoRequest(), &info);
+    if (!s.ok())
+        return status_of(s, "client");
+    if (info.shared_files().enabled() && !info.shared_files().socket().empty() &&
+        wd::is_local_target(options->address))
+        made->shared = std::make_unique<wd::SharedMemory>(info.shared_files().socket());
+    *client = made.release();
+    return WARPDP_OK;
+}
+
+void wd_client_free(wd_client *client)
+{
+    delete client;
+}
+
+int wd_client_xdrop(wd_client *c, const warpdp_xdrop_pairs *p, const warpdp_xdrop_params *params,
+                    const warpdp_xdrop_results *r)
+{
+    v1::XdropRequest request;
+    v1::XdropPairs *pairs = request.mutable_pairs();
+    const int64_t n = p->n_pairs;
+    pairs->set_h_bases(bytes(p->h_bases, p->h_total, 1));
+    pairs->set_v_bases(bytes(p->v_bases, p->v_total, 1));
+    pairs->set_h_offsets(bytes(p->h_offsets, n + 1, 8));
+    pairs->set_v_offsets(bytes(p->v_offsets, n + 1, 8));
+    pairs->set_h_pos(bytes(p->h_pos, n, 8));
+    pairs->set_v_pos(bytes(p->v_pos, n, 8));
+    request.set_k(params->k);
+    request.set_x(params->x);
+    request.set_match(params->match);
+    request.set_mismatch(params->mismatch);
+    request.set_gap(params->gap);
+    request.set_report(params->report == WARPDP_XDROP_REPORT_BEST ? v1::XDROP_REPORT_BEST : v1::XDROP_REPORT_LONGEST);
+    v1::XdropReply reply;
+    const grpc::Status s = rpc(c, request, request.mutable_pairs(), &reply, &v1::Warpdp::Stub::Xdrop);
+    if (!s.ok())
+        return status_of(s, "xdrop");
+    if (!column(reply.score(), n, r->score) || !column(reply.begin_h(), n, r->begin_h) ||
+        !column(reply.end_h(), n, r->end_h) || !column(reply.begin_v(), n, r->begin_v) ||
+        !column(reply.end_v(), n, r->end_v) || (r->cells != nullptr && !column(reply.cells(), n, r->cells)))
+        return malformed("xdrop");
+    return wd_ok();
+}
+
+int wd_client_seedext(wd_client *c, const warpdp_seedext_pairs *p, const warpdp_seedext_params *params,
+                      warpdp_seedext_result *results)
+{
+    v1::SeedExtendRequest request;
+    v1::SeedExtPairs *pairs = request.mutable_pairs();
+    const int64_t n = p->n_pairs;
+    pairs->set_query(bytes(p->query, p->query_total, 1));
+    pairs->set_target(bytes(p->target, p->target_total, 1));
+    pairs->set_query_offsets(bytes(p->query_offsets, n + 1, 8));
+    pairs->set_target_offsets(bytes(p->target_offsets, n + 1, 8));
+    std::string h0(size_t(n) * 8, '\0');
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t value = p->h0[i];
+        std::memcpy(&h0[size_t(i) * 8], &value, 8);
+    }
+    pairs->set_h0(h0);
+    request.set_a(params->a);
+    request.set_b(params->b);
+    request.set_o_del(params->o_del);
+    request.set_e_del(params->e_del);
+    request.set_o_ins(params->o_ins);
+    request.set_e_ins(params->e_ins);
+    request.set_w(params->w);
+    request.set_end_bonus(params->end_bonus);
+    request.set_zdrop(params->zdrop);
+    v1::SeedExtendReply reply;
+    const grpc::Status s = rpc(c, request, request.mutable_pairs(), &reply, &v1::Warpdp::Stub::SeedExtend);
+    if (!s.ok())
+        return status_of(s, "seedext");
+    const std::string *fields[] = {&reply.score(), &reply.qle(), &reply.tle(), &reply.gtle(), &reply.gscore(),
+                                   &reply.max_off()};
+    for (const std::string *f : fields)
+        if (f->size() != size_t(n) * 8)
+            return malformed("seedext");
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v[6];
+        for (int f = 0; f < 6; f++)
+            std::memcpy(&v[f], fields[f]->data() + size_t(i) * 8, 8);
+        results[i] = {int32_t(v[0]), int32_t(v[1]), int32_t(v[2]), int32_t(v[3]), int32_t(v[4]), int32_t(v[5])};
+    }
+    return wd_ok();
+}
+
+int wd_client_pairhmm(wd_client *c, const warpdp_pairhmm_batches *b, int use_double, double *out, int64_t n_out)
+{
+    v1::PairHmmRequest request;
+    v1::PairHmmBatches *batches = request.mutable_batches();
+    batches->set_read_bases(bytes(b->read_bases, b->n_read_bases, 1));
+    batches->set_read_quals(bytes(b->read_quals, b->n_read_bases, 1));
+    batches->set_read_ins(bytes(b->read_ins, b->n_read_bases, 1));
+    batches->set_read_del(bytes(b->read_del, b->n_read_bases, 1));
+    batches->set_read_gcp(bytes(b->read_gcp, b->n_read_bases, 1));
+    batches->set_read_offsets(bytes(b->read_offsets, b->n_reads + 1, 8));
+    batches->set_hap_bases(bytes(b->hap_bases, b->n_hap_bases, 1));
+    batches->set_hap_offsets(bytes(b->hap_offsets, b->n_haps + 1, 8));
+    batches->set_batch_reads(bytes(b->batch_reads, b->n_batches + 1, 8));
+    batches->set_batch_haps(bytes(b->batch_haps, b->n_batches + 1, 8));
+    request.set_use_double(use_double != 0);
+    v1::PairHmmReply reply;
+    const grpc::Status s = rpc(c, request, request.mutable_batches(), &reply, &v1::Warpdp::Stub::PairHmm);
+    if (!s.ok())
+        return status_of(s, "pairhmm");
+    if (!column(reply.log10_likelihoods(), n_out, out))
+        return malformed("pairhmm");
+    return wd_ok();
+}
+
+namespace {
+
+template <typename Pairs>
+void set_seq_pairs(Pairs *out, const warpdp_seq_pairs *p)
+{
+    out->set_query_bases(bytes(p->query_bases, p->query_total, 1));
+    out->set_target_bases(bytes(p->target_bases, p->target_total, 1));
+    out->set_query_offsets(bytes(p->query_offsets, p->n_pairs + 1, 8));
+    out->set_target_offsets(bytes(p->target_offsets, p->n_pairs + 1, 8));
+}
+
+}  // namespace
+
+int wd_client_align(wd_client *c, const warpdp_seq_pairs *p, const warpdp_align_params *a,
+                    const warpdp_align_results *r)
+{
+    static const char *const MODES[] = {"global", "semiglobal", "local", "extension", "gatk"};
+    static const char *const OVERHANGS[] = {"SOFTCLIP", "INDEL", "LEADING_INDEL", "IGNORE"};
+    v1::AlignRequest request;
+    set_seq_pairs(request.mutable_pairs(), p);
+    request.set_mode(MODES[a->mode]);  // modes, gaps, conventions and overhangs are checked by warpdp_align
+    request.set_match(a->match);
+    request.set_mismatch(a->mismatch);
+    if (a->matrix != nullptr) {
+        std::string matrix(25 * 8, '\0');
+        for (int k = 0; k < 25; k++) {
+            const int64_t value = a->matrix[k];
+            std::memcpy(&matrix[size_t(k) * 8], &value, 8);
+        }
+        request.set_matrix(matrix);
+    }
+    request.set_gaps(a->gaps == WARPDP_GAPS_LINEAR ? "linear" : "affine");
+    request.set_gap_open(a->gap_open);
+    request.set_gap_extend(a->gap_extend);
+    request.set_gap_convention(a->gap_convention == WARPDP_GAP_CONVENTION_L ? "L" : "L-1");
+    if (a->zdrop != -1)
+        request.set_zdrop(a->zdrop);
+    request.set_overhang(OVERHANGS[a->overhang]);
+    request.set_cigar(a->cigar != 0);
+    v1::AlignReply reply;
+    const grpc::Status s = rpc(c, request, request.mutable_pairs(), &reply, &v1::Warpdp::Stub::Align);
+    if (!s.ok())
+        return status_of(s, "align");
+    const int64_t n = p->n_pairs;
+    if (!column(reply.score(), n, r->score) || !column(reply.query_begin(), n, r->query_begin) ||
+        !column(reply.query_end(), n, r->query_end) || !column(reply.target_begin(), n, r->target_begin) ||
+        !column(reply.target_end(), n, r->target_end))
+        return malformed("align");
+    if (a->cigar && !ragged(reply.cigar_ops(), reply.cigar_offsets(), n, r->cigar_ops, r->cigar_capacity,
+                            r->cigar_offsets))
+        return malformed("align");
+    return wd_ok();
+}
+
+int wd_client_edit(wd_client *c, const warpdp_seq_pairs *p, const warpdp_edit_params *e,
+                   const warpdp_edit_results *r)
+{
+    static const char *const MODES[] = {"nw", "shw", "hw"}, *const TASKS[] = {"distance", "locations", "path"},
+                             *const METHODS[] = {"exact", "windowed"};
+    v1::EditRequest request;
+    set_seq_pairs(request.mutable_pairs(), p);
+    if (e->mode < 0 || e->mode > 2 || e->method < 0 || e->method > 1)
+        return wd_fail(WARPDP_ERR_INVALID_ARGUMENT, "warpdp edit: mode must be 0..2 and method 0..1");
+    request.set_mode(MODES[e->mode]);
+    request.set_task(TASKS[e->task]);
+    request.set_method(METHODS[e->method]);
+    request.set_k(e->k);
+    request.set_window(e->window);
+    request.set_overlap(e->overlap);
+    v1::EditReply reply;
+    const grpc::Status s = rpc(c, request, request.mutable_pairs(), &reply, &v1::Warpdp::Stub::Edit);
+    if (!s.ok())
+        return status_of(s, "edit");
+    const int64_t n = p->n_pairs;
+    if (!column(reply.distance(), n, r->distance) || !column(reply.target_begin(), n, r->target_begin) ||
+        !column(reply.target_end(), n, r->target_end))
+        return malformed("edit");
+    if (e->task >= WARPDP_EDIT_LOCATIONS &&
+        (!ragged(reply.loc_begin(), reply.loc_offsets(), n, r->loc_begin, r->loc_capacity, r->loc_offsets) ||
+         !column(reply.loc_end(), r->loc_offsets[n], r->loc_end)))
+        return malformed("edit");
+    if (e->task == WARPDP_EDIT_PATH &&
+        !ragged(reply.cigar_ops(), reply.cigar_offsets(), n, r->cigar_ops, r->cigar_capacity, r->cigar_offsets))
+        return malformed("edit");
+    return wd_ok();
+}

@@ -1,0 +1,196 @@
+// LOGAN's extendSeedL and SeqAn-like single-pair helpers on warpdp_xdrop (see warpdp_logan.h).
+#include "warpdp_logan.h"
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "warpdp.h"
+
+namespace {
+
+// One process-wide in-process handle (handles are thread-safe), opened on first use.
+warpdp_handle *shared_handle()
+{
+    static warpdp_handle *const handle = [] {
+        warpdp_handle *h = nullptr;
+        if (warpdp_open_local(nullptr, &h) != WARPDP_OK)
+            throw std::runtime_error(warpdp_last_error());
+        return h;
+    }();
+    return handle;
+}
+
+struct Extended {
+    SeedL seed;
+    int64_t score;  // left + right + match * seed length
+};
+
+// Extends seed i of `seeds` over (H, V) = (h(i), v(i)) in its direction. Each pair is handed to
+// warpdp with a seed of one base: the seed's other bases are never compared, so
+// H' = H[.. begin_h + 1) + H[end_h ..) (both directions), H[.. begin_h + 1) (left only) or
+// H[end_h - 1 ..) (right only), and the same for V, give the same extensions for any seed length.
+template <typename GetH, typename GetV, typename GetDirection>
+std::vector<Extended> extend_all(const SeedL *seeds, std::size_t n, GetH h, GetV v, GetDirection direction,
+                                 const ScoringSchemeL &scoring, int xdrop)
+{
+    if (scoring.gap_open_score != scoring.gap_extend_score)
+        throw std::invalid_argument("warpdp_logan: only linear gaps (gap_open_score == gap_extend_score)");
+    std::string h_bases, v_bases;
+    std::vector<int64_t> h_offsets{0}, v_offsets{0}, h_pos(n), v_pos(n);
+    for (std::size_t i = 0; i < n; i++) {
+        const SeedL &s = seeds[i];
+        const std::string &sh = h(i), &sv = v(i);
+        const long length = long(s.endPositionH) - s.beginPositionH;
+        if (length < 1 || long(s.endPositionV) - s.beginPositionV != length || s.beginPositionH < 0 ||
+            s.beginPositionV < 0 || std::size_t(s.endPositionH) > sh.size() || std::size_t(s.endPositionV) > sv.size())
+            throw std::invalid_argument("warpdp_logan: seed " + std::to_string(i) +
+                                        " is empty, not on one diagonal, or outside its sequences");
+        const ExtensionDirectionL d = direction(i);
+        if (d < EXTEND_LEFTL || d > EXTEND_BOTHL)
+            throw std::invalid_argument("warpdp_logan: direction must be EXTEND_LEFTL, EXTEND_RIGHTL or EXTEND_BOTHL");
+        const bool left = d != EXTEND_RIGHTL, right = d != EXTEND_LEFTL;
+        if (left) {
+            h_bases.append(sh, 0, std::size_t(s.beginPositionH) + 1);
+            v_bases.append(sv, 0, std::size_t(s.beginPositionV) + 1);
+        } else {
+            h_bases.push_back(sh[std::size_t(s.endPositionH) - 1]);
+            v_bases.push_back(sv[std::size_t(s.endPositionV) - 1]);
+        }
+        if (right) {
+            h_bases.append(sh, std::size_t(s.endPositionH), std::string::npos);
+            v_bases.append(sv, std::size_t(s.endPositionV), std::string::npos);
+        }
+        h_pos[i] = left ? s.beginPositionH : 0;
+        v_pos[i] = left ? s.beginPositionV : 0;
+        h_offsets.push_back(int64_t(h_bases.size()));
+        v_offsets.push_back(int64_t(v_bases.size()));
+    }
+    std::vector<int64_t> score(n), begin_h(n), end_h(n), begin_v(n), end_v(n);
+    const warpdp_xdrop_pairs pairs = {reinterpret_cast<const uint8_t *>(h_bases.data()),
+                                      reinterpret_cast<const uint8_t *>(v_bases.data()),
+                                      int64_t(h_bases.size()), int64_t(v_bases.size()), h_offsets.data(),
+                                      v_offsets.data(), h_pos.data(), v_pos.data(), int64_t(n)};
+    warpdp_xdrop_params params = warpdp_xdrop_params_default(1, xdrop);
+    params.match = scoring.match_score;
+    params.mismatch = scoring.mismatch_score;
+    params.gap = scoring.gap_extend_score;
+    const warpdp_xdrop_results results = {score.data(), begin_h.data(), end_h.data(),
+                                          begin_v.data(), end_v.data(), nullptr};
+    if (warpdp_xdrop(shared_handle(), &pairs, &params, &results) != WARPDP_OK)
+        throw std::invalid_argument(std::string("warpdp_logan: ") + warpdp_last_error());
+    std::vector<Extended> out(n);
+    for (std::size_t i = 0; i < n; i++) {
+        const SeedL &s = seeds[i];
+        const bool left = direction(i) != EXTEND_RIGHTL;
+        const int length = s.endPositionH - s.beginPositionH;
+        // Back to the caller's coordinates: H' lost the seed's inner bases (and, right only, the prefix).
+        const int shift_h = left ? length - 1 : s.endPositionH - 1, shift_v = left ? length - 1 : s.endPositionV - 1;
+        SeedL e = s;
+        e.beginPositionH = left ? int(begin_h[i]) : s.beginPositionH;
+        e.beginPositionV = left ? int(begin_v[i]) : s.beginPositionV;
+        e.endPositionH = int(end_h[i]) + shift_h;
+        e.endPositionV = int(end_v[i]) + shift_v;
+        e.beginDiagonal = e.beginPositionH - e.beginPositionV;
+        e.endDiagonal = e.endPositionH - e.endPositionV;
+        e.lowerDiagonal = e.beginDiagonal < e.endDiagonal ? e.beginDiagonal : e.endDiagonal;
+        e.upperDiagonal = e.beginDiagonal < e.endDiagonal ? e.endDiagonal : e.beginDiagonal;
+        out[i] = {e, score[i] + int64_t(length - 1) * scoring.match_score};
+    }
+    return out;
+}
+
+}  // namespace
+
+void extendSeedL(std::vector<SeedL> &seeds, ExtensionDirectionL direction, std::vector<std::string> &target,
+                 std::vector<std::string> &query, std::vector<ScoringSchemeL> &penalties, int const &XDrop,
+                 int const &kmer_length, int *res, int numAlignments, int ngpus, int n_threads)
+{
+    (void)ngpus;
+    (void)n_threads;
+    if (numAlignments < 0 || std::size_t(numAlignments) > seeds.size() || std::size_t(numAlignments) > target.size() ||
+        std::size_t(numAlignments) > query.size())
+        throw std::invalid_argument("warpdp_logan: numAlignments must be within 0 and the sizes of seeds, target and query");
+    if (penalties.empty())
+        throw std::invalid_argument("warpdp_logan: penalties is empty");
+    if (numAlignments > 0 && res == nullptr)
+        throw std::invalid_argument("warpdp_logan: res is NULL");
+    const ScoringSchemeL &scoring = penalties[0];
+    if (scoring.gap_extend_score >= 0 || scoring.gap_open_score >= 0)
+        throw std::invalid_argument("warpdp_logan: gap penalties must be negative, as LOGAN requires");
+    const std::size_t n = std::size_t(numAlignments);
+    const std::vector<Extended> done = extend_all(
+        seeds.data(), n, [&](std::size_t i) -> const std::string & { return target[i]; },
+        [&](std::size_t i) -> const std::string & { return query[i]; }, [&](std::size_t) { return direction; },
+        scoring, XDrop);
+    for (std::size_t i = 0; i < n; i++) {
+        // LOGAN's total: the extensions plus kmer_length (whatever the match score).
+        const int64_t length = seeds[i].endPositionH - seeds[i].beginPositionH;
+        res[i] = int(done[i].score - length * scoring.match_score + kmer_length);
+        const int score_kept = seeds[i].score;
+        seeds[i] = done[i].seed;
+        seeds[i].score = score_kept;
+    }
+}
+
+namespace warpdp {
+
+int extendSeed(SeedL &seed, const std::string &seqH, const std::string &seqV, ExtensionDirectionL direction,
+               const ScoringSchemeL &scoring, int xdrop)
+{
+    const std::vector<Extended> done = extend_all(
+        &seed, 1, [&](std::size_t) -> const std::string & { return seqH; },
+        [&](std::size_t) -> const std::string & { return seqV; }, [&](std::size_t) { return direction; }, scoring,
+        xdrop);
+    seed = done[0].seed;
+    seed.score = int(done[0].score);
+    return int(done[0].score);
+}
+
+XdropBatcher::XdropBatcher(const ScoringSchemeL &scoring, int xdrop, std::size_t batch_size)
+    : scoring_(scoring), xdrop_(xdrop), batch_size_(batch_size == 0 ? 1 : batch_size)
+{
+}
+
+std::size_t XdropBatcher::add(const SeedL &seed, const std::string &seqH, const std::string &seqV,
+                              ExtensionDirectionL direction)
+{
+    seeds_.push_back(seed);
+    h_.push_back(seqH);
+    v_.push_back(seqV);
+    directions_.push_back(direction);
+    const std::size_t ticket = first_queued_ + seeds_.size() - 1;
+    if (seeds_.size() >= batch_size_)
+        flush();
+    return ticket;
+}
+
+void XdropBatcher::flush()
+{
+    if (seeds_.empty())
+        return;
+    const std::vector<Extended> done = extend_all(
+        seeds_.data(), seeds_.size(), [&](std::size_t i) -> const std::string & { return h_[i]; },
+        [&](std::size_t i) -> const std::string & { return v_[i]; }, [&](std::size_t i) { return directions_[i]; },
+        scoring_, xdrop_);
+    for (const Extended &e : done) {
+        XdropExtension r{e.seed, int(e.score)};
+        r.seed.score = r.score;
+        results_.push_back(r);
+    }
+    first_queued_ += seeds_.size();
+    seeds_.clear();
+    h_.clear();
+    v_.clear();
+    directions_.clear();
+}
+
+const XdropExtension &XdropBatcher::result(std::size_t ticket) const
+{
+    if (ticket >= results_.size())
+        throw std::out_of_range("warpdp::XdropBatcher: ticket " + std::to_string(ticket) + " has not run (flush())");
+    return results_[ticket];
+}
+
+}  // namespace warpdp

@@ -1,0 +1,82 @@
+/* warpdp_xdrop: gapped X-drop seed extension over packed pairs (xdrop_driver.c). */
+#include "internal.h"
+#include "xdrop_kernel.h"
+
+/* xdrop_run's field codes (XDROP_BAD_* in xdrop_kernel.h), in order. */
+static const char *const FIELDS[] = {"threads", "k", "match", "mismatch", "gap", "x",
+                                     "h_offsets", "v_offsets", "h_pos", "v_pos"};
+
+warpdp_xdrop_params warpdp_xdrop_params_default(int64_t k, int64_t x)
+{
+    const warpdp_xdrop_params p = {k, x, 1, -1, -1, WARPDP_XDROP_REPORT_LONGEST};
+    return p;
+}
+
+static int check_pairs(const warpdp_xdrop_pairs *pairs)
+{
+    WD_TRY(wd_check_pointer(pairs, "pairs", 1));
+    WD_TRY(wd_check_count(pairs->n_pairs, "pairs->n_pairs", WD_MAX_ITEMS));
+    WD_TRY(wd_check_count(pairs->h_total, "pairs->h_total", WD_MAX_BYTES));
+    WD_TRY(wd_check_count(pairs->v_total, "pairs->v_total", WD_MAX_BYTES));
+    const int any = pairs->n_pairs > 0;
+    WD_TRY(wd_check_pointer(pairs->h_bases, "pairs->h_bases", pairs->h_total > 0));
+    WD_TRY(wd_check_pointer(pairs->v_bases, "pairs->v_bases", pairs->v_total > 0));
+    WD_TRY(wd_check_pointer(pairs->h_offsets, "pairs->h_offsets", 1));
+    WD_TRY(wd_check_pointer(pairs->v_offsets, "pairs->v_offsets", 1));
+    WD_TRY(wd_check_pointer(pairs->h_pos, "pairs->h_pos", any));
+    return wd_check_pointer(pairs->v_pos, "pairs->v_pos", any);
+}
+
+static int check_results(const warpdp_xdrop_results *r, int64_t n_pairs)
+{
+    WD_TRY(wd_check_pointer(r, "results", 1));
+    const int any = n_pairs > 0;
+    WD_TRY(wd_check_pointer(r->score, "results->score", any));
+    WD_TRY(wd_check_pointer(r->begin_h, "results->begin_h", any));
+    WD_TRY(wd_check_pointer(r->end_h, "results->end_h", any));
+    WD_TRY(wd_check_pointer(r->begin_v, "results->begin_v", any));
+    return wd_check_pointer(r->end_v, "results->end_v", any);
+}
+
+int warpdp_xdrop(warpdp_handle *handle, const warpdp_xdrop_pairs *pairs, const warpdp_xdrop_params *params,
+                 const warpdp_xdrop_results *results)
+{
+    WD_TRY(wd_check_pointer(handle, "handle", 1));
+    WD_TRY(check_pairs(pairs));
+    WD_TRY(wd_check_pointer(params, "params", 1));
+    WD_TRY(check_results(results, pairs->n_pairs));
+    if (params->report != WARPDP_XDROP_REPORT_LONGEST && params->report != WARPDP_XDROP_REPORT_BEST)
+        return wd_fail(WARPDP_ERR_INVALID_ARGUMENT, "warpdp xdrop: report must be %d (longest) or %d (best), not %d",
+                       WARPDP_XDROP_REPORT_LONGEST, WARPDP_XDROP_REPORT_BEST, params->report);
+#ifdef WARPDP_WITH_GRPC
+    if (handle->client != NULL)
+        return wd_client_xdrop(handle->client, pairs, params, results);
+#endif
+    int isa;
+    WD_TRY(wd_family_isa(handle, "xdrop", 7u, &isa));
+    const xdrop_pairs c_pairs = {pairs->h_bases, pairs->v_bases, pairs->h_offsets, pairs->v_offsets, pairs->h_pos,
+                                 pairs->v_pos, pairs->n_pairs, pairs->h_total, pairs->v_total};
+    const xdrop_params c_params = {params->match, params->mismatch, params->gap, params->x,
+                                   params->report == WARPDP_XDROP_REPORT_BEST};
+    xdrop_outputs out = {results->score, results->begin_h, results->end_h,
+                         results->begin_v, results->end_v, results->cells};
+    int64_t bad_pair = -1;
+    warpdp_bad_argument bad = {0, -1};
+    const int status = xdrop_run(&c_pairs, params->k, &c_params, &out, handle->threads, isa, &bad_pair, &bad);
+    switch (status) {
+    case 0:
+        break;
+    case WARPDP_BAD_ARGUMENT:
+        return wd_bad_argument("xdrop", FIELDS, NULL, (int)(sizeof FIELDS / sizeof *FIELDS), bad);
+    case -1:
+        return wd_fail(WARPDP_ERR_OUT_OF_MEMORY, "warpdp xdrop: out of memory");
+    case -2:
+        return wd_fail(WARPDP_ERR_UNSUPPORTED, "warpdp xdrop: this CPU variant cannot run on this CPU");
+    case -3:
+        return wd_fail(WARPDP_ERR_INVALID_ARGUMENT, "warpdp xdrop: pair %lld has a byte other than A, C, G, T and N",
+                       (long long)bad_pair);
+    default:
+        return wd_fail(WARPDP_ERR_INTERNAL, "warpdp xdrop: driver status %d", status);
+    }
+    return wd_ok();
+}

@@ -1,0 +1,402 @@
+"""ctest: one warpdp.h entry point against the Python API, on ../shared/data inputs (where that
+folder exists) and on synthetic pairs (always).
+
+    compare_python.py FAMILY --harness PATH --work DIR [--server]
+
+For each case the packed arrays go to DIR/<case>/ as raw files, warpdp_harness runs the C entry
+point on them, and every output array must equal what the Python API (warpdp.<family>, CPU
+backend, the same CPU variant) returns for the same arrays, element for element. Bad inputs must
+make both refuse: Python with ValueError, the C API with an error code and a message.
+
+With --server the harness opens a client handle (warpdp_open_client) on a real warpdp server
+started here (warpdp.grpc.Server, what `warpdp serve` runs; CPU backend, loopback, a bearer
+token), and the same cases must give the same results through gRPC; a wrong token must be
+refused (WARPDP_ERR_UNAUTHENTICATED), and, where openssl is installed, one case runs over TLS.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+import warpdp
+
+DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data"
+RNG = np.random.default_rng(29)
+
+
+def data_file(*parts: str) -> Path | None:
+    path = DATA.joinpath(*parts)
+    return path if path.exists() else None
+
+
+# Pairs of ../shared/data/{align,edit}/pairs-400.tsv up to this many bases (query + target): three
+# quarters of them, keeping the test to seconds under the sanitizers.
+MAX_PAIR_BASES = 3000
+
+
+def short_pairs(path: Path) -> list[tuple[bytes, bytes]]:
+    rows = [tuple(line.split()) for line in path.read_text().splitlines() if line.strip()]
+    return [(q.encode(), t.encode()) for q, t in rows if len(q) + len(t) <= MAX_PAIR_BASES]
+
+
+def random_dna(n: int, alphabet: bytes = b"ACGT") -> bytes:
+    return bytes(RNG.choice(np.frombuffer(alphabet, dtype=np.uint8), n))
+
+
+def mutate(seq: bytes, rate: float) -> bytes:
+    out = bytearray()
+    for base in seq:
+        r = RNG.random()
+        if r < rate / 3:
+            out += random_dna(1)
+        elif r < 2 * rate / 3:
+            continue
+        elif r < rate:
+            out += bytes([base]) + random_dna(1)
+        else:
+            out.append(base)
+    return bytes(out)
+
+
+class Case:
+    """Arrays for the harness, its params.txt, and what the Python API gives (dict of arrays) or
+    None when Python refuses the input (ValueError)."""
+
+    def __init__(self, name: str, arrays: dict[str, np.ndarray], params: dict[str, int],
+                 python: Callable[[], dict[str, np.ndarray]]) -> None:
+        self.name, self.arrays, self.params = name, arrays, params
+        try:
+            self.expected: dict[str, np.ndarray] | None = python()
+        except ValueError as error:
+            self.expected, self.python_error = None, str(error)
+
+
+def run_case(family: str, case: Case, harness: str, work: Path, connect: dict[str, str] | None = None,
+             refused: str | None = None) -> list[str]:
+    """Runs the case (on a server when `connect` holds server/token/tls params); with `refused`,
+    the harness must fail with that status instead."""
+    folder = work / case.name
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for name, array in case.arrays.items():
+        np.ascontiguousarray(array).tofile(folder / f"{name}.bin")
+    params = {**case.params, **(connect or {})}
+    (folder / "params.txt").write_text("".join(f"{k} {v}\n" for k, v in params.items()))
+    done = subprocess.run([harness, family, str(folder)], capture_output=True, text=True, timeout=600)
+    if refused is not None:
+        if done.returncode == 3 and refused in done.stderr:
+            return []
+        return [f"{case.name}: wanted {refused}, got exit {done.returncode}: {done.stderr.strip()}"]
+    if case.expected is None:
+        if done.returncode == 3 and "WARPDP_ERR_INVALID_ARGUMENT" in done.stderr:
+            return []
+        return [f"{case.name}: Python refused ({case.python_error}) but the C API returned "
+                f"{done.returncode}: {done.stderr.strip()}"]
+    if done.returncode != 0:
+        return [f"{case.name}: harness exit {done.returncode}: {done.stderr.strip()}"]
+    problems = []
+    for name, want in case.expected.items():
+        want = np.ascontiguousarray(want)
+        got = np.fromfile(folder / f"out_{name}.bin", dtype=want.dtype).reshape(want.shape)
+        if not np.array_equal(got, want):
+            bad = np.flatnonzero((got != want).reshape(len(want), -1).any(axis=1))
+            problems.append(f"{case.name}: {name} differs at {len(bad)} rows, first {bad[:5].tolist()}: "
+                            f"C {got[bad[:3]].tolist()} Python {want[bad[:3]].tolist()}")
+    return problems
+
+
+# ------------------------------------------------------------------------------------------ xdrop
+
+def xdrop_arrays(pairs: warpdp.XdropPairs) -> dict[str, np.ndarray]:
+    return {name: getattr(pairs, name) for name in ("h_bases", "v_bases", "h_offsets", "v_offsets", "h_pos", "v_pos")}
+
+
+def xdrop_case(name: str, pairs: warpdp.XdropPairs, **params: Any) -> Case:
+    def python() -> dict[str, np.ndarray]:
+        r = warpdp.xdrop(pairs, backend="cpu", **params)
+        return {c: np.asarray(getattr(r, c)) for c in ("score", "begin_h", "end_h", "begin_v", "end_v", "cells")}
+
+    harness = {k: v for k, v in params.items() if k != "report"}
+    harness["report"] = int(params.get("report") == "best")
+    return Case(name, xdrop_arrays(pairs), harness, python)
+
+
+def xdrop_cases() -> list[Case]:
+    cases = []
+    for stem, xs in (("logan-example", (5, 21, 100)), ("synthetic-300", (10, 50, 200))):
+        path = data_file("xdrop", f"{stem}.tsv")
+        if path is not None:
+            pairs = warpdp.read_logan_text(path, k=17)
+            cases += [xdrop_case(f"{stem}.x{x}", pairs, k=17, x=x) for x in xs]
+            cases.append(xdrop_case(f"{stem}.best", pairs, k=17, x=30, report="best"))
+    synthetic = []
+    for _ in range(400):
+        core = random_dna(int(RNG.integers(20, 600)))
+        h, v = mutate(core, 0.1), core
+        k = 11
+        ph = int(RNG.integers(0, len(h) - k + 1))
+        pv = min(ph, len(v) - k)
+        synthetic.append((h, ph, v, pv))
+    pairs = warpdp.pack_xdrop_pairs(synthetic)
+    cases.append(xdrop_case("synthetic.scores", pairs, k=11, x=25, match=2, mismatch=-3, gap=-2))
+    cases.append(xdrop_case("synthetic.best", pairs, k=11, x=8, report="best"))
+    bad = warpdp.pack_xdrop_pairs([(b"ACGTACGTAC", 2, b"ACGTACGTAC", 2)])
+    cases.append(xdrop_case("bad.k", bad, k=9, x=5))  # the seed runs past the end
+    cases.append(xdrop_case("bad.gap", bad, k=3, x=5, gap=0))
+    return cases
+
+
+# ---------------------------------------------------------------------------------------- seedext
+
+ALT = dict(a=2, b=5, o_del=5, e_del=2, o_ins=7, e_ins=1, w=30, end_bonus=0, zdrop=50)
+
+
+def seedext_case(name: str, pairs: Any, **params: Any) -> Case:
+    arrays = {"query": pairs.query, "target": pairs.target, "query_offsets": pairs.query_offsets,
+              "target_offsets": pairs.target_offsets, "h0": pairs.h0.astype(np.int32)}
+
+    def python() -> dict[str, np.ndarray]:
+        return {"table": np.asarray(warpdp.seed_extend(pairs, backend="cpu", **params).table)}
+
+    return Case(name, arrays, params, python)
+
+
+def seedext_cases() -> list[Case]:
+    cases = []
+    path = data_file("seedext", "bwamem-like-500.tsv")
+    if path is not None:
+        pairs = warpdp.read_seedext_tsv(path)
+        cases += [seedext_case("bwamem-like", pairs), seedext_case("bwamem-like.alt", pairs, **ALT)]
+    synthetic = []
+    for _ in range(300):
+        target = random_dna(int(RNG.integers(1, 400)), b"ACGTN")
+        synthetic.append((mutate(target, 0.08)[: int(RNG.integers(1, 300))] or b"A", target, int(RNG.integers(0, 60))))
+    pairs = warpdp.pack_seed_pairs(synthetic)
+    cases += [seedext_case("synthetic", pairs), seedext_case("synthetic.alt", pairs, **ALT)]
+    cases.append(seedext_case("bad.a", pairs, a=500))
+    return cases
+
+
+# ---------------------------------------------------------------------------------------- pairhmm
+
+def pairhmm_case(name: str, batches: Any, double: bool) -> Case:
+    arrays = {n: getattr(batches, n) for n in ("read_bases", "read_quals", "read_ins", "read_del", "read_gcp",
+                                               "read_offsets", "hap_bases", "hap_offsets", "batch_reads",
+                                               "batch_haps")}
+
+    def python() -> dict[str, np.ndarray]:
+        return {"values": np.asarray(warpdp.pairhmm(batches, backend="cpu", double=double))}
+
+    return Case(name, arrays, {"double": int(double)}, python)
+
+
+def pairhmm_cases() -> list[Case]:
+    cases = []
+    for stem in ("tiny", "10s"):
+        path = data_file("pairhmm", f"{stem}.in")
+        if path is not None:
+            batches = warpdp.read_pairhmm_text(path)
+            cases += [pairhmm_case(f"{stem}.float", batches, False), pairhmm_case(f"{stem}.double", batches, True)]
+    groups = []
+    for _ in range(20):
+        hap = random_dna(int(RNG.integers(30, 300)))
+        reads = [warpdp.PairHmmRead(mutate(hap[i:i + 60], 0.05) or b"A", bytes(RNG.integers(2, 60, 200).tolist())[
+            : len(mutate(hap[i:i + 60], 0.05) or b"A")]) for i in range(0, 40, 10)]
+        reads = [warpdp.PairHmmRead(r.bases, r.quals[: len(r.bases)].ljust(len(r.bases), b"\x1e")) for r in reads]
+        groups.append((reads, [hap, mutate(hap, 0.02) or b"A"]))
+    batches = warpdp.pack_batches(groups)
+    cases += [pairhmm_case("synthetic.float", batches, False), pairhmm_case("synthetic.double", batches, True)]
+    return cases
+
+
+# ---------------------------------------------------------------------------------- align and edit
+
+def seq_arrays(pairs: Any) -> dict[str, np.ndarray]:
+    return {n: getattr(pairs, n) for n in ("query_bases", "target_bases", "query_offsets", "target_offsets")}
+
+
+MODES = {"global": 0, "semiglobal": 1, "local": 2, "extension": 3, "gatk": 4}
+OVERHANGS = {"SOFTCLIP": 0, "INDEL": 1, "LEADING_INDEL": 2, "IGNORE": 3}
+
+
+def align_case(name: str, pairs: Any, **params: Any) -> Case:
+    harness = dict(params)
+    harness["mode"] = MODES[params.get("mode", "global")]
+    harness["gaps"] = int(params.get("gaps", "affine") == "linear")
+    harness["gap_convention"] = int(params.get("gap_convention", "L-1") == "L")
+    harness["overhang"] = OVERHANGS[params.get("overhang", "SOFTCLIP")]
+    harness["cigar"] = int(params.get("cigar", False))
+    harness["zdrop"] = -1 if params.get("zdrop") is None else params["zdrop"]
+
+    def python() -> dict[str, np.ndarray]:
+        r = warpdp.align(pairs, backend="cpu", **params)
+        out = {c: np.asarray(getattr(r, c)) for c in ("score", "query_begin", "query_end", "target_begin",
+                                                       "target_end")}
+        if params.get("cigar"):
+            out["cigar_ops"], out["cigar_offsets"] = np.asarray(r.cigar_ops), np.asarray(r.cigar_offsets)
+        return out
+
+    return Case(name, seq_arrays(pairs), harness, python)
+
+
+def align_cases() -> list[Case]:
+    cases = []
+    path = data_file("align", "pairs-400.tsv")
+    if path is not None:
+        pairs = warpdp.AlignPairs.from_sequences(short_pairs(path))
+        for mode in ("global", "semiglobal", "local", "extension"):
+            cases.append(align_case(f"pairs-400.{mode}.affine", pairs, mode=mode, cigar=True))
+            cases.append(align_case(f"pairs-400.{mode}.linear", pairs, mode=mode, gaps="linear", gap_extend=4))
+        cases.append(align_case("pairs-400.extension.zdrop", pairs, mode="extension", zdrop=20, cigar=True))
+        cases.append(align_case("pairs-400.global.L", pairs, gap_open=6, gap_extend=1, gap_convention="L", cigar=True))
+    path = data_file("sw", "gatk-sw-600.tsv")
+    if path is not None:
+        groups: dict[tuple, list[tuple[bytes, bytes]]] = {}
+        for line in path.read_text().splitlines():
+            ref, alt, match, mismatch, gap_open, gap_extend, overhang = line.split("\t")
+            key = (int(match), int(mismatch), int(gap_open), int(gap_extend), overhang)
+            groups.setdefault(key, []).append((alt.encode(), ref.encode()))  # query = alt, target = ref
+        for (match, mismatch, go, ge, overhang), group in sorted(groups.items()):
+            cases.append(align_case(f"gatk-sw.{match}.{mismatch}.{go}.{ge}.{overhang}",
+                                    warpdp.AlignPairs.from_sequences(group), mode="gatk", match=match,
+                                    mismatch=mismatch, gap_open=go, gap_extend=ge, overhang=overhang, cigar=True))
+    synthetic = []
+    for _ in range(200):
+        t = random_dna(int(RNG.integers(1, 300)), b"ACGTN")
+        synthetic.append((mutate(t, 0.15) or b"G", t))
+    pairs = warpdp.AlignPairs.from_sequences(synthetic)
+    matrix = tuple(tuple(int(v) for v in row) for row in RNG.integers(-6, 7, (5, 5)))
+    cases.append(align_case("synthetic.matrix", pairs, mode="local", matrix=matrix, cigar=True))
+    cases[-1].arrays["matrix"] = np.array(matrix, dtype=np.int32).ravel()
+    cases[-1].params = {**cases[-1].params, "has_matrix": 1}
+    del cases[-1].params["matrix"]
+    cases.append(align_case("synthetic.semiglobal", pairs, mode="semiglobal", cigar=True))
+    cases.append(align_case("bad.gap_open", pairs, gap_open=1, gap_extend=3))
+    return cases
+
+
+EDIT = {"mode": {"nw": 0, "shw": 1, "hw": 2}, "task": {"distance": 0, "locations": 1, "path": 2},
+        "method": {"exact": 0, "windowed": 1}}
+
+
+def edit_case(name: str, pairs: Any, **params: Any) -> Case:
+    harness = {k: EDIT[k][v] if k in EDIT else v for k, v in params.items()}
+    task = params.get("task", "distance")
+
+    def python() -> dict[str, np.ndarray]:
+        r = warpdp.edit(pairs, backend="cpu", **params)
+        out = {"distance": np.asarray(r.distance), "target_begin": np.asarray(r.target_begin),
+               "target_end": np.asarray(r.target_end)}
+        if task in ("locations", "path"):
+            out["loc_begin"], out["loc_end"], out["loc_offsets"] = (np.asarray(a) for a in r.locations)
+        if task == "path":
+            out["cigar_ops"], out["cigar_offsets"] = np.asarray(r.cigar_ops), np.asarray(r.cigar_offsets)
+        return out
+
+    return Case(name, seq_arrays(pairs), harness, python)
+
+
+def edit_cases() -> list[Case]:
+    cases = []
+    path = data_file("edit", "pairs-400.tsv")
+    if path is not None:
+        pairs = warpdp.pack_edit_pairs(short_pairs(path))
+        for mode in ("nw", "shw", "hw"):
+            cases.append(edit_case(f"pairs-400.{mode}.path", pairs, mode=mode, task="path"))
+            cases.append(edit_case(f"pairs-400.{mode}.locations.k", pairs, mode=mode, task="locations", k=40))
+        for window, overlap in ((64, 33), (32, 17)):
+            cases.append(edit_case(f"pairs-400.windowed.w{window}", pairs, mode="shw", method="windowed",
+                                   window=window, overlap=overlap, task="path"))
+            cases.append(edit_case(f"pairs-400.windowed.w{window}.distance", pairs, mode="shw", method="windowed",
+                                   window=window, overlap=overlap))
+    synthetic = []
+    for _ in range(200):
+        t = random_dna(int(RNG.integers(1, 500)))
+        synthetic.append((mutate(t, 0.1)[: int(RNG.integers(1, 400))] or b"C", t))
+    pairs = warpdp.pack_edit_pairs(synthetic)
+    cases += [edit_case(f"synthetic.{mode}", pairs, mode=mode, task="path") for mode in ("nw", "shw", "hw")]
+    cases.append(edit_case("synthetic.windowed.locations", pairs, mode="shw", method="windowed", task="locations",
+                           window=20, overlap=5))
+    cases.append(edit_case("bad.windowed.N", warpdp.pack_edit_pairs([(b"ACGNT", b"ACGGT")]), mode="shw",
+                           method="windowed"))
+    return cases
+
+
+FAMILIES = {"xdrop": xdrop_cases, "seedext": seedext_cases, "pairhmm": pairhmm_cases, "align": align_cases,
+            "edit": edit_cases}
+
+
+TOKEN = "ctest-token-29"
+
+
+def tls_files(work: Path) -> tuple[Path, Path] | None:
+    """A self-signed certificate for localhost (openssl), or None where openssl is missing."""
+    if shutil.which("openssl") is None:
+        return None
+    cert, key = work / "cert.pem", work / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    return cert, key
+
+
+def run_on_server(family: str, cases: list[Case], harness: str, work: Path) -> list[str]:
+    from warpdp.grpc import Server, ServerConfig
+
+    problems = []
+    server = Server(ServerConfig(port=0, backend="cpu", host="127.0.0.1", tokens=(TOKEN,))).start()
+    try:
+        connect = {"server": server.address, "token": TOKEN}
+        for case in cases:
+            problems += run_case(family, case, harness, work / "server", connect)
+        problems += run_case(family, cases[0], harness, work / "server",
+                             {"server": server.address, "token": "wrong"}, refused="WARPDP_ERR_UNAUTHENTICATED")
+    finally:
+        server.stop()
+    work.mkdir(parents=True, exist_ok=True)
+    tls = tls_files(work)
+    if tls is None:
+        print("note: openssl is not installed: the TLS case does not run")
+        return problems
+    server = Server(ServerConfig(port=0, backend="cpu", host="127.0.0.1", tls_cert=tls[0], tls_key=tls[1])).start()
+    try:
+        port = server.address.rsplit(":", 1)[1]
+        problems += run_case(family, cases[-2], harness, work / "tls",
+                             {"server": f"localhost:{port}", "tls": "1", "tls_ca": str(tls[0])})
+    finally:
+        server.stop()
+    return problems
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("family", choices=sorted(FAMILIES))
+    parser.add_argument("--harness", required=True)
+    parser.add_argument("--work", required=True, type=Path)
+    parser.add_argument("--server", action="store_true", help="through a client handle on a warpdp server")
+    args = parser.parse_args()
+    if not DATA.exists():
+        print(f"note: {DATA} is absent: synthetic cases only")
+    cases = FAMILIES[args.family]()
+    problems = []
+    if args.server:
+        problems = run_on_server(args.family, cases, args.harness, args.work)
+    else:
+        for case in cases:
+            problems += run_case(args.family, case, args.harness, args.work)
+    for line in problems:
+        print(line)
+    refused = sum(case.expected is None for case in cases)
+    where = "through a server" if args.server else "in process"
+    print(f"{args.family} {where}: {len(cases)} cases ({refused} refused by both), {len(problems)} differences")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
