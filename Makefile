@@ -50,8 +50,9 @@ run: install
 	$(PY) -m warpdp serve
 
 # Every suite, each run whatever the others did; the failed ones are listed at the end and the
-# target then fails: the Python tests (GPU tests skip without a GPU), and the Java shim's JUnit
-# tests (Maven Surefire, against a real CPU `warpdp serve` the tests start).
+# target then fails: the Python tests (GPU tests skip without a GPU), the Java shim's JUnit
+# tests (Maven Surefire, against a real CPU `warpdp serve` the tests start), and the C/C++
+# client's ctest suite (test-cpp below).
 # (GATK itself on a data set is `make test-gatk`: minutes, and GATK from Maven Central.)
 test: install
 	@failed=""; \
@@ -59,6 +60,8 @@ test: install
 	$(PY) -m pytest $(PYTEST_FLAGS) || failed="$$failed python"; \
 	echo "make: Java tests (Maven)"; \
 	$(IN_VENV) $(MVN) $(MVN_FLAGS) -f java_shim/pom.xml verify || failed="$$failed java"; \
+	echo "make: C/C++ tests (ctest, AddressSanitizer + UBSan)"; \
+	$(MAKE) --no-print-directory test-cpp || failed="$$failed c/c++"; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED suites:$$failed" >&2; exit 1; fi; \
 	echo "make test: every suite passed"
 
