@@ -82,17 +82,22 @@ bool column(const std::string &field, int64_t n, T *out)
     return true;
 }
 
-// One RPC; the request's packed arrays go through shared memory where the client has it.
+// One RPC; the request's packed arrays go through shared memory where the client has it, and
+// with reply_bytes > 0 (the family's bound of result bytes, fixed-width results only) the
+// server may write the results into that memory too: they are then moved into the reply.
 template <typename Request, typename Reply, typename Packed>
-grpc::Status rpc(wd_client *c, Request &request, Packed *packed, Reply *reply,
+grpc::Status rpc(wd_client *c, Request &request, Packed *packed, Reply *reply, size_t reply_bytes,
                  grpc::Status (v1::Warpdp::Stub::*method)(grpc::ClientContext *, const Request &, Reply *))
 {
-    const std::string handle = c->shared ? c->shared->share(request, *packed) : std::string();
+    wd::SharedFile *file = c->shared ? c->shared->share(request, *packed, reply_bytes) : nullptr;
     grpc::ClientContext context;
     prepare(c, context);
     const grpc::Status status = (c->stub.get()->*method)(&context, request, reply);
-    if (!handle.empty())
-        c->shared->release(handle);
+    if (file != nullptr) {
+        if (status.ok())
+            wd::take_results(*file, request.shared_file().reply_offset(), *reply);
+        c->shared->release(file);
+    }
     return status;
 }
 
@@ -188,7 +193,8 @@ int wd_client_xdrop(wd_client *c, const warpdp_xdrop_pairs *p, const warpdp_xdro
     request.set_gap(params->gap);
     request.set_report(params->report == WARPDP_XDROP_REPORT_BEST ? v1::XDROP_REPORT_BEST : v1::XDROP_REPORT_LONGEST);
     v1::XdropReply reply;
-    const grpc::Status s = rpc(c, request, request.mutable_pairs(), &reply, &v1::Warpdp::Stub::Xdrop);
+    const grpc::Status s =
+        rpc(c, request, request.mutable_pairs(), &reply, size_t(n) * 6 * 8, &v1::Warpdp::Stub::Xdrop);
     if (!s.ok())
         return status_of(s, "xdrop");
     if (!column(reply.score(), n, r->score) || !column(reply.begin_h(), n, r->begin_h) ||
@@ -224,7 +230,8 @@ int wd_client_seedext(wd_client *c, const warpdp_seedext_pairs *p, const warpdp_
     request.set_end_bonus(params->end_bonus);
     request.set_zdrop(params->zdrop);
     v1::SeedExtendReply reply;
-    const grpc::Status s = rpc(c, request, request.mutable_pairs(), &reply, &v1::Warpdp::Stub::SeedExtend);
+    const grpc::Status s = rpc(c, request, request.mutable_pairs(), &reply, size_t(n) * 6 * 8,
+                                 &v1::Warpdp::Stub::SeedExtend);
     if (!s.ok())
         return status_of(s, "seedext");
     const std::string *fields[] = {&reply.score(), &reply.qle(), &reply.tle(), &reply.gtle(), &reply.gscore(),
@@ -257,7 +264,8 @@ int wd_client_pairhmm(wd_client *c, const warpdp_pairhmm_batches *b, int use_dou
     batches->set_batch_haps(bytes(b->batch_haps, b->n_batches + 1, 8));
     request.set_use_double(use_double != 0);
     v1::PairHmmReply reply;
-    const grpc::Status s = rpc(c, request, request.mutable_batches(), &reply, &v1::Warpdp::Stub::PairHmm);
+    const grpc::Status s = rpc(c, request, request.mutable_batches(), &reply, size_t(n_out) * 8,
+                                 &v1::Warpdp::Stub::PairHmm);
     if (!s.ok())
         return status_of(s, "pairhmm");
     if (!column(reply.log10_likelihoods(), n_out, out))
@@ -305,7 +313,7 @@ int wd_client_align(wd_client *c, const warpdp_seq_pairs *p, const warpdp_align_
     request.set_overhang(OVERHANGS[a->overhang]);
     request.set_cigar(a->cigar != 0);
     v1::AlignReply reply;
-    const grpc::Status s = rpc(c, request, request.mutable_pairs(), &reply, &v1::Warpdp::Stub::Align);
+    const grpc::Status s = rpc(c, request, request.mutable_pairs(), &reply, 0, &v1::Warpdp::Stub::Align);
     if (!s.ok())
         return status_of(s, "align");
     const int64_t n = p->n_pairs;
@@ -335,7 +343,7 @@ int wd_client_edit(wd_client *c, const warpdp_seq_pairs *p, const warpdp_edit_pa
     request.set_window(e->window);
     request.set_overlap(e->overlap);
     v1::EditReply reply;
-    const grpc::Status s = rpc(c, request, request.mutable_pairs(), &reply, &v1::Warpdp::Stub::Edit);
+    const grpc::Status s = rpc(c, request, request.mutable_pairs(), &reply, 0, &v1::Warpdp::Stub::Edit);
     if (!s.ok())
         return status_of(s, "edit");
     const int64_t n = p->n_pairs;

@@ -12,6 +12,9 @@ With --server the harness opens a client handle (warpdp_open_client) on a real w
 started here (warpdp.grpc.Server, what `warpdp serve` runs; CPU backend, loopback, a bearer
 token), and the same cases must give the same results through gRPC; a wrong token must be
 refused (WARPDP_ERR_UNAUTHENTICATED), and, where openssl is installed, one case runs over TLS.
+For the fixed-width families (xdrop, seedext, pairhmm) every case whose arrays are large enough
+for shared memory must get its results back through the memfd (SharedFile.reply_offset): the
+server, in this process, counts the results it writes there (the reply then carries none).
 """
 from __future__ import annotations
 
@@ -346,15 +349,51 @@ def tls_files(work: Path) -> tuple[Path, Path] | None:
     return cert, key
 
 
+# Families whose client handle asks for its results in shared memory, and the input bytes from
+# which it must get them that way (its threshold is 64 KiB of packed arrays; the harness's files
+# are at most twice as wide as the packed arrays: seed extension's h0 goes from int32 to int64).
+REPLY_IN_MEMFD = ("xdrop", "seedext", "pairhmm")
+MEMFD_MIN_BYTES = 128 * 1024
+
+
+def count_memfd_results() -> list[int]:
+    """Counts (in the returned list's one item) the results this process's servers write into
+    clients' memfds instead of their replies."""
+    from warpdp.grpc import _shm_server
+
+    written = [0]
+    write = _shm_server.write_results
+
+    def counting(*args: Any, **kwargs: Any) -> bool:
+        done = write(*args, **kwargs)
+        written[0] += bool(done)
+        return done
+    _shm_server.write_results = counting
+    return written
+
+
 def run_on_server(family: str, cases: list[Case], harness: str, work: Path) -> list[str]:
     from warpdp.grpc import Server, ServerConfig
 
     problems = []
+    written = count_memfd_results()
     server = Server(ServerConfig(port=0, backend="cpu", host="127.0.0.1", tokens=(TOKEN,))).start()
     try:
         connect = {"server": server.address, "token": TOKEN}
+        large = 0
         for case in cases:
+            before = written[0]
             problems += run_case(family, case, harness, work / "server", connect)
+            if case.expected is None or family not in REPLY_IN_MEMFD:
+                continue
+            if sum(a.nbytes for a in case.arrays.values()) >= MEMFD_MIN_BYTES:
+                large += 1
+                if written[0] == before:
+                    problems.append(f"{case.name}: the server did not write the results into the client's memfd")
+        if family in REPLY_IN_MEMFD:
+            print(f"{family}: {large} cases large enough for shared memory, {written[0]} results written into memfds")
+            if large == 0:
+                problems.append(f"no {family} case is large enough to check results through shared memory")
         problems += run_case(family, cases[0], harness, work / "server",
                              {"server": server.address, "token": "wrong"}, refused="WARPDP_ERR_UNAUTHENTICATED")
     finally:
