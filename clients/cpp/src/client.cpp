@@ -92,12 +92,22 @@ grpc::Status rpc(wd_client *c, Request &request, Packed *packed, Reply *reply, s
     wd::SharedFile *file = c->shared ? c->shared->share(request, *packed, reply_bytes) : nullptr;
     grpc::ClientContext context;
     prepare(c, context);
-    const grpc::Status status = (c->stub.get()->*method)(&context, request, reply);
-    if (file != nullptr) {
-        if (status.ok())
-            wd::take_results(*file, request.shared_file().reply_offset(), *reply);
-        c->shared->release(file);
+    grpc::Status status = (c->stub.get()->*method)(&context, request, reply);
+    if (file == nullptr)
+        return status;
+    if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+        // The server could not use the memfd (a kept one it no longer knows, after a restart):
+        // the memfds go, and the call is made once more with the arrays in the message.
+        wd::unshare(request, *packed, *file);
+        c->shared->discard(file);
+        reply->Clear();
+        grpc::ClientContext again;
+        prepare(c, again);
+        return (c->stub.get()->*method)(&again, request, reply);
     }
+    if (status.ok())
+        wd::take_results(*file, request.shared_file().reply_offset(), *reply);
+    c->shared->release(file);
     return status;
 }
 

@@ -30,6 +30,26 @@ SharedMemory::~SharedMemory()
         close(socket_);
 }
 
+void SharedMemory::disconnect()
+{
+    close(socket_);
+    socket_ = -1;
+    connection_++;  // the server dropped what this connection registered
+    for (SharedFile *file : free_)
+        drop(file, false);
+    free_.clear();
+}
+
+void SharedMemory::discard(SharedFile *file)
+{
+    std::lock_guard<std::mutex> hold(lock_);
+    std::vector<SharedFile *> kept;
+    kept.swap(free_);  // drop() may disconnect, which empties free_
+    drop(file, true);
+    for (SharedFile *f : kept)
+        drop(f, true);
+}
+
 void SharedMemory::drop(SharedFile *file, bool unregister)
 {
     std::string answer;
@@ -87,10 +107,6 @@ bool SharedMemory::ask(const std::string &message, int fd, std::string *answer)
             socket_ = -1;
             return false;
         }
-        connection_++;  // what the server held for the last connection is gone
-        for (SharedFile *file : free_)
-            drop(file, false);
-        free_.clear();
     }
     iovec part{const_cast<char *>(message.data()), message.size()};
     msghdr header{};
@@ -111,8 +127,7 @@ bool SharedMemory::ask(const std::string &message, int fd, std::string *answer)
     if (sendmsg(socket_, &header, MSG_NOSIGNAL) == ssize_t(message.size()))
         got = recv(socket_, reply, sizeof reply, 0);
     if (got <= 0) {  // a late answer would pass for the next request's: the connection is done
-        close(socket_);
-        socket_ = -1;
+        disconnect();
         return false;
     }
     *answer = std::string(reply, size_t(got));
@@ -166,6 +181,21 @@ void SharedMemory::release(SharedFile *file)
         free_.push_back(file);
     else
         drop(file, true);
+}
+
+void unshare(google::protobuf::Message &request, google::protobuf::Message &packed, const SharedFile &file)
+{
+    const google::protobuf::FieldDescriptor *field = request.GetDescriptor()->FindFieldByName("shared_file");
+    const google::protobuf::Message &shared = request.GetReflection()->GetMessage(request, field);
+    const google::protobuf::FieldDescriptor *sizes = shared.GetDescriptor()->FindFieldByName("sizes");
+    const google::protobuf::Descriptor *d = packed.GetDescriptor();
+    size_t at = 0;
+    for (int i = 0; i < d->field_count(); i++) {
+        const size_t size = size_t(shared.GetReflection()->GetRepeatedUInt64(shared, sizes, i));
+        packed.GetReflection()->SetString(&packed, d->field(i), std::string(file.map + at, size));
+        at += size;
+    }
+    request.GetReflection()->ClearField(&request, field);
 }
 
 void take_results(const SharedFile &file, uint64_t offset, google::protobuf::Message &reply)

@@ -40,8 +40,11 @@ public:
     // the message.
     SharedFile *share(google::protobuf::Message &request, google::protobuf::Message &packed, size_t reply_bytes);
     void release(SharedFile *file);
+    // Unregisters `file` and every free memfd (the server refused one: e.g. it restarted).
+    void discard(SharedFile *file);
 
 private:
+    void disconnect();
     bool ask(const std::string &message, int fd, std::string *answer);
     SharedFile *acquire(size_t nbytes);
     void drop(SharedFile *file, bool unregister);
@@ -52,6 +55,9 @@ private:
     uint64_t connection_ = 0;
     std::vector<SharedFile *> free_;
 };
+
+// Puts the arrays share() moved into `file` back into `packed` and clears `request`'s shared_file.
+void unshare(google::protobuf::Message &request, google::protobuf::Message &packed, const SharedFile &file);
 
 // If the server wrote a reply's results into `file` at `offset` (a reply with pairs whose
 // result fields are empty; see SharedFile.reply_offset), puts them into those fields:
