@@ -134,16 +134,18 @@ bool SharedMemory::ask(const std::string &message, int fd, std::string *answer)
     return true;
 }
 
-SharedFile *SharedMemory::share(google::protobuf::Message &request, google::protobuf::Message &packed,
-                                size_t reply_bytes)
+SharedFile *SharedMemory::share(google::protobuf::Message &request, const google::protobuf::Message &packed,
+                                const Arrays &arrays, size_t reply_bytes)
 {
     const google::protobuf::Descriptor *d = packed.GetDescriptor();
-    const google::protobuf::Reflection *r = packed.GetReflection();
-    std::vector<const std::string *> arrays;
+    std::vector<const Array *> ordered(size_t(d->field_count()), nullptr);  // in field-number order
     size_t total = 0;
-    for (int i = 0; i < d->field_count(); i++) {  // declared in field-number order
-        arrays.push_back(&r->GetStringReference(packed, d->field(i), nullptr));
-        total += arrays.back()->size();
+    for (const Array &a : arrays) {
+        const google::protobuf::FieldDescriptor *field = d->FindFieldByName(a.field);
+        if (field == nullptr)
+            return nullptr;
+        ordered[size_t(field->index())] = &a;
+        total += a.size;
     }
     if (total < SHARED_MIN_BYTES)
         return nullptr;
@@ -160,14 +162,15 @@ SharedFile *SharedMemory::share(google::protobuf::Message &request, google::prot
     const google::protobuf::Descriptor *sd = shared->GetDescriptor();
     const google::protobuf::Reflection *sr = shared->GetReflection();
     size_t at = 0;
-    for (const std::string *a : arrays) {
-        std::memcpy(file->map + at, a->data(), a->size());
-        at += a->size();
-        sr->AddUInt64(shared, sd->FindFieldByName("sizes"), a->size());
+    for (const Array *a : ordered) {
+        const size_t size = a != nullptr ? a->size : 0;
+        if (size > 0)
+            std::memcpy(file->map + at, a->data, size);
+        at += size;
+        sr->AddUInt64(shared, sd->FindFieldByName("sizes"), size);
     }
     sr->SetString(shared, sd->FindFieldByName("handle"), file->handle);
     sr->SetUInt64(shared, sd->FindFieldByName("reply_offset"), reply_offset);
-    packed.Clear();
     return file;
 }
 
@@ -183,19 +186,19 @@ void SharedMemory::release(SharedFile *file)
         drop(file, true);
 }
 
-void unshare(google::protobuf::Message &request, google::protobuf::Message &packed, const SharedFile &file)
+void pack(google::protobuf::Message &packed, const Arrays &arrays)
 {
-    const google::protobuf::FieldDescriptor *field = request.GetDescriptor()->FindFieldByName("shared_file");
-    const google::protobuf::Message &shared = request.GetReflection()->GetMessage(request, field);
-    const google::protobuf::FieldDescriptor *sizes = shared.GetDescriptor()->FindFieldByName("sizes");
     const google::protobuf::Descriptor *d = packed.GetDescriptor();
-    size_t at = 0;
-    for (int i = 0; i < d->field_count(); i++) {
-        const size_t size = size_t(shared.GetReflection()->GetRepeatedUInt64(shared, sizes, i));
-        packed.GetReflection()->SetString(&packed, d->field(i), std::string(file.map + at, size));
-        at += size;
-    }
-    request.GetReflection()->ClearField(&request, field);
+    for (const Array &a : arrays)
+        if (a.size > 0)
+            packed.GetReflection()->SetString(&packed, d->FindFieldByName(a.field),
+                                              std::string(static_cast<const char *>(a.data), a.size));
+}
+
+void unshare(google::protobuf::Message &request, google::protobuf::Message &packed, const Arrays &arrays)
+{
+    request.GetReflection()->ClearField(&request, request.GetDescriptor()->FindFieldByName("shared_file"));
+    pack(packed, arrays);
 }
 
 void take_results(const SharedFile &file, uint64_t offset, google::protobuf::Message &reply)

@@ -24,6 +24,17 @@ struct SharedFile {
     uint64_t connection = 0;  // the socket connection it was registered on
 };
 
+// One array of a request's packed-arrays message: the bytes of its field `field`.
+struct Array {
+    const char *field;
+    const void *data;
+    size_t size;
+};
+using Arrays = std::vector<Array>;
+
+// Copies the arrays into `packed`'s fields (the request then carries them in the message).
+void pack(google::protobuf::Message &packed, const Arrays &arrays);
+
 // A connection to a server's shared-memory socket.
 class SharedMemory {
 public:
@@ -32,13 +43,14 @@ public:
     SharedMemory(const SharedMemory &) = delete;
     SharedMemory &operator=(const SharedMemory &) = delete;
 
-    // Moves the bytes fields of `packed` (a request's packed-arrays message) into a registered
-    // memfd, with room for reply_bytes of results after them (0: none asked), and fills
-    // `request`'s shared_file (its reply_offset too when reply_bytes > 0); returns the memfd
-    // to give back with release() after the reply, or NULL (request untouched) when the arrays
-    // are small or the memfd or its registration failed: the caller then sends the arrays in
-    // the message.
-    SharedFile *share(google::protobuf::Message &request, google::protobuf::Message &packed, size_t reply_bytes);
+    // Copies the arrays of `packed` (a request's packed-arrays message, left empty) into a
+    // registered memfd in its fields' order, with room for reply_bytes of results after them
+    // (0: none asked), and fills `request`'s shared_file (its reply_offset too when
+    // reply_bytes > 0); returns the memfd to give back with release() after the reply, or NULL
+    // (request untouched) when the arrays are small or the memfd or its registration failed:
+    // the caller then sends the arrays in the message (pack).
+    SharedFile *share(google::protobuf::Message &request, const google::protobuf::Message &packed,
+                      const Arrays &arrays, size_t reply_bytes);
     void release(SharedFile *file);
     // Unregisters `file` and every free memfd (the server refused one: e.g. it restarted).
     void discard(SharedFile *file);
@@ -56,8 +68,8 @@ private:
     std::vector<SharedFile *> free_;
 };
 
-// Puts the arrays share() moved into `file` back into `packed` and clears `request`'s shared_file.
-void unshare(google::protobuf::Message &request, google::protobuf::Message &packed, const SharedFile &file);
+// Clears `request`'s shared_file and puts the arrays into `packed` (pack).
+void unshare(google::protobuf::Message &request, google::protobuf::Message &packed, const Arrays &arrays);
 
 // If the server wrote a reply's results into `file` at `offset` (a reply with pairs whose
 // result fields are empty; see SharedFile.reply_offset), puts them into those fields:
