@@ -88,7 +88,7 @@ typedef struct {
    (ServerInfo). Each call is one unary RPC: a batch must fit the server's message limit
    (--max-message-mb, 64 MB by default). On the server's own host (a loopback address or a Unix
    socket) a request's arrays of 64 KiB or more go through shared memory (a sealed memfd) when
-   the server offers it. The server checks what it receives as the in-process
+   the server offers it, and so do X-drop's, seed extension's and Pair-HMM's results. The server checks what it receives as the in-process
    library does, and its errors come back as the same codes with the server's message;
    max_traceback_cells is the server's own. WARPDP_ERR_UNSUPPORTED when the library was built
    without gRPC (WARPDP_WITH_GRPC=OFF). */

@@ -9,6 +9,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "internal.h"
 #include "shared_memory.h"
@@ -65,10 +66,11 @@ void prepare(const wd_client *c, grpc::ClientContext &context)
                              std::chrono::microseconds(int64_t(c->timeout_seconds * 1e6)));
 }
 
-// The bytes of n items of `size` bytes (little-endian, as the proto wants: this library runs on x86-64).
-std::string bytes(const void *data, int64_t n, size_t size)
+// A packed array of n items of `size` bytes (little-endian, as the proto wants: this library runs
+// on x86-64), for the field `field`.
+wd::Array array(const char *field, const void *data, int64_t n, size_t size)
 {
-    return n > 0 ? std::string(static_cast<const char *>(data), size_t(n) * size) : std::string();
+    return {field, data, n > 0 ? size_t(n) * size : 0};
 }
 
 // Copies a reply column of n values of type T into out (n == 0: nothing); false when its size is wrong.
@@ -82,17 +84,35 @@ bool column(const std::string &field, int64_t n, T *out)
     return true;
 }
 
-// One RPC; the request's packed arrays go through shared memory where the client has it.
+// One RPC; the request's packed arrays go through shared memory where the client has it, and
+// with reply_bytes > 0 (the family's bound of result bytes, fixed-width results only) the
+// server may write the results into that memory too: they are then moved into the reply.
 template <typename Request, typename Reply, typename Packed>
-grpc::Status rpc(wd_client *c, Request &request, Packed *packed, Reply *reply,
+grpc::Status rpc(wd_client *c, Request &request, Packed *packed, const wd::Arrays &arrays, Reply *reply,
+                 size_t reply_bytes,
                  grpc::Status (v1::Warpdp::Stub::*method)(grpc::ClientContext *, const Request &, Reply *))
 {
-    const std::string handle = c->shared ? c->shared->share(request, *packed) : std::string();
+    wd::SharedFile *file = c->shared ? c->shared->share(request, *packed, arrays, reply_bytes) : nullptr;
+    if (file == nullptr)
+        wd::pack(*packed, arrays);
     grpc::ClientContext context;
     prepare(c, context);
-    const grpc::Status status = (c->stub.get()->*method)(&context, request, reply);
-    if (!handle.empty())
-        c->shared->release(handle);
+    grpc::Status status = (c->stub.get()->*method)(&context, request, reply);
+    if (file == nullptr)
+        return status;
+    if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+        // The server could not use the memfd (a kept one it no longer knows, after a restart):
+        // the memfds go, and the call is made once more with the arrays in the message.
+        wd::unshare(request, *packed, arrays);
+        c->shared->discard(file);
+        reply->Clear();
+        grpc::ClientContext again;
+        prepare(c, again);
+        return (c->stub.get()->*method)(&again, request, reply);
+    }
+    if (status.ok())
+        wd::take_results(*file, request.shared_file().reply_offset(), *reply);
+    c->shared->release(file);
     return status;
 }
 
@@ -173,14 +193,13 @@ int wd_client_xdrop(wd_client *c, const warpdp_xdrop_pairs *p, const warpdp_xdro
                     const warpdp_xdrop_results *r)
 {
     v1::XdropRequest request;
-    v1::XdropPairs *pairs = request.mutable_pairs();
     const int64_t n = p->n_pairs;
-    pairs->set_h_bases(bytes(p->h_bases, p->h_total, 1));
-    pairs->set_v_bases(bytes(p->v_bases, p->v_total, 1));
-    pairs->set_h_offsets(bytes(p->h_offsets, n + 1, 8));
-    pairs->set_v_offsets(bytes(p->v_offsets, n + 1, 8));
-    pairs->set_h_pos(bytes(p->h_pos, n, 8));
-    pairs->set_v_pos(bytes(p->v_pos, n, 8));
+    const wd::Arrays arrays = {array("h_bases", p->h_bases, p->h_total, 1),
+                               array("v_bases", p->v_bases, p->v_total, 1),
+                               array("h_offsets", p->h_offsets, n + 1, 8),
+                               array("v_offsets", p->v_offsets, n + 1, 8),
+                               array("h_pos", p->h_pos, n, 8),
+                               array("v_pos", p->v_pos, n, 8)};
     request.set_k(params->k);
     request.set_x(params->x);
     request.set_match(params->match);
@@ -188,7 +207,8 @@ int wd_client_xdrop(wd_client *c, const warpdp_xdrop_pairs *p, const warpdp_xdro
     request.set_gap(params->gap);
     request.set_report(params->report == WARPDP_XDROP_REPORT_BEST ? v1::XDROP_REPORT_BEST : v1::XDROP_REPORT_LONGEST);
     v1::XdropReply reply;
-    const grpc::Status s = rpc(c, request, request.mutable_pairs(), &reply, &v1::Warpdp::Stub::Xdrop);
+    const grpc::Status s =
+        rpc(c, request, request.mutable_pairs(), arrays, &reply, size_t(n) * 6 * 8, &v1::Warpdp::Stub::Xdrop);
     if (!s.ok())
         return status_of(s, "xdrop");
     if (!column(reply.score(), n, r->score) || !column(reply.begin_h(), n, r->begin_h) ||
@@ -202,18 +222,12 @@ int wd_client_seedext(wd_client *c, const warpdp_seedext_pairs *p, const warpdp_
                       warpdp_seedext_result *results)
 {
     v1::SeedExtendRequest request;
-    v1::SeedExtPairs *pairs = request.mutable_pairs();
     const int64_t n = p->n_pairs;
-    pairs->set_query(bytes(p->query, p->query_total, 1));
-    pairs->set_target(bytes(p->target, p->target_total, 1));
-    pairs->set_query_offsets(bytes(p->query_offsets, n + 1, 8));
-    pairs->set_target_offsets(bytes(p->target_offsets, n + 1, 8));
-    std::string h0(size_t(n) * 8, '\0');
-    for (int64_t i = 0; i < n; i++) {
-        const int64_t value = p->h0[i];
-        std::memcpy(&h0[size_t(i) * 8], &value, 8);
-    }
-    pairs->set_h0(h0);
+    const std::vector<int64_t> h0(p->h0, p->h0 + n);  // int64 on the wire
+    const wd::Arrays arrays = {array("query", p->query, p->query_total, 1),
+                               array("target", p->target, p->target_total, 1),
+                               array("query_offsets", p->query_offsets, n + 1, 8),
+                               array("target_offsets", p->target_offsets, n + 1, 8), array("h0", h0.data(), n, 8)};
     request.set_a(params->a);
     request.set_b(params->b);
     request.set_o_del(params->o_del);
@@ -224,7 +238,8 @@ int wd_client_seedext(wd_client *c, const warpdp_seedext_pairs *p, const warpdp_
     request.set_end_bonus(params->end_bonus);
     request.set_zdrop(params->zdrop);
     v1::SeedExtendReply reply;
-    const grpc::Status s = rpc(c, request, request.mutable_pairs(), &reply, &v1::Warpdp::Stub::SeedExtend);
+    const grpc::Status s = rpc(c, request, request.mutable_pairs(), arrays, &reply, size_t(n) * 6 * 8,
+                                 &v1::Warpdp::Stub::SeedExtend);
     if (!s.ok())
         return status_of(s, "seedext");
     const std::string *fields[] = {&reply.score(), &reply.qle(), &reply.tle(), &reply.gtle(), &reply.gscore(),
@@ -244,20 +259,20 @@ int wd_client_seedext(wd_client *c, const warpdp_seedext_pairs *p, const warpdp_
 int wd_client_pairhmm(wd_client *c, const warpdp_pairhmm_batches *b, int use_double, double *out, int64_t n_out)
 {
     v1::PairHmmRequest request;
-    v1::PairHmmBatches *batches = request.mutable_batches();
-    batches->set_read_bases(bytes(b->read_bases, b->n_read_bases, 1));
-    batches->set_read_quals(bytes(b->read_quals, b->n_read_bases, 1));
-    batches->set_read_ins(bytes(b->read_ins, b->n_read_bases, 1));
-    batches->set_read_del(bytes(b->read_del, b->n_read_bases, 1));
-    batches->set_read_gcp(bytes(b->read_gcp, b->n_read_bases, 1));
-    batches->set_read_offsets(bytes(b->read_offsets, b->n_reads + 1, 8));
-    batches->set_hap_bases(bytes(b->hap_bases, b->n_hap_bases, 1));
-    batches->set_hap_offsets(bytes(b->hap_offsets, b->n_haps + 1, 8));
-    batches->set_batch_reads(bytes(b->batch_reads, b->n_batches + 1, 8));
-    batches->set_batch_haps(bytes(b->batch_haps, b->n_batches + 1, 8));
+    const wd::Arrays arrays = {array("read_bases", b->read_bases, b->n_read_bases, 1),
+                               array("read_quals", b->read_quals, b->n_read_bases, 1),
+                               array("read_ins", b->read_ins, b->n_read_bases, 1),
+                               array("read_del", b->read_del, b->n_read_bases, 1),
+                               array("read_gcp", b->read_gcp, b->n_read_bases, 1),
+                               array("read_offsets", b->read_offsets, b->n_reads + 1, 8),
+                               array("hap_bases", b->hap_bases, b->n_hap_bases, 1),
+                               array("hap_offsets", b->hap_offsets, b->n_haps + 1, 8),
+                               array("batch_reads", b->batch_reads, b->n_batches + 1, 8),
+                               array("batch_haps", b->batch_haps, b->n_batches + 1, 8)};
     request.set_use_double(use_double != 0);
     v1::PairHmmReply reply;
-    const grpc::Status s = rpc(c, request, request.mutable_batches(), &reply, &v1::Warpdp::Stub::PairHmm);
+    const grpc::Status s = rpc(c, request, request.mutable_batches(), arrays, &reply, size_t(n_out) * 8,
+                                 &v1::Warpdp::Stub::PairHmm);
     if (!s.ok())
         return status_of(s, "pairhmm");
     if (!column(reply.log10_likelihoods(), n_out, out))
@@ -267,13 +282,12 @@ int wd_client_pairhmm(wd_client *c, const warpdp_pairhmm_batches *b, int use_dou
 
 namespace {
 
-template <typename Pairs>
-void set_seq_pairs(Pairs *out, const warpdp_seq_pairs *p)
+wd::Arrays seq_arrays(const warpdp_seq_pairs *p)
 {
-    out->set_query_bases(bytes(p->query_bases, p->query_total, 1));
-    out->set_target_bases(bytes(p->target_bases, p->target_total, 1));
-    out->set_query_offsets(bytes(p->query_offsets, p->n_pairs + 1, 8));
-    out->set_target_offsets(bytes(p->target_offsets, p->n_pairs + 1, 8));
+    return {array("query_bases", p->query_bases, p->query_total, 1),
+            array("target_bases", p->target_bases, p->target_total, 1),
+            array("query_offsets", p->query_offsets, p->n_pairs + 1, 8),
+            array("target_offsets", p->target_offsets, p->n_pairs + 1, 8)};
 }
 
 }  // namespace
@@ -284,7 +298,7 @@ int wd_client_align(wd_client *c, const warpdp_seq_pairs *p, const warpdp_align_
     static const char *const MODES[] = {"global", "semiglobal", "local", "extension", "gatk"};
     static const char *const OVERHANGS[] = {"SOFTCLIP", "INDEL", "LEADING_INDEL", "IGNORE"};
     v1::AlignRequest request;
-    set_seq_pairs(request.mutable_pairs(), p);
+    const wd::Arrays arrays = seq_arrays(p);
     request.set_mode(MODES[a->mode]);  // modes, gaps, conventions and overhangs are checked by warpdp_align
     request.set_match(a->match);
     request.set_mismatch(a->mismatch);
@@ -305,7 +319,7 @@ int wd_client_align(wd_client *c, const warpdp_seq_pairs *p, const warpdp_align_
     request.set_overhang(OVERHANGS[a->overhang]);
     request.set_cigar(a->cigar != 0);
     v1::AlignReply reply;
-    const grpc::Status s = rpc(c, request, request.mutable_pairs(), &reply, &v1::Warpdp::Stub::Align);
+    const grpc::Status s = rpc(c, request, request.mutable_pairs(), arrays, &reply, 0, &v1::Warpdp::Stub::Align);
     if (!s.ok())
         return status_of(s, "align");
     const int64_t n = p->n_pairs;
@@ -325,7 +339,7 @@ int wd_client_edit(wd_client *c, const warpdp_seq_pairs *p, const warpdp_edit_pa
     static const char *const MODES[] = {"nw", "shw", "hw"}, *const TASKS[] = {"distance", "locations", "path"},
                              *const METHODS[] = {"exact", "windowed"};
     v1::EditRequest request;
-    set_seq_pairs(request.mutable_pairs(), p);
+    const wd::Arrays arrays = seq_arrays(p);
     if (e->mode < 0 || e->mode > 2 || e->method < 0 || e->method > 1)
         return wd_fail(WARPDP_ERR_INVALID_ARGUMENT, "warpdp edit: mode must be 0..2 and method 0..1");
     request.set_mode(MODES[e->mode]);
@@ -335,7 +349,7 @@ int wd_client_edit(wd_client *c, const warpdp_seq_pairs *p, const warpdp_edit_pa
     request.set_window(e->window);
     request.set_overlap(e->overlap);
     v1::EditReply reply;
-    const grpc::Status s = rpc(c, request, request.mutable_pairs(), &reply, &v1::Warpdp::Stub::Edit);
+    const grpc::Status s = rpc(c, request, request.mutable_pairs(), arrays, &reply, 0, &v1::Warpdp::Stub::Edit);
     if (!s.ok())
         return status_of(s, "edit");
     const int64_t n = p->n_pairs;

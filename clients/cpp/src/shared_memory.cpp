@@ -8,6 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -15,32 +16,78 @@ namespace wd {
 
 namespace {
 
-// The memfd's bytes, mapped while they are written.
-bool fill_memfd(int fd, const std::vector<std::string> &arrays, size_t total)
-{
-    const size_t capacity = total == 0 ? 1 : total;
-    if (posix_fallocate(fd, 0, off_t(capacity)) != 0)
-        return false;
-    if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
-        return false;
-    void *map = mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (map == MAP_FAILED)
-        return false;
-    size_t at = 0;
-    for (const std::string &a : arrays) {
-        std::memcpy(static_cast<char *>(map) + at, a.data(), a.size());
-        at += a.size();
-    }
-    munmap(map, capacity);
-    return true;
-}
+constexpr size_t SIZE_STEP = 1 << 20;       // memfd sizes are rounded up to this
+constexpr size_t KEEP_FILES = 8;            // free memfds kept registered for later calls
+constexpr size_t KEEP_BYTES = size_t(256) << 20;
 
 }  // namespace
 
 SharedMemory::~SharedMemory()
 {
+    for (SharedFile *file : free_)
+        drop(file, false);  // closing the socket unregisters them
     if (socket_ >= 0)
         close(socket_);
+}
+
+void SharedMemory::disconnect()
+{
+    close(socket_);
+    socket_ = -1;
+    connection_++;  // the server dropped what this connection registered
+    for (SharedFile *file : free_)
+        drop(file, false);
+    free_.clear();
+}
+
+void SharedMemory::discard(SharedFile *file)
+{
+    std::lock_guard<std::mutex> hold(lock_);
+    std::vector<SharedFile *> kept;
+    kept.swap(free_);  // drop() may disconnect, which empties free_
+    drop(file, true);
+    for (SharedFile *f : kept)
+        drop(f, true);
+}
+
+void SharedMemory::drop(SharedFile *file, bool unregister)
+{
+    std::string answer;
+    if (unregister && file->connection == connection_)
+        ask("unregister " + file->handle, -1, &answer);  // a lost connection dropped it anyway
+    munmap(file->map, file->capacity);
+    close(file->fd);
+    delete file;
+}
+
+// A free memfd of at least nbytes, or a new one registered (NULL when that fails); lock_ held.
+SharedFile *SharedMemory::acquire(size_t nbytes)
+{
+    SharedFile *best = nullptr;
+    for (SharedFile *file : free_)
+        if (file->capacity >= nbytes && (best == nullptr || file->capacity < best->capacity))
+            best = file;
+    if (best != nullptr) {
+        free_.erase(std::find(free_.begin(), free_.end(), best));
+        return best;
+    }
+    const size_t capacity = (nbytes + nbytes / 8 + SIZE_STEP - 1) / SIZE_STEP * SIZE_STEP;
+    const int fd = memfd_create("warpdp-shared", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0)
+        return nullptr;
+    void *map = MAP_FAILED;
+    if (posix_fallocate(fd, 0, off_t(capacity)) == 0 &&
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0)
+        map = mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    std::string answer;
+    if (map == MAP_FAILED || !ask("register", fd, &answer) || answer.compare(0, 3, "ok ") != 0 ||
+        answer.size() != 3 + 32) {
+        if (map != MAP_FAILED)
+            munmap(map, capacity);
+        close(fd);
+        return nullptr;
+    }
+    return new SharedFile{fd, answer.substr(3), static_cast<char *>(map), capacity, connection_};
 }
 
 bool SharedMemory::ask(const std::string &message, int fd, std::string *answer)
@@ -80,55 +127,97 @@ bool SharedMemory::ask(const std::string &message, int fd, std::string *answer)
     if (sendmsg(socket_, &header, MSG_NOSIGNAL) == ssize_t(message.size()))
         got = recv(socket_, reply, sizeof reply, 0);
     if (got <= 0) {  // a late answer would pass for the next request's: the connection is done
-        close(socket_);
-        socket_ = -1;
+        disconnect();
         return false;
     }
     *answer = std::string(reply, size_t(got));
     return true;
 }
 
-std::string SharedMemory::share(google::protobuf::Message &request, google::protobuf::Message &packed)
+SharedFile *SharedMemory::share(google::protobuf::Message &request, const google::protobuf::Message &packed,
+                                const Arrays &arrays, size_t reply_bytes)
 {
     const google::protobuf::Descriptor *d = packed.GetDescriptor();
-    const google::protobuf::Reflection *r = packed.GetReflection();
-    std::vector<std::string> arrays;
+    std::vector<const Array *> ordered(size_t(d->field_count()), nullptr);  // in field-number order
     size_t total = 0;
-    for (int i = 0; i < d->field_count(); i++) {  // declared in field-number order
-        arrays.push_back(r->GetString(packed, d->field(i)));
-        total += arrays.back().size();
+    for (const Array &a : arrays) {
+        const google::protobuf::FieldDescriptor *field = d->FindFieldByName(a.field);
+        if (field == nullptr)
+            return nullptr;
+        ordered[size_t(field->index())] = &a;
+        total += a.size;
     }
     if (total < SHARED_MIN_BYTES)
-        return "";
-    const int fd = memfd_create("warpdp-shared", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (fd < 0)
-        return "";
-    std::string answer;
-    bool registered = false;
-    if (fill_memfd(fd, arrays, total)) {
+        return nullptr;
+    const uint64_t reply_offset = reply_bytes > 0 ? (total + 7) / 8 * 8 : 0;
+    SharedFile *file;
+    {
         std::lock_guard<std::mutex> hold(lock_);
-        registered = ask("register", fd, &answer);
+        file = acquire(reply_bytes > 0 ? reply_offset + reply_bytes : total);
     }
-    close(fd);  // the server holds its own descriptor once registered
-    if (!registered || answer.compare(0, 3, "ok ") != 0 || answer.size() != 3 + 32)
-        return "";
-    const std::string handle = answer.substr(3);
+    if (file == nullptr)
+        return nullptr;
     google::protobuf::Message *shared =
         request.GetReflection()->MutableMessage(&request, request.GetDescriptor()->FindFieldByName("shared_file"));
     const google::protobuf::Descriptor *sd = shared->GetDescriptor();
     const google::protobuf::Reflection *sr = shared->GetReflection();
-    for (const std::string &a : arrays)
-        sr->AddUInt64(shared, sd->FindFieldByName("sizes"), a.size());
-    sr->SetString(shared, sd->FindFieldByName("handle"), handle);
-    packed.Clear();
-    return handle;
+    size_t at = 0;
+    for (const Array *a : ordered) {
+        const size_t size = a != nullptr ? a->size : 0;
+        if (size > 0)
+            std::memcpy(file->map + at, a->data, size);
+        at += size;
+        sr->AddUInt64(shared, sd->FindFieldByName("sizes"), size);
+    }
+    sr->SetString(shared, sd->FindFieldByName("handle"), file->handle);
+    sr->SetUInt64(shared, sd->FindFieldByName("reply_offset"), reply_offset);
+    return file;
 }
 
-void SharedMemory::release(const std::string &handle)
+void SharedMemory::release(SharedFile *file)
 {
-    std::string answer;
     std::lock_guard<std::mutex> hold(lock_);
-    ask("unregister " + handle, -1, &answer);  // a lost connection drops the memfd anyway
+    size_t kept = 0;
+    for (const SharedFile *f : free_)
+        kept += f->capacity;
+    if (file->connection == connection_ && free_.size() < KEEP_FILES && kept + file->capacity <= KEEP_BYTES)
+        free_.push_back(file);
+    else
+        drop(file, true);
+}
+
+void pack(google::protobuf::Message &packed, const Arrays &arrays)
+{
+    const google::protobuf::Descriptor *d = packed.GetDescriptor();
+    for (const Array &a : arrays)
+        if (a.size > 0)
+            packed.GetReflection()->SetString(&packed, d->FindFieldByName(a.field),
+                                              std::string(static_cast<const char *>(a.data), a.size));
+}
+
+void unshare(google::protobuf::Message &request, google::protobuf::Message &packed, const Arrays &arrays)
+{
+    request.GetReflection()->ClearField(&request, request.GetDescriptor()->FindFieldByName("shared_file"));
+    pack(packed, arrays);
+}
+
+void take_results(const SharedFile &file, uint64_t offset, google::protobuf::Message &reply)
+{
+    const google::protobuf::Descriptor *d = reply.GetDescriptor();
+    const google::protobuf::Reflection *r = reply.GetReflection();
+    const uint64_t n = r->GetUInt64(reply, d->FindFieldByName("n_pairs"));
+    std::vector<const google::protobuf::FieldDescriptor *> fields;
+    for (int i = 0; i < d->field_count(); i++)
+        if (d->field(i)->type() == google::protobuf::FieldDescriptor::TYPE_BYTES)
+            fields.push_back(d->field(i));
+    if (offset == 0 || n == 0 || fields.empty() || !r->GetStringReference(reply, fields[0], nullptr).empty())
+        return;  // results in the message (or none)
+    if (offset > file.capacity || n > (file.capacity - offset) / 8 / fields.size())
+        return;
+    for (const google::protobuf::FieldDescriptor *f : fields) {
+        r->SetString(&reply, f, std::string(file.map + offset, size_t(n) * 8));
+        offset += n * 8;
+    }
 }
 
 bool is_local_target(const std::string &target)

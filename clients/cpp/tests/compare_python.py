@@ -12,6 +12,9 @@ With --server the harness opens a client handle (warpdp_open_client) on a real w
 started here (warpdp.grpc.Server, what `warpdp serve` runs; CPU backend, loopback, a bearer
 token), and the same cases must give the same results through gRPC; a wrong token must be
 refused (WARPDP_ERR_UNAUTHENTICATED), and, where openssl is installed, one case runs over TLS.
+For the fixed-width families (xdrop, seedext, pairhmm) every case whose arrays are large enough
+for shared memory must get its results back through the memfd (SharedFile.reply_offset): the
+server, in this process, counts the results it writes there (the reply then carries none).
 """
 from __future__ import annotations
 
@@ -78,9 +81,10 @@ class Case:
 
 
 def run_case(family: str, case: Case, harness: str, work: Path, connect: dict[str, str] | None = None,
-             refused: str | None = None) -> list[str]:
-    """Runs the case (on a server when `connect` holds server/token/tls params); with `refused`,
-    the harness must fail with that status instead."""
+             refused: str | None = None, calls: int = 1) -> list[str]:
+    """Runs the case (on a server when `connect` holds server/token/tls params; `calls` times on
+    one handle, the last call's results checked); with `refused`, the harness must fail with
+    that status instead."""
     folder = work / case.name
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
@@ -88,7 +92,7 @@ def run_case(family: str, case: Case, harness: str, work: Path, connect: dict[st
         np.ascontiguousarray(array).tofile(folder / f"{name}.bin")
     params = {**case.params, **(connect or {})}
     (folder / "params.txt").write_text("".join(f"{k} {v}\n" for k, v in params.items()))
-    done = subprocess.run([harness, family, str(folder)], capture_output=True, text=True, timeout=600)
+    done = subprocess.run([harness, family, str(folder), str(calls)], capture_output=True, text=True, timeout=600)
     if refused is not None:
         if done.returncode == 3 and refused in done.stderr:
             return []
@@ -346,15 +350,100 @@ def tls_files(work: Path) -> tuple[Path, Path] | None:
     return cert, key
 
 
+# Families whose client handle asks for its results in shared memory, and the input bytes from
+# which it must get them that way (its threshold is 64 KiB of packed arrays; the harness's files
+# are at most twice as wide as the packed arrays: seed extension's h0 goes from int32 to int64).
+REPLY_IN_MEMFD = ("xdrop", "seedext", "pairhmm")
+MEMFD_MIN_BYTES = 128 * 1024
+
+
+def count_memfd_results() -> list[int]:
+    """Counts (in the returned list's one item) the results this process's servers write into
+    clients' memfds instead of their replies."""
+    from warpdp.grpc import _shm_server
+
+    written = [0]
+    write = _shm_server.write_results
+
+    def counting(*args: Any, **kwargs: Any) -> bool:
+        done = write(*args, **kwargs)
+        written[0] += bool(done)
+        return done
+    _shm_server.write_results = counting
+    return written
+
+
+def refuse_one_memfd(call: int) -> list[int]:
+    """Makes this process's servers refuse the memfd of the call-th request that hands one over,
+    as a server does with a memfd it no longer knows (FAILED_PRECONDITION); the returned
+    list's one item counts the refusals."""
+    import grpc
+
+    from warpdp.grpc import _shm_server
+
+    seen, refused = [0], [0]
+    read = _shm_server.read_arrays
+
+    def refusing(*args: Any, **kwargs: Any) -> Any:
+        seen[0] += 1
+        if seen[0] == call:
+            refused[0] += 1
+            raise _shm_server.SharedFileRejected(grpc.StatusCode.FAILED_PRECONDITION,
+                                                 "shared file unusable: refused by the test")
+        return read(*args, **kwargs)
+    _shm_server.read_arrays = refusing
+    return refused
+
+
+def run_refused_memfd(family: str, case: Case, harness: str, work: Path, connect: dict[str, str],
+                      written: list[int]) -> list[str]:
+    """Three calls of a case on one handle, the server refusing the second one's memfd: the
+    client must send that call again in the message and the third through a new memfd."""
+    from warpdp.grpc import _shm_server
+
+    read, before = _shm_server.read_arrays, written[0]
+    refused = refuse_one_memfd(2)
+    try:
+        problems = run_case(family, replace_name(case, "refused-memfd"), harness, work, connect, calls=3)
+    finally:
+        _shm_server.read_arrays = read
+    if refused[0] != 1:
+        problems.append(f"{case.name}: the second call did not hand a memfd over")
+    elif family in REPLY_IN_MEMFD and written[0] - before != 2:
+        problems.append(f"{case.name}: {written[0] - before} of the 2 calls that kept their memfd got "
+                        "their results through it")
+    return problems
+
+
+def replace_name(case: Case, name: str) -> Case:
+    copy = object.__new__(Case)
+    copy.__dict__.update(case.__dict__, name=f"{case.name}.{name}")
+    return copy
+
+
 def run_on_server(family: str, cases: list[Case], harness: str, work: Path) -> list[str]:
     from warpdp.grpc import Server, ServerConfig
 
     problems = []
+    written = count_memfd_results()
     server = Server(ServerConfig(port=0, backend="cpu", host="127.0.0.1", tokens=(TOKEN,))).start()
     try:
         connect = {"server": server.address, "token": TOKEN}
+        large = []
         for case in cases:
+            before = written[0]
             problems += run_case(family, case, harness, work / "server", connect)
+            if case.expected is None or sum(a.nbytes for a in case.arrays.values()) < MEMFD_MIN_BYTES:
+                continue
+            large.append(case)
+            if family in REPLY_IN_MEMFD and written[0] == before:
+                problems.append(f"{case.name}: the server did not write the results into the client's memfd")
+        print(f"{family}: {len(large)} cases large enough for shared memory, {written[0]} results written "
+              "into memfds")
+        if large:
+            problems += run_refused_memfd(family, large[0], harness, work / "server", connect, written)
+        elif family in REPLY_IN_MEMFD:
+            problems.append(f"no {family} case is large enough to check results through shared memory")
         problems += run_case(family, cases[0], harness, work / "server",
                              {"server": server.address, "token": "wrong"}, refused="WARPDP_ERR_UNAUTHENTICATED")
     finally:
