@@ -113,6 +113,31 @@ struct Cigar {
 
 __device__ __forceinline__ int clip(i64 value, i64 k) { return (int)(k >= 0 && value > k ? k + 1 : value); }
 
+// One 64-row block of one column of Myers/Hyyro's bit-parallel step: the block's vertical
+// deltas (pv, mv) are updated in place from its match mask eq and the horizontal delta hin
+// entering at its top; returns the horizontal delta leaving at its row `bit` (63, or the
+// query's last row in the last block).
+__device__ __forceinline__ int myers_block(u64 eq, u64 &pv, u64 &mv, int hin, int bit)
+{
+    const u64 p = pv, mm = mv;
+    const u64 xv = eq | mm;
+    if (hin < 0)
+        eq |= 1ull;
+    const u64 xh = (((eq & p) + p) ^ p) | eq;
+    u64 ph = mm | ~(xh | p);
+    u64 mh = p & xh;
+    const int hout = (int)((ph >> bit) & 1) - (int)((mh >> bit) & 1);
+    ph <<= 1;
+    mh <<= 1;
+    if (hin < 0)
+        mh |= 1ull;
+    else if (hin > 0)
+        ph |= 1ull;
+    pv = mh | ~(xv | ph);
+    mv = ph & xv;
+    return hout;
+}
+
 /* One thread per pair: edit_body.h's last_row with its Ukkonen cut-off, the block state in the
    thread's slot of the interleaved scratch. */
 struct ThreadTeam {
@@ -151,24 +176,8 @@ struct ThreadTeam {
             const i64 eq_at = (i64)symbols[t[j]] * blocks;
             int hin = free_start ? 0 : 1;
             for (i64 b = 0; b <= last; b++) {
-                u64 e = s[eq_at + b];
-                const u64 p = s[pv_at + b], mm = s[mv_at + b];
-                const u64 xv = e | mm;
-                if (hin < 0)
-                    e |= 1ull;
-                const u64 xh = (((e & p) + p) ^ p) | e;
-                u64 ph = mm | ~(xh | p);
-                u64 mh = p & xh;
-                const int bit = b == blocks - 1 ? lastbit : 63;
-                const int hout = (int)((ph >> bit) & 1) - (int)((mh >> bit) & 1);
-                ph <<= 1;
-                mh <<= 1;
-                if (hin < 0)
-                    mh |= 1ull;
-                else if (hin > 0)
-                    ph |= 1ull;
-                s[pv_at + b] = mh | ~(xv | ph);
-                s[mv_at + b] = ph & xv;
+                const int hout = myers_block(s[eq_at + b], s[pv_at + b], s[mv_at + b], hin,
+                                             b == blocks - 1 ? lastbit : 63);
                 s[bottom_at + b] = (u64)((i64)s[bottom_at + b] + hout);
                 hin = hout;
             }
@@ -234,27 +243,9 @@ struct WarpTeam {
             int hin = lane == 0 ? (free_start ? 0 : 1) : from_left;
             if (mine > 0 && j >= 0 && j < n) {
                 const i64 eq_at = (i64)symbols[t[j]] * per_lane;
-                for (i64 i = 0; i < mine; i++) {
-                    u64 e = word(eq_at + i);
-                    const u64 p = word(pv_at + i), mm = word(mv_at + i);
-                    const u64 xv = e | mm;
-                    if (hin < 0)
-                        e |= 1ull;
-                    const u64 xh = (((e & p) + p) ^ p) | e;
-                    u64 ph = mm | ~(xh | p);
-                    u64 mh = p & xh;
-                    const int bit = b0 + i == blocks - 1 ? lastbit : 63;
-                    const int hout = (int)((ph >> bit) & 1) - (int)((mh >> bit) & 1);
-                    ph <<= 1;
-                    mh <<= 1;
-                    if (hin < 0)
-                        mh |= 1ull;
-                    else if (hin > 0)
-                        ph |= 1ull;
-                    word(pv_at + i) = mh | ~(xv | ph);
-                    word(mv_at + i) = ph & xv;
-                    hin = hout;
-                }
+                for (i64 i = 0; i < mine; i++)
+                    hin = myers_block(word(eq_at + i), word(pv_at + i), word(mv_at + i), hin,
+                                      b0 + i == blocks - 1 ? lastbit : 63);
                 if (lane == last_lane) {
                     score += hin;
                     row[j + 1] = clip(score, k);
