@@ -1,6 +1,7 @@
 """AlgorithmKernel: one algorithm on the chosen backend, as the batcher runs it."""
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any
 
@@ -55,12 +56,9 @@ class AlgorithmKernel:
         GPUs the batcher placed it on (the family's GPU launcher takes them as its default
         devices, warpdp.kernels.runtime.devices.use_devices; the CPU backend ignores them)."""
         if self.backend != "cpu":
-            if devices is None:
-                return self.algorithm.run(payload, key, backend=self.backend, threads=self.threads,
-                                          cancelled=cancelled)
             from ..kernels.runtime.devices import use_devices
 
-            with use_devices(devices):
+            with use_devices(devices) if devices is not None else contextlib.nullcontext():
                 return self.algorithm.run(payload, key, backend=self.backend, threads=self.threads,
                                           cancelled=cancelled)
         cells = self.algorithm.cells(payload, key)

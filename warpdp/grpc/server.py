@@ -135,7 +135,7 @@ class Server:
         # backend; a family left on the CPU by a GPU server caps its own submissions instead
         # (AlgorithmKernel.max_batch_cells), so it does not shrink the GPU's submissions.
         headline = [kernel for _, kernel in kernels if kernel.backend == self.backend] or [k for _, k in kernels]
-        max_batch_cells = cfg.max_batch_cells or min(kernel.max_batch_cells for kernel in headline)
+        max_batch_cells = min(kernel.max_batch_cells for kernel in headline)  # each is cfg.max_batch_cells when set
         self._start_loop()
         self._batcher = self._make_batcher(max_batch_cells)
         self._blocking_pool = ThreadPoolExecutor(max_workers=cfg.handler_threads, thread_name_prefix="warpdp-blocking")

@@ -12,7 +12,7 @@ import os
 import numpy as np
 
 from .core.packed import offsets_of
-from .core.text import require_pysam
+from .core.text import GZIP_MAGIC, require_pysam
 from .pairhmm import DEFAULT_DELETION_QUAL, DEFAULT_GCP, DEFAULT_INSERTION_QUAL, PairHmmBatches
 
 logger = logging.getLogger("warpdp")
@@ -52,15 +52,14 @@ def alignment_file_kind(path: str | os.PathLike) -> str:
     """"BAM" or "CRAM" from the file's first bytes; ValueError naming the file for anything else
     (a FASTA given as reads, a SAM text file)."""
     with open(path, "rb") as probe:
-        head = probe.read(18)
+        head = probe.read(1 << 16)
     if head.startswith(b"CRAM"):
         return "CRAM"
-    if head.startswith(b"\x1f\x8b"):  # BGZF: a gzip member; a BAM's data starts with "BAM\1"
+    if head.startswith(GZIP_MAGIC):  # BGZF: a gzip member; a BAM's data starts with "BAM\1"
         import zlib
 
         try:
-            with open(path, "rb") as stream:
-                data = zlib.decompressobj(31).decompress(stream.read(1 << 16), 4)
+            data = zlib.decompressobj(31).decompress(head, 4)
         except zlib.error:
             data = b""
         if data.startswith(b"BAM\x01"):
