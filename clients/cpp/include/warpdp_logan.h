@@ -139,7 +139,6 @@ private:
     std::vector<SeedL> seeds_;
     std::vector<std::string> h_, v_;
     std::vector<ExtensionDirectionL> directions_;
-    std::size_t first_queued_ = 0;
     std::vector<XdropExtension> results_;
 };
 

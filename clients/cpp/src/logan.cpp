@@ -160,7 +160,7 @@ std::size_t XdropBatcher::add(const SeedL &seed, const std::string &seqH, const 
     h_.push_back(seqH);
     v_.push_back(seqV);
     directions_.push_back(direction);
-    const std::size_t ticket = first_queued_ + seeds_.size() - 1;
+    const std::size_t ticket = results_.size() + seeds_.size() - 1;  // results come in queue order
     if (seeds_.size() >= batch_size_)
         flush();
     return ticket;
@@ -179,7 +179,6 @@ void XdropBatcher::flush()
         r.seed.score = r.score;
         results_.push_back(r);
     }
-    first_queued_ += seeds_.size();
     seeds_.clear();
     h_.clear();
     v_.clear();
