@@ -93,14 +93,7 @@ final class RaggedRpcs {
                     t.longs(columns[c], to - from, what).get(into[c], from, to - from);
                 }
                 if (out.cigars() != null) {
-                    if (r.getCigarOffsets().isEmpty()) {
-                        throw new WarpdpException("INTERNAL", "server " + t.target() + " sent no CIGARs in " + what);
-                    }
-                    IntBuffer ops = r.getCigarOps().asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN).asIntBuffer();
-                    LongBuffer offsets = t.longs(r.getCigarOffsets(), to - from + 1, what);
-                    for (int i = 0; i < to - from; i++) {
-                        out.cigars()[from + i] = ints(ops, offsets.get(i), offsets.get(i + 1), t, what);
-                    }
+                    cigars(t, r.getCigarOps(), r.getCigarOffsets(), from, to - from, out.cigars(), what);
                 }
             }
         };
@@ -157,14 +150,7 @@ final class RaggedRpcs {
                 }
                 int n = to - from;
                 if (out.cigars() != null) {
-                    if (r.getCigarOffsets().isEmpty()) {
-                        throw new WarpdpException("INTERNAL", "server " + t.target() + " sent no CIGARs in " + what);
-                    }
-                    IntBuffer ops = r.getCigarOps().asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN).asIntBuffer();
-                    LongBuffer offsets = t.longs(r.getCigarOffsets(), n + 1, what);
-                    for (int i = 0; i < n; i++) {
-                        out.cigars()[from + i] = ints(ops, offsets.get(i), offsets.get(i + 1), t, what);
-                    }
+                    cigars(t, r.getCigarOps(), r.getCigarOffsets(), from, n, out.cigars(), what);
                 }
                 if (out.locationBegins() != null) {
                     if (r.getLocOffsets().isEmpty()) {
@@ -184,6 +170,19 @@ final class RaggedRpcs {
     }
 
     // Values a .. b-1 of a ragged array, checked against its size.
+    /** Pairs from..from+n of a reply's ragged CIGARs (packed ops + n + 1 offsets) into {@code into}. */
+    private static void cigars(GrpcTransport t, ByteString opsBytes, ByteString offsetBytes, int from, int n,
+                               int[][] into, String what) {
+        if (offsetBytes.isEmpty()) {
+            throw new WarpdpException("INTERNAL", "server " + t.target() + " sent no CIGARs in " + what);
+        }
+        IntBuffer ops = opsBytes.asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN).asIntBuffer();
+        LongBuffer offsets = t.longs(offsetBytes, n + 1, what);
+        for (int i = 0; i < n; i++) {
+            into[from + i] = ints(ops, offsets.get(i), offsets.get(i + 1), t, what);
+        }
+    }
+
     private static int[] ints(IntBuffer values, long a, long b, GrpcTransport t, String what) {
         checkRange(a, b, values.limit(), t, what);
         int[] out = new int[(int) (b - a)];
