@@ -141,16 +141,7 @@ int warpdp_align(warpdp_handle *handle, const warpdp_seq_pairs *pairs, const war
                        "warpdp align: pair %lld: its traceback needs more than max_traceback_cells = %lld cells; "
                        "align it without a CIGAR (score only) or raise the limit",
                        (long long)bad.index, (long long)params->max_traceback_cells);
-    switch (status) {
-    case 0:
-        break;
-    case WARPDP_BAD_ARGUMENT:
-        return wd_bad_argument("align", FIELDS, ITEMS, (int)(sizeof FIELDS / sizeof *FIELDS), bad);
-    case -1:
-        return wd_fail(WARPDP_ERR_OUT_OF_MEMORY, "warpdp align: out of memory");
-    default:
-        return wd_fail(WARPDP_ERR_INTERNAL, "warpdp align: driver status %d", status);
-    }
+    WD_TRY(wd_driver_status("align", status, FIELDS, ITEMS, (int)(sizeof FIELDS / sizeof *FIELDS), bad));
     if (params->cigar)
         wd_pack_ragged(results->cigar_ops, NULL, sizeof(uint32_t), results->cigar_offsets, pairs->n_pairs,
                        pairs->query_offsets, pairs->target_offsets, 2);

@@ -71,16 +71,7 @@ static int run(warpdp_handle *handle, const warpdp_seq_pairs *pairs, const warpd
     int64_t bad_pair = -1;
     warpdp_bad_argument bad = {0, -1};
     const int status = edit_run(&c_pairs, &c_params, out, handle->threads, isa, &bad_pair, &bad);
-    switch (status) {
-    case 0:
-        break;
-    case WARPDP_BAD_ARGUMENT:
-        return wd_bad_argument("edit", FIELDS, NULL, (int)(sizeof FIELDS / sizeof *FIELDS), bad);
-    case -1:
-        return wd_fail(WARPDP_ERR_OUT_OF_MEMORY, "warpdp edit: out of memory");
-    default:
-        return wd_fail(WARPDP_ERR_INTERNAL, "warpdp edit: driver status %d", status);
-    }
+    WD_TRY(wd_driver_status("edit", status, FIELDS, NULL, (int)(sizeof FIELDS / sizeof *FIELDS), bad));
     if (bad_pair >= 0)
         return wd_fail(WARPDP_ERR_INVALID_ARGUMENT,
                        "warpdp edit: pair %lld has a byte other than A, C, G, T (the windowed method takes only those)",

@@ -75,8 +75,8 @@ int wd_check_count(int64_t value, const char *name, int64_t max)
     return WARPDP_OK;
 }
 
-int wd_bad_argument(const char *family, const char *const *fields, const char *const *items, int n_fields,
-                    warpdp_bad_argument bad)
+static int wd_bad_argument(const char *family, const char *const *fields, const char *const *items, int n_fields,
+                           warpdp_bad_argument bad)
 {
     const int known = bad.field >= 0 && bad.field < n_fields;
     const char *name = known ? fields[bad.field] : "an argument";
@@ -85,6 +85,23 @@ int wd_bad_argument(const char *family, const char *const *fields, const char *c
         return wd_fail(WARPDP_ERR_INVALID_ARGUMENT, "warpdp %s: %s is out of range (%s %lld)", family, name, item,
                        (long long)bad.index);
     return wd_fail(WARPDP_ERR_INVALID_ARGUMENT, "warpdp %s: %s is out of range", family, name);
+}
+
+int wd_driver_status(const char *family, int status, const char *const *fields, const char *const *items,
+                     int n_fields, warpdp_bad_argument bad)
+{
+    switch (status) {
+    case 0:
+        return WARPDP_OK;
+    case WARPDP_BAD_ARGUMENT:
+        return wd_bad_argument(family, fields, items, n_fields, bad);
+    case -1:
+        return wd_fail(WARPDP_ERR_OUT_OF_MEMORY, "warpdp %s: out of memory", family);
+    case -2:
+        return wd_fail(WARPDP_ERR_UNSUPPORTED, "warpdp %s: this CPU variant cannot run on this CPU", family);
+    default:
+        return wd_fail(WARPDP_ERR_INTERNAL, "warpdp %s: driver status %d", family, status);
+    }
 }
 
 int wd_family_isa(const warpdp_handle *handle, const char *family, unsigned variants, int *isa)

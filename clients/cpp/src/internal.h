@@ -53,10 +53,11 @@ int wd_check_pointer(const void *ptr, const char *name, int needed);
 /* WARPDP_ERR_INVALID_ARGUMENT naming `name` unless 0 <= value <= max. */
 int wd_check_count(int64_t value, const char *name, int64_t max);
 
-/* The error for a driver's WARPDP_BAD_ARGUMENT: the field's name (fields[bad.field]) and the
-   item at fault (items[bad.field]: "pair", "read", ...; items NULL: "pair"). */
-int wd_bad_argument(const char *family, const char *const *fields, const char *const *items, int n_fields,
-                    warpdp_bad_argument bad);
+/* A driver's status as this API's: 0 -> WARPDP_OK (the message left as it is), WARPDP_BAD_ARGUMENT
+   -> the field's name (fields[bad.field]) and the item at fault (items[bad.field]: "pair",
+   "read", ...; items NULL: "pair"), -1 out of memory, -2 a CPU variant this CPU lacks, anything else internal. */
+int wd_driver_status(const char *family, int status, const char *const *fields, const char *const *items,
+                     int n_fields, warpdp_bad_argument bad);
 
 /* The variant a family with the given variants (bit mask of 1 << WARPDP_ISA_*) runs for this
    handle: the handle's when the caller chose it (WARPDP_ERR_UNSUPPORTED if the family lacks it),

@@ -87,16 +87,6 @@ int warpdp_pairhmm(warpdp_handle *handle, const warpdp_pairhmm_batches *batches,
                                batches->n_read_bases, batches->n_hap_bases, batches->n_reads, batches->n_haps};
     warpdp_bad_argument bad = {0, -1};
     const int status = pairhmm_forward_batches(&b, out, n_out, use_double, handle->threads, isa, &bad);
-    switch (status) {
-    case 0:
-        return wd_ok();
-    case WARPDP_BAD_ARGUMENT:
-        return wd_bad_argument("pairhmm", FIELDS, ITEMS, (int)(sizeof FIELDS / sizeof *FIELDS), bad);
-    case -1:
-        return wd_fail(WARPDP_ERR_OUT_OF_MEMORY, "warpdp pairhmm: out of memory");
-    case -2:
-        return wd_fail(WARPDP_ERR_UNSUPPORTED, "warpdp pairhmm: this CPU variant cannot run on this CPU");
-    default:
-        return wd_fail(WARPDP_ERR_INTERNAL, "warpdp pairhmm: driver status %d", status);
-    }
+    WD_TRY(wd_driver_status("pairhmm", status, FIELDS, ITEMS, (int)(sizeof FIELDS / sizeof *FIELDS), bad));
+    return wd_ok();
 }

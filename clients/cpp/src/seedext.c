@@ -50,16 +50,6 @@ int warpdp_seedext(warpdp_handle *handle, const warpdp_seedext_pairs *pairs, con
                               params->e_ins, params->w, params->end_bonus, params->zdrop};
     warpdp_bad_argument bad = {0, -1};
     const int status = seedext_extend_batch(&batch, &p, (seedext_result *)results, handle->threads, isa, &bad);
-    switch (status) {
-    case 0:
-        return wd_ok();
-    case WARPDP_BAD_ARGUMENT:
-        return wd_bad_argument("seedext", FIELDS, NULL, (int)(sizeof FIELDS / sizeof *FIELDS), bad);
-    case -1:
-        return wd_fail(WARPDP_ERR_OUT_OF_MEMORY, "warpdp seedext: out of memory");
-    case -2:
-        return wd_fail(WARPDP_ERR_UNSUPPORTED, "warpdp seedext: this CPU variant cannot run on this CPU");
-    default:
-        return wd_fail(WARPDP_ERR_INTERNAL, "warpdp seedext: driver status %d", status);
-    }
+    WD_TRY(wd_driver_status("seedext", status, FIELDS, NULL, (int)(sizeof FIELDS / sizeof *FIELDS), bad));
+    return wd_ok();
 }

@@ -63,20 +63,9 @@ int warpdp_xdrop(warpdp_handle *handle, const warpdp_xdrop_pairs *pairs, const w
     int64_t bad_pair = -1;
     warpdp_bad_argument bad = {0, -1};
     const int status = xdrop_run(&c_pairs, params->k, &c_params, &out, handle->threads, isa, &bad_pair, &bad);
-    switch (status) {
-    case 0:
-        break;
-    case WARPDP_BAD_ARGUMENT:
-        return wd_bad_argument("xdrop", FIELDS, NULL, (int)(sizeof FIELDS / sizeof *FIELDS), bad);
-    case -1:
-        return wd_fail(WARPDP_ERR_OUT_OF_MEMORY, "warpdp xdrop: out of memory");
-    case -2:
-        return wd_fail(WARPDP_ERR_UNSUPPORTED, "warpdp xdrop: this CPU variant cannot run on this CPU");
-    case -3:
+    if (status == -3)
         return wd_fail(WARPDP_ERR_INVALID_ARGUMENT, "warpdp xdrop: pair %lld has a byte other than A, C, G, T and N",
                        (long long)bad_pair);
-    default:
-        return wd_fail(WARPDP_ERR_INTERNAL, "warpdp xdrop: driver status %d", status);
-    }
+    WD_TRY(wd_driver_status("xdrop", status, FIELDS, NULL, (int)(sizeof FIELDS / sizeof *FIELDS), bad));
     return wd_ok();
 }
