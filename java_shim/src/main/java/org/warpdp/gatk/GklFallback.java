@@ -38,15 +38,24 @@ public final class GklFallback {
 
     /** Whether the fallback is enabled (the default). */
     public static boolean enabled() {
-        String v = System.getProperty("warpdp.fallback");
+        return !gklOr("warpdp.fallback", "WARPDP_FALLBACK", "none").equals("none");
+    }
+
+    /**
+     * A two-way setting whose default is {@code gkl}: system property {@code property}, else environment variable
+     * {@code env} when the property is blank, lower-cased; anything but {@code gkl} or {@code other} is warned
+     * about and read as {@code gkl}.
+     */
+    static String gklOr(String property, String env, String other) {
+        String v = System.getProperty(property);
         if (v == null || v.isBlank()) {
-            v = System.getenv("WARPDP_FALLBACK");
+            v = System.getenv(env);
         }
         v = v == null || v.isBlank() ? "gkl" : v.strip().toLowerCase(Locale.ROOT);
-        if (!v.equals("gkl") && !v.equals("none")) {
-            LOG.warning("warpdp.fallback=" + v + " is neither gkl nor none; using gkl");
+        if (!v.equals("gkl") && !v.equals(other)) {
+            LOG.warning(property + "=" + v + " is neither gkl nor " + other + "; using gkl");
         }
-        return !v.equals("none");
+        return v;
     }
 
     /**

@@ -1,7 +1,6 @@
 package org.warpdp.gatk;
 
 import java.io.File;
-import java.util.Locale;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.logging.Logger;
 
@@ -49,15 +48,7 @@ public class WarpdpSmithWaterman implements SWAlignerNativeBinding {
      * {@code WARPDP_SMITHWATERMAN}) {@code server}; {@code gkl} (the default) keeps GKL's own native code.
      */
     public static boolean requested() {
-        String v = System.getProperty("warpdp.smithwaterman");
-        if (v == null || v.isBlank()) {
-            v = System.getenv("WARPDP_SMITHWATERMAN");
-        }
-        v = v == null || v.isBlank() ? "gkl" : v.strip().toLowerCase(Locale.ROOT);
-        if (!v.equals("gkl") && !v.equals("server")) {
-            LOG.warning("warpdp.smithwaterman=" + v + " is neither gkl nor server; using gkl");
-        }
-        return v.equals("server");
+        return GklFallback.gklOr("warpdp.smithwaterman", "WARPDP_SMITHWATERMAN", "server").equals("server");
     }
 
     /** Connects to the server and checks its health; false, with a warning logged, when it does not serve. */
