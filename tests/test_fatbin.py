@@ -19,7 +19,7 @@ from warpdp.kernels import xdrop
 from warpdp.kernels.runtime import fatbin_build, module_cache, prebuilt
 from warpdp.kernels.runtime.module_cache import KERNEL_DIR, ModuleSpec
 
-SPECS = fatbin_build.default_specs()
+SPECS = prebuilt.default_specs()
 SPEC = xdrop.module_spec(xdrop.WIDE_CONFIGS)
 SIZES = {f"{spec.family}_struct_sizes": [dtype.itemsize for _, dtype in spec.structs] for spec in SPECS}
 
@@ -207,3 +207,16 @@ def test_a_copied_fatbin_folder_is_refused_once_its_source_changes(fake_cupy, mo
     (kernels / "xdrop.cu").write_text((kernels / "xdrop.cu").read_text() + "// edited\n")
     module_cache.load_module(SPEC, 0)
     assert [entry[0] for entry in module_calls(log)] == ["load", "compile"]
+
+
+def test_info_line_says_where_each_family_s_kernels_come_from(tmp_path, monkeypatch) -> None:
+    monkeypatch.delenv(prebuilt.NO_FATBIN_ENV, raising=False)
+    monkeypatch.setattr(prebuilt, "PREBUILT_DIR", tmp_path)
+    write_prebuilt(tmp_path, SPEC)
+    missing = [f"NVRTC at first use for {family} (no prebuilt {family}.json (the package was built without nvcc))"
+               for family in ("pairhmm", "seedext", "align", "edit")]
+    assert prebuilt.summary() == ("GPU kernels: prebuilt fatbin (sm_80, sm_90, sm_100, compute_100) for xdrop; "
+                                  + "; ".join(missing))
+    monkeypatch.setenv(prebuilt.NO_FATBIN_ENV, "1")
+    assert prebuilt.summary() == ("GPU kernels: NVRTC at first use for pairhmm, xdrop, seedext, align, edit "
+                                  "(WARPDP_NO_FATBIN is set)")

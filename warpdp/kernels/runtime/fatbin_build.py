@@ -2,8 +2,8 @@
 
     python -m warpdp.kernels.runtime.fatbin_build --out DIR [--reuse DIR] [--jobs N]
 
-For each launcher's module spec (:func:`default_specs`, the one list of the kernels each launcher
-gets) it compiles ``<family>.cu`` with the spec's options for every target of
+For each launcher's module spec (:func:`prebuilt.default_specs`, the one list of the kernels each
+launcher gets) it compiles ``<family>.cu`` with the spec's options for every target of
 :data:`prebuilt.TARGETS`, instantiating exactly the spec's name expressions, and writes
 ``<family>.fatbin`` and ``<family>.json`` (see :mod:`.prebuilt`). The mangled name of each
 kernel is read from the fatbin's ELF symbols and matched to its name expression through
@@ -34,18 +34,11 @@ from pathlib import Path
 from . import prebuilt
 from .module_cache import ModuleSpec
 
-__all__ = ["default_specs", "find_nvcc", "nvcc_command", "build_family", "fatbin_entries", "elf_functions",
+__all__ = ["find_nvcc", "nvcc_command", "build_family", "fatbin_entries", "elf_functions",
            "ptx_entries", "FatbinEntry", "main"]
 
 _FATBIN_MAGIC = 0xBA55ED50
 _KIND_PTX, _KIND_ELF = 1, 2
-
-
-def default_specs() -> list[ModuleSpec]:
-    """Every family's module spec as its launcher uses it by default (no tuning overrides)."""
-    from .. import align, edit, pairhmm, seedext, xdrop
-
-    return [pairhmm.MODULE, xdrop.module_spec(xdrop.WIDE_CONFIGS), seedext.MODULE, align.MODULE, edit.MODULE]
 
 
 def find_nvcc() -> tuple[str, list[str]] | None:
@@ -230,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
         done = pool.map(lambda spec: (spec.family, build_family(spec, args.out, nvcc, include, version, args.reuse)),
-                        default_specs())
+                        prebuilt.default_specs())
         for family, what in done:
             print(f"fatbin: {family}: {what}")
     print(f"fatbin: {', '.join(prebuilt.TARGETS)} with nvcc {version} in {args.out} "

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .module_cache import ModuleSpec
 
 __all__ = ["PREBUILT_DIR", "NO_FATBIN_ENV", "TARGETS", "MANIFEST_FORMAT", "Prebuilt", "PrebuiltModule",
-           "find_prebuilt", "source_digest", "log_once"]
+           "default_specs", "find_prebuilt", "summary", "source_digest", "log_once"]
 
 PREBUILT_DIR = Path(__file__).resolve().parent.parent / "fatbin"  # warpdp/kernels/fatbin
 NO_FATBIN_ENV = "WARPDP_NO_FATBIN"  # set (not "0"): always compile with NVRTC
@@ -46,6 +46,29 @@ def log_once(message: str) -> None:
             return
         _logged.add(message)
     _log.debug(message)
+
+
+def default_specs() -> list[ModuleSpec]:
+    """Every family's module spec as its launcher uses it by default (no tuning overrides from
+    the environment): the kernels the fatbins are built with."""
+    from .. import align, edit, pairhmm, seedext, xdrop
+
+    return [pairhmm.MODULE, xdrop.module_spec(xdrop.WIDE_CONFIGS), seedext.MODULE, align.MODULE, edit.MODULE]
+
+
+def summary() -> str:
+    """One line for `warpdp info`: which families' kernels load from a fatbin, which compile."""
+    prebuilt: list[str] = []
+    compiled: dict[str, list[str]] = {}  # why -> families
+    for spec in default_specs():
+        found = find_prebuilt(spec, spec.source_path.read_text())
+        if isinstance(found, str):
+            compiled.setdefault(found, []).append(spec.family)
+        else:
+            prebuilt.append(spec.family)
+    parts = [f"prebuilt fatbin ({', '.join(TARGETS)}) for {', '.join(prebuilt)}"] if prebuilt else []
+    parts += [f"NVRTC at first use for {', '.join(families)} ({why})" for why, families in compiled.items()]
+    return "GPU kernels: " + "; ".join(parts)
 
 
 def source_digest(source: str) -> str:
