@@ -3,8 +3,9 @@
 A module is loaded from the family's fatbin, compiled ahead of time with the package, when that
 fatbin matches (:mod:`.prebuilt`); otherwise, or when the card cannot load it, it is compiled at
 run time by NVRTC through CuPy (which keeps its own disk cache of the compiled code). Which way
-each module came is kept for diagnostics (:func:`routes`). Every family's source defines ``extern "C" __global__ void
-<family>_struct_sizes(unsigned long long *out)``, writing the ``sizeof`` of each launch struct
+each module came is kept for diagnostics (:func:`routes`). Every family's source defines
+``extern "C" __global__ void <family>_struct_sizes(unsigned long long *out)``, writing the
+``sizeof`` of each launch struct
 in the order the launcher's dtypes are listed; a module is checked against them when it loads.
 """
 from __future__ import annotations
