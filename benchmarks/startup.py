@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's warpdp, not an installed one
 
 from bench_common import commit, cpu_name  # noqa: E402
 
@@ -167,11 +168,14 @@ def run_first_call(family: str, fatbin: bool, cache_dir: str) -> dict[str, Any]:
     return {**json.loads(run.stdout.strip().splitlines()[-1]), "process_s": time.perf_counter() - start}
 
 
-def gpu_table(families: list[str], repeats: int) -> None:
+def gpu_table(families: list[str], repeats: int) -> int:
+    from warpdp.kernels.runtime import fatbin_build
     from warpdp.plugin.backend import gpu_status
 
-    from warpdp.kernels.runtime import fatbin_build
-
+    ok, why = gpu_status(families[0])
+    if not ok:
+        print(f"startup.py --gpu: no usable GPU: {why}", file=sys.stderr)
+        return 1
     import cupy
 
     props = cupy.cuda.runtime.getDeviceProperties(0)
@@ -202,6 +206,7 @@ def gpu_table(families: list[str], repeats: int) -> None:
                       f"{statistics.median(r['process_s'] for r in rows):.2f} | {'/'.join(routes)} | "
                       f"{max(r['nvrtc_modules'] for r in rows)} | {'yes' if len(digests) == 1 else 'NO'} |",
                       flush=True)
+    return 0
 
 
 def main() -> None:
@@ -216,8 +221,7 @@ def main() -> None:
         print(json.dumps(first_gpu_call(args.first_gpu_call)))
         return
     if args.gpu:
-        gpu_table(args.families.split(","), args.gpu_repeats)
-        return
+        sys.exit(gpu_table(args.families.split(","), args.gpu_repeats))
     print(f"CPU: {cpu_name()}; commit {commit()}; Python {sys.version.split()[0]}; target < {TARGET_S} s\n")
     print("| command | median s | best s | heavy modules imported |")
     print("|---|---|---|---|")
