@@ -33,9 +33,10 @@ def test_every_kernel_source_has_its_launchers_spec() -> None:
 @pytest.fixture(scope="module")
 def built() -> Path:
     """The in-place build's fatbins (nvcc found: setup.py must have built them)."""
-    if fatbin_build.find_nvcc() is None:
-        pytest.skip("nvcc not found, so the package was built without fatbins (scripts/check_cuda_sources.sh "
-                    "says how to install it)")
+    missing = fatbin_build.missing_tool()
+    if missing:
+        pytest.skip(f"{missing} not found, so the package was built without fatbins (scripts/check_cuda_sources.sh "
+                    "says how to install nvcc)")
     for spec in SPECS:
         found = prebuilt.find_prebuilt(spec, spec.source_path.read_text())
         assert not isinstance(found, str), f"{spec.family}: {found} (run python3 setup.py build_ext --inplace)"

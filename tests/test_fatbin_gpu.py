@@ -33,8 +33,9 @@ def first_call(family: str, fatbin: bool) -> dict:
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_first_call_loads_the_fatbin_without_nvrtc_and_matches_nvrtc(family: str) -> None:
-    if fatbin_build.find_nvcc() is None:
-        pytest.skip("nvcc not found, so the package was built without fatbins (NVRTC is the designed route)")
+    missing = fatbin_build.missing_tool()
+    if missing:
+        pytest.skip(f"{missing} not found, so the package was built without fatbins (NVRTC is the designed route)")
     spec = next(s for s in prebuilt.default_specs() if s.family == family)
     found = prebuilt.find_prebuilt(spec, spec.source_path.read_text())
     assert not isinstance(found, str), f"{found} (run python3 setup.py build_ext --inplace)"

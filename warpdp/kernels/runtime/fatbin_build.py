@@ -34,7 +34,7 @@ from pathlib import Path
 from . import prebuilt
 from .module_cache import ModuleSpec
 
-__all__ = ["find_nvcc", "nvcc_command", "build_family", "fatbin_entries", "elf_functions",
+__all__ = ["find_nvcc", "missing_tool", "nvcc_command", "build_family", "fatbin_entries", "elf_functions",
            "ptx_entries", "FatbinEntry", "main"]
 
 _FATBIN_MAGIC = 0xBA55ED50
@@ -53,6 +53,13 @@ def find_nvcc() -> tuple[str, list[str]] | None:
         if (pip_cuda / "bin" / "nvcc").exists():
             return str(pip_cuda / "bin" / "nvcc"), ["-I", str(pip_cuda / "include")]
     return None
+
+
+def missing_tool() -> str | None:
+    """The tool the build lacks ("nvcc" or "c++filt"), or None when it can build fatbins."""
+    if find_nvcc() is None:
+        return "nvcc"
+    return None if shutil.which("c++filt") else "c++filt"
 
 
 def nvcc_version(nvcc: str) -> str:
@@ -211,13 +218,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=int(os.environ.get("WARPDP_FATBIN_JOBS", "0")) or
                         min(4, os.cpu_count() or 1), help="families compiled at once (WARPDP_FATBIN_JOBS)")
     args = parser.parse_args(argv)
-    found = find_nvcc()
-    if found is None or shutil.which("c++filt") is None:
-        missing = "nvcc" if found is None else "c++filt"
+    missing = missing_tool()
+    if missing:
         print(f"fatbin: {missing} not found: building without fatbins (kernels compile with NVRTC at run "
-              "time; pip install nvidia-cuda-nvcc nvidia-cuda-runtime nvidia-cuda-cccl to build them)")
+              "time; pip install nvidia-cuda-nvcc nvidia-cuda-runtime nvidia-cuda-cccl, and binutils for "
+              "c++filt, to build them)")
         return 0
-    nvcc, include = found
+    nvcc, include = find_nvcc()
     version = nvcc_version(nvcc)
     args.out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
