@@ -221,3 +221,16 @@ def test_info_line_says_where_each_family_s_kernels_come_from(tmp_path, monkeypa
     monkeypatch.setenv(prebuilt.NO_FATBIN_ENV, "1")
     assert prebuilt.summary() == ("GPU kernels: NVRTC at first use for pairhmm, xdrop, seedext, align, edit "
                                   "(WARPDP_NO_FATBIN is set)")
+
+
+def test_server_info_says_where_a_gpu_family_s_kernels_came_from(fake_cupy) -> None:
+    pytest.importorskip("grpc", reason="the server extra (pip install 'warpdp[server]')")
+    from warpdp.grpc._algorithms import PAIRHMM, XDROP
+    from warpdp.grpc._kernel import AlgorithmKernel
+
+    install, folder = fake_cupy
+    install(fatbin_loads=True)
+    write_prebuilt(folder, SPEC)
+    module_cache.load_module(SPEC, 0)  # as the server's warm-up does
+    assert AlgorithmKernel(XDROP, "gpu", 1).detail(2) == "GPU, 2 worker(s), kernels: fatbin"
+    assert AlgorithmKernel(PAIRHMM, "gpu", 1).detail(2, devices=2) == "GPU x 2, 2 worker(s) per GPU"  # none loaded
