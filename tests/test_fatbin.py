@@ -234,3 +234,19 @@ def test_server_info_says_where_a_gpu_family_s_kernels_came_from(fake_cupy) -> N
     module_cache.load_module(SPEC, 0)  # as the server's warm-up does
     assert AlgorithmKernel(XDROP, "gpu", 1).detail(2) == "GPU, 2 worker(s), kernels: fatbin"
     assert AlgorithmKernel(PAIRHMM, "gpu", 1).detail(2, devices=2) == "GPU x 2, 2 worker(s) per GPU"  # none loaded
+
+
+def test_a_failed_compile_leaves_that_family_to_nvrtc_without_failing_the_build(tmp_path, monkeypatch, capsys) -> None:
+    if fatbin_build.missing_tool() == "c++filt":
+        pytest.skip("c++filt not found")
+    fake_nvcc = tmp_path / "nvcc"
+    fake_nvcc.write_text("#!/bin/sh\n[ \"$1\" = --version ] && echo 'Cuda compilation tools, V0.0.1' && exit 0\n"
+                         "echo 'nvcc: unsupported host compiler' >&2\nexit 1\n")
+    fake_nvcc.chmod(0o755)
+    monkeypatch.setenv("NVCC", str(fake_nvcc))
+    out = write_prebuilt(tmp_path / "out", SPEC)  # an old build, to be removed
+    assert fatbin_build.main(["--out", str(out), "--jobs", "1"]) == 0
+    said = capsys.readouterr().out
+    for spec in SPECS:
+        assert f"fatbin: {spec.family}: NOT BUILT (NVRTC at run time): nvcc failed on {spec.family}.cu" in said
+    assert "unsupported host compiler" in said and not list(out.iterdir())

@@ -211,6 +211,19 @@ def build_family(spec: ModuleSpec, out: Path, nvcc: str, include: list[str], ver
     return f"compiled in {time.perf_counter() - start:.1f} s"
 
 
+def _build_or_explain(spec: ModuleSpec, out: Path, nvcc: str, include: list[str], version: str,
+                      reuse: Path | None) -> str:
+    """build_family, or why not: a failed compile (an nvcc that rejects this host compiler, say)
+    leaves that family to NVRTC instead of failing the package build. Its old files are removed;
+    tests/test_fatbin.py fails where nvcc is found and a fatbin is missing, so CI still sees it."""
+    try:
+        return build_family(spec, out, nvcc, include, version, reuse)
+    except (RuntimeError, OSError, subprocess.CalledProcessError) as error:
+        for suffix in (".json", ".fatbin"):
+            (out / f"{spec.family}{suffix}").unlink(missing_ok=True)
+        return f"NOT BUILT (NVRTC at run time): {error}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Build the families' fatbins with nvcc.")
     parser.add_argument("--out", type=Path, default=prebuilt.PREBUILT_DIR, help="where to write them")
@@ -229,7 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        done = pool.map(lambda spec: (spec.family, build_family(spec, args.out, nvcc, include, version, args.reuse)),
+        done = pool.map(lambda spec: (spec.family, _build_or_explain(spec, args.out, nvcc, include, version,
+                                                                     args.reuse)),
                         prebuilt.default_specs())
         for family, what in done:
             print(f"fatbin: {family}: {what}")
