@@ -53,6 +53,8 @@ def test_each_fatbin_holds_every_kernel_its_launcher_gets_for_every_target(built
         found = (fatbin_build.elf_functions(entry.payload) if entry.kind == "elf"
                  else fatbin_build.ptx_entries(entry.payload))
         assert wanted <= found, f"{entry.kind} sm_{entry.arch} lacks {sorted(wanted - found)}"
+        if entry.kind == "ptx":  # its entries are the kernels alone: exactly those the launcher gets
+            assert found == wanted, f"kernels no launcher gets: {sorted(found - wanted)}"
     # C++ kernels by their mangled names (what NVRTC's name expressions lower to), extern "C"
     # ones by their bare names.
     for name, symbol in manifest["kernels"].items():
