@@ -26,7 +26,7 @@ from contextvars import ContextVar
 from typing import Any, Generic, TypeVar
 
 __all__ = ["CHUNKS_PER_DEVICE", "SharedChunks", "check_device_list", "chunk_limit", "current_device", "device_count",
-           "plan_spread", "resolve_devices", "spread", "use_devices"]
+           "in_order", "plan_spread", "resolve_devices", "spread", "use_devices"]
 
 # A job spread over several devices is cut into at least this many chunks per device (when it
 # is large enough), so that the devices finish about together: the last chunk each takes is
@@ -38,6 +38,7 @@ MIN_CHUNK_SHARE = 16
 
 C = TypeVar("C")  # a chunk
 T = TypeVar("T")  # what a device's run returns
+R = TypeVar("R")  # a chunk's result
 
 
 def device_count() -> int:
@@ -189,3 +190,10 @@ def spread(device_ids: Sequence[int], chunks: Iterable[C], run_device: Callable[
     if errors:
         raise errors[0]
     return [future.result() for future in futures]
+
+
+def in_order(per_device: Iterable[Iterable[tuple[int, R]]]) -> list[R]:
+    """The chunk results each device's run returned, as (the chunk's first item, result), merged
+    into input order: for results a launcher cannot write into place (ragged ones, CIGARs)."""
+    return [result for _, result in sorted((item for results in per_device for item in results),
+                                           key=lambda item: item[0])]
