@@ -19,6 +19,7 @@ from warpdp.kernels import pairhmm, seedext, xdrop
 from warpdp.kernels.runtime import cuda_calls, devices
 from warpdp.kernels.runtime.runner import ChunkRunner, Runners
 from warpdp.plugin.align import COLUMNS, AlignPairs, AlignParams, AlignResults, align
+from warpdp.plugin.core.backend import check_devices
 from warpdp.plugin.edit import EditParams, edit, pack_edit_pairs
 from warpdp.plugin.seedext import SeedExtParams, pack_seed_pairs
 from warpdp.plugin.xdrop import XdropResults, pack_xdrop_pairs
@@ -49,21 +50,27 @@ def test_resolve_devices_defaults_and_validation(fake: tuple[int, list[tuple]]) 
     n, _ = fake
     assert devices.resolve_devices(None) == list(range(n))
     assert devices.resolve_devices([n - 1, 0]) == [n - 1, 0]
-    assert devices.resolve_devices(np.array([1])) == [1]
     with pytest.raises(ValueError, match=f"no GPU {n} here"):
         devices.resolve_devices([0, n])
-    with pytest.raises(ValueError, match="-1 is not a GPU id"):
-        devices.resolve_devices([-1])
-    with pytest.raises(ValueError, match="at least one GPU"):
-        devices.resolve_devices([])
-    with pytest.raises(TypeError, match="devices must hold ints"):
-        devices.resolve_devices([0.0])
-    with pytest.raises(TypeError, match="devices must be a list"):
-        devices.resolve_devices("0")
     with devices.use_devices([1]):  # the server's placement: the default of this thread's calls
         assert devices.resolve_devices(None) == [1]
         assert devices.resolve_devices([0]) == [0]
     assert devices.resolve_devices(None) == list(range(n))
+
+
+def test_check_devices_names_what_is_wrong() -> None:
+    assert check_devices(None) is None
+    assert check_devices(np.array([1, 0])) == [1, 0]
+    with pytest.raises(ValueError, match="-1 is not a GPU id"):
+        check_devices([-1])
+    with pytest.raises(ValueError, match="at least one GPU"):
+        check_devices([])
+    with pytest.raises(TypeError, match="devices must hold ints"):
+        check_devices([0.0])
+    with pytest.raises(TypeError, match="devices must hold ints"):
+        check_devices([True])
+    with pytest.raises(TypeError, match="devices must be a list"):
+        check_devices("0")
 
 
 def test_chunk_limit_gives_each_device_several_chunks() -> None:
