@@ -226,11 +226,11 @@ def edit(
     """Edit distance of every pair (see the module doc); ``params`` or its fields as keywords
     (``edit(pairs, mode="hw", task="path")``). ``pairs`` is :class:`EditPairs` or an iterable of
     ``(query, target)``. ``cpu_isa``: "scalar" (this family's only CPU variant so far). ``out``
-    is reserved (results are ragged, so they are always allocated here). ``devices`` lists the
-    GPUs to spread the pairs over (default: every GPU this process sees; the CPU backend ignores
-    it). ``cancelled`` is checked between GPU chunks (see warpdp.plugin.cancel). The GPU backend
+    is reserved (results are ragged, so they are always allocated here). ``cancelled`` is
+    checked between GPU chunks (see warpdp.plugin.cancel). The GPU backend
     (warpdp/kernels/edit.py) gives the CPU's answers exactly; exact pairs too large for one GPU
-    thread run on the CPU backend (logged)."""
+    thread run on the CPU backend (logged). ``devices`` lists the GPUs to spread the pairs over
+    (default: every GPU this process sees; the CPU backend ignores it)."""
     params = EditParams.from_kwargs(params, **keywords)
     if isinstance(pairs, EditPairs):
         pairs.validate()
