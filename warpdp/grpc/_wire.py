@@ -1,0 +1,200 @@
+"""The large `bytes` fields of warpdp.v1 messages in protobuf's wire format, written straight
+from numpy arrays and read as views of the received bytes.
+
+Building a message object from arrays, serializing it, parsing it and reading its fields copies
+each array up to five times (an array's tobytes(), the message's own copy, a nested message's
+copy into its parent, the serialized bytes; on the other side the parsed message and each field
+read). Here an array is copied once on the way out, into the serialized message, and read where
+it lies on the way in (BENCHMARKS.md, "gRPC message path: copies"). The small fields (parameters,
+counts, CallStats, a SharedFile) still go through the protobuf library: a message's fields may
+come in any order, so its serialization followed by the encoded arrays is one valid message.
+
+Reading takes only what protobuf's own parser would read the same way (each array field at
+most once, with its wire type, inside the message); anything else (a field repeated, an unknown
+field among the arrays, a malformed varint, a truncated field) is parsed by the protobuf library
+as before, with the same result or error.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from types import SimpleNamespace
+from typing import Any, NamedTuple
+
+import numpy as np
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import DecodeError
+
+_LENGTH_DELIMITED = 2
+_MAX_TAG = 0xFFFFFFFF  # protobuf's tags are 32-bit
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _header(number: int, length: int) -> bytes:
+    """The tag and length of a length-delimited field."""
+    return _varint(number << 3 | _LENGTH_DELIMITED) + _varint(length)
+
+
+def _field_pieces(fields: Iterable[tuple[int, np.ndarray]]) -> tuple[list[Any], int]:
+    """Headers and data of `bytes` fields (field number, C-contiguous array), empty ones left out
+    as proto3 leaves them out, and their total size in bytes."""
+    pieces: list[Any] = []
+    size = 0
+    for number, array in fields:
+        data = memoryview(array).cast("B")
+        if len(data):
+            header = _header(number, len(data))
+            pieces += (header, data)
+            size += len(header) + len(data)
+    return pieces, size
+
+
+def encode(message: Any, arrays: dict[str, np.ndarray]) -> bytes:
+    """The serialized message with these `bytes` fields (name -> C-contiguous array) set too."""
+    fields = type(message).DESCRIPTOR.fields_by_name
+    pieces, _ = _field_pieces((fields[name].number, array) for name, array in arrays.items())
+    return b"".join([message.SerializeToString(), *pieces])
+
+
+def encode_nested(message: Any, field: str, arrays: dict[str, np.ndarray]) -> bytes:
+    """The serialized message whose message field `field` holds exactly these `bytes` fields
+    (name -> C-contiguous array); the field is set (present) even when they are all empty."""
+    descriptor = type(message).DESCRIPTOR.fields_by_name[field]
+    nested = descriptor.message_type.fields_by_name
+    pieces, size = _field_pieces((nested[name].number, array) for name, array in arrays.items())
+    return b"".join([message.SerializeToString(), _header(descriptor.number, size), *pieces])
+
+
+def serialize(message: Any) -> bytes:
+    """A serializer for gRPC: bytes from :func:`encode` as they are, a message serialized."""
+    return message if type(message) is bytes else message.SerializeToString()
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+def _read_varint(data: bytes, at: int, end: int) -> tuple[int, int] | None:
+    value = shift = 0
+    while at < end and shift < 70:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, at
+        shift += 7
+    return None
+
+
+class _Record(NamedTuple):
+    number: int
+    wire_type: int
+    start: int   # of the tag
+    value: int   # of the value (after a length-delimited field's length)
+    end: int
+
+
+def _records(data: bytes, start: int, end: int) -> list[_Record] | None:
+    """The fields of data[start:end] (None unless they are well formed, without groups)."""
+    records = []
+    at = start
+    while at < end:
+        tag = _read_varint(data, at, end)
+        if tag is None or tag[0] > _MAX_TAG or tag[0] >> 3 == 0:
+            return None
+        (tag_value, value) = tag
+        wire_type = tag_value & 7
+        if wire_type == 0:
+            read = _read_varint(data, value, end)
+            if read is None:
+                return None
+            after = read[1]
+        elif wire_type == 1 or wire_type == 5:
+            after = value + (8 if wire_type == 1 else 4)
+        elif wire_type == _LENGTH_DELIMITED:
+            read = _read_varint(data, value, end)
+            if read is None:
+                return None
+            length, value = read
+            after = value + length
+        else:  # groups, or no wire type at all
+            return None
+        if after > end:
+            return None
+        records.append(_Record(tag_value >> 3, wire_type, at, value, after))
+        at = after
+    return records
+
+
+class ArrayFields:
+    """How a message type's `bytes` fields are read as views: those of the message itself
+    (``nested`` None) or of its message field ``nested``. ``aligned``: fields that must be
+    8-byte aligned (int64 values): copied when the message has them elsewhere, since an
+    unaligned view would reach the kernels; the others (bases, qualities) are used where they lie."""
+
+    def __init__(self, message_type: type, nested: str | None, aligned: Sequence[str]) -> None:
+        self.message_type = message_type
+        descriptor = message_type.DESCRIPTOR
+        self.nested_number: int | None = None
+        if nested is not None:
+            field = descriptor.fields_by_name[nested]
+            self.nested_number = field.number if field.containing_oneof is None else None
+            descriptor = field.message_type
+        self.by_number = {field.number: field.name for field in descriptor.fields
+                          if field.type == FieldDescriptor.TYPE_BYTES and field.containing_oneof is None}
+        self.names = [field.name for field in descriptor.fields]
+        self.usable = nested is None or (self.nested_number is not None
+                                         and len(self.by_number) == len(descriptor.fields))
+        self.aligned = frozenset(aligned)
+
+    def parse(self, data: bytes) -> tuple[Any, SimpleNamespace | None]:
+        """The message of data, and its array fields as read-only uint8 arrays by name (None:
+        they are in the message, which the protobuf library parsed whole)."""
+        split = self._split(data) if self.usable else None
+        if split is not None:
+            rest, arrays = split
+            try:
+                return self.message_type.FromString(rest), arrays
+            except DecodeError:  # the other fields are malformed: parsing it whole says how
+                pass
+        return self.message_type.FromString(data), None
+
+    def _split(self, data: bytes) -> tuple[bytes, SimpleNamespace] | None:
+        """data without its array fields, and those fields; None when they cannot be taken out
+        as protobuf would read them."""
+        records = _records(data, 0, len(data))
+        if records is None:
+            return None
+        if self.nested_number is None:
+            taken = [r for r in records if r.number in self.by_number]
+            rest = [r for r in records if r.number not in self.by_number]
+        else:
+            outer = [r for r in records if r.number == self.nested_number]
+            if len(outer) != 1 or outer[0].wire_type != _LENGTH_DELIMITED:
+                return None
+            taken = _records(data, outer[0].value, outer[0].end)
+            if taken is None or any(r.number not in self.by_number for r in taken):
+                return None
+            rest = [r for r in records if r.number != self.nested_number]
+        numbers = [r.number for r in taken]
+        if len(set(numbers)) != len(numbers) or any(r.wire_type != _LENGTH_DELIMITED for r in taken):
+            return None
+        arrays = {name: _EMPTY for name in (self.names if self.nested_number is not None else
+                                             self.by_number.values())}
+        for record in taken:
+            name = self.by_number[record.number]
+            view = np.frombuffer(data, dtype=np.uint8, count=record.end - record.value, offset=record.value)
+            if name in self.aligned and view.ctypes.data % 8:
+                view = view.copy()
+            arrays[name] = view
+        return b"".join(data[r.start:r.end] for r in rest), SimpleNamespace(**arrays)
+
+
+_EMPTY = np.zeros(0, dtype=np.uint8)
+_EMPTY.flags.writeable = False
