@@ -3,7 +3,6 @@ it writes parses to the messages the library builds, and what it reads out of an
 formed or not, is what the library parses from them (no server)."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from google.protobuf.message import DecodeError
 from hypothesis import given, settings
@@ -11,14 +10,13 @@ from hypothesis import strategies as st
 
 from warpdp import registry
 from warpdp.grpc import _calls, _wire, warpdp_pb2
+from warpdp.grpc._algorithms import XdropKey
 from warpdp.grpc._calls import _CorruptRequest
 from warpdp.plugin.align import AlignPairs, AlignParams
 from warpdp.plugin.edit import EditParams, pack_edit_pairs
 from warpdp.plugin.pairhmm import PairHmmRead, pack_batches
 from warpdp.plugin.seedext import SeedExtParams, pack_seed_pairs
 from warpdp.plugin.xdrop import pack_xdrop_pairs
-
-from warpdp.grpc._algorithms import XdropKey
 
 
 def _jobs() -> dict:
