@@ -133,29 +133,25 @@ def _records(data: bytes, start: int, end: int) -> list[_Record] | None:
 
 
 class ArrayFields:
-    """How a message type's `bytes` fields are read as views: those of the message itself
-    (``nested`` None) or of its message field ``nested``. ``aligned``: fields that must be
-    8-byte aligned (int64 values): copied when the message has them elsewhere, since an
-    unaligned view would reach the kernels; the others (bases, qualities) are used where they lie."""
+    """How a request's packed input (its message field ``nested``, whose fields are all `bytes`)
+    is read as views of the received bytes. ``aligned``: fields that hold int64 values, copied
+    when the message has them at an address that is not 8-byte aligned, since an unaligned view
+    would reach the kernels; the others (bases, qualities) are used where they lie."""
 
-    def __init__(self, message_type: type, nested: str | None, aligned: Sequence[str]) -> None:
+    def __init__(self, message_type: type, nested: str, aligned: Sequence[str]) -> None:
         self.message_type = message_type
-        descriptor = message_type.DESCRIPTOR
-        self.nested_number: int | None = None
-        if nested is not None:
-            field = descriptor.fields_by_name[nested]
-            self.nested_number = field.number if field.containing_oneof is None else None
-            descriptor = field.message_type
-        self.by_number = {field.number: field.name for field in descriptor.fields
-                          if field.type == FieldDescriptor.TYPE_BYTES and field.containing_oneof is None}
-        self.names = [field.name for field in descriptor.fields]
-        self.usable = nested is None or (self.nested_number is not None
-                                         and len(self.by_number) == len(descriptor.fields))
+        field = message_type.DESCRIPTOR.fields_by_name[nested]
+        self.nested_number = field.number
+        self.by_number = {f.number: f.name for f in field.message_type.fields}
+        self.names = list(self.by_number.values())
+        # Otherwise the protobuf library reads every request (the field in a oneof, or not all bytes).
+        self.usable = field.containing_oneof is None and all(
+            f.type == FieldDescriptor.TYPE_BYTES for f in field.message_type.fields)
         self.aligned = frozenset(aligned)
 
     def parse(self, data: bytes) -> tuple[Any, SimpleNamespace | None]:
-        """The message of data, and its array fields as read-only uint8 arrays by name (None:
-        they are in the message, which the protobuf library parsed whole)."""
+        """The message of data, and its packed input's arrays as read-only uint8 arrays by
+        field name (None: they are in the message, which the protobuf library parsed whole)."""
         split = self._split(data) if self.usable else None
         if split is not None:
             rest, arrays = split
@@ -166,34 +162,29 @@ class ArrayFields:
         return self.message_type.FromString(data), None
 
     def _split(self, data: bytes) -> tuple[bytes, SimpleNamespace] | None:
-        """data without its array fields, and those fields; None when they cannot be taken out
-        as protobuf would read them."""
+        """data without its packed input, and that input's arrays; None unless the packed
+        input is there once, each of its fields at most once with its wire type (as protobuf
+        reads it then: nothing merged, nothing unknown kept)."""
         records = _records(data, 0, len(data))
         if records is None:
             return None
-        if self.nested_number is None:
-            taken = [r for r in records if r.number in self.by_number]
-            rest = [r for r in records if r.number not in self.by_number]
-        else:
-            outer = [r for r in records if r.number == self.nested_number]
-            if len(outer) != 1 or outer[0].wire_type != _LENGTH_DELIMITED:
-                return None
-            taken = _records(data, outer[0].value, outer[0].end)
-            if taken is None or any(r.number not in self.by_number for r in taken):
-                return None
-            rest = [r for r in records if r.number != self.nested_number]
-        numbers = [r.number for r in taken]
-        if len(set(numbers)) != len(numbers) or any(r.wire_type != _LENGTH_DELIMITED for r in taken):
+        outer = [r for r in records if r.number == self.nested_number]
+        if len(outer) != 1 or outer[0].wire_type != _LENGTH_DELIMITED:
             return None
-        arrays = {name: _EMPTY for name in (self.names if self.nested_number is not None else
-                                             self.by_number.values())}
-        for record in taken:
+        inner = _records(data, outer[0].value, outer[0].end)
+        if inner is None or any(r.number not in self.by_number or r.wire_type != _LENGTH_DELIMITED for r in inner):
+            return None
+        if len({r.number for r in inner}) != len(inner):
+            return None
+        arrays = dict.fromkeys(self.names, _EMPTY)
+        for record in inner:
             name = self.by_number[record.number]
             view = np.frombuffer(data, dtype=np.uint8, count=record.end - record.value, offset=record.value)
             if name in self.aligned and view.ctypes.data % 8:
                 view = view.copy()
             arrays[name] = view
-        return b"".join(data[r.start:r.end] for r in rest), SimpleNamespace(**arrays)
+        rest = b"".join(data[r.start:r.end] for r in records if r is not outer[0])
+        return rest, SimpleNamespace(**arrays)
 
 
 _EMPTY = np.zeros(0, dtype=np.uint8)
