@@ -158,4 +158,9 @@ def test_views_keep_the_received_bytes_and_are_read_only() -> None:
     bases = packed.read_bases
     assert not bases.flags.writeable
     assert bytes(bases) == payload.read_bases.tobytes()
-    assert bases.base is not None  # a view of the received bytes, not a copy
+    assert bases.base is data  # a view of the received bytes, not a copy
+    job = algorithm.decode(*algorithm.request_reader.parse(data))
+    # The job's bases still tell the GPU runner that they lie in Python's own memory (no
+    # page-locked query for them).
+    for name in ("read_bases", "read_quals", "read_ins", "read_del", "read_gcp", "hap_bases"):
+        assert getattr(job.payload, name).base is data, name
