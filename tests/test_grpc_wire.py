@@ -66,10 +66,13 @@ def test_encoded_reply_is_the_reply_message(family: str) -> None:
     payload, key = JOBS[family]
     rows = algorithm.run(payload, key, backend="cpu", threads=1)
     stats = warpdp_pb2.CallStats(backend="cpu", cells=12, queue_us=3)
-    for results in (rows, None):
-        encoded = algorithm.encoded_reply(results, payload.n_pairs, 5, stats)
-        assert isinstance(encoded, bytes)
-        assert algorithm.reply_type.FromString(encoded) == algorithm.reply(results, payload.n_pairs, 5, stats)
+    encoded = algorithm.encoded_reply(rows, payload.n_pairs, 5, stats)
+    assert isinstance(encoded, bytes)  # written straight from the result arrays
+    assert algorithm.reply_type.FromString(encoded) == algorithm.reply(rows, payload.n_pairs, 5, stats)
+    # Without results (none, or written into a shared file): the message with the counts alone.
+    empty = algorithm.encoded_reply(None, payload.n_pairs, 5, stats)
+    assert _wire.serialize(empty) == algorithm.reply_type(n_pairs=payload.n_pairs, chunk=5,
+                                                          stats=stats).SerializeToString()
 
 
 def _joined(algorithm, request, packed):

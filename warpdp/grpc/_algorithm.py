@@ -189,8 +189,8 @@ class Algorithm(ABC):
 
     def encoded_reply(self, rows: Any, n_pairs: int, chunk: int, stats: warpdp_pb2.CallStats) -> Any:
         """:meth:`reply`, serialized with each result array copied once (straight into the
-        bytes) where the family gives :meth:`reply_arrays`; else the message."""
-        arrays = {} if rows is None else self.reply_arrays(rows)
+        bytes) where the family gives :meth:`reply_arrays`; else (and without results) the message."""
+        arrays = None if rows is None else self.reply_arrays(rows)
         if arrays is None:
             return self.reply(rows, n_pairs, chunk, stats)
         return _wire.encode(self.reply_type(n_pairs=n_pairs, chunk=chunk, stats=stats), arrays)

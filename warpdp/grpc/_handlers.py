@@ -97,7 +97,7 @@ class WarpdpServicer:
             response_serializer=warpdp_pb2.ServerInfoReply.SerializeToString)}
         for kernel in self._kernels.values():
             algorithm = kernel.algorithm
-            # context.read() then gives (message, its size on the wire).
+            # context.read() then gives the message, its size on the wire and its arrays (_Received).
             read = _sized(algorithm.request_reader)
             write = _wire.serialize  # replies come encoded (bytes) or as messages
             unary, stream = self._methods(kernel)
