@@ -1,11 +1,11 @@
 """The large `bytes` fields of warpdp.v1 messages in protobuf's wire format, written straight
 from numpy arrays and read as views of the received bytes.
 
-Building a message object from arrays, serializing it, parsing it and reading its fields copies
-each array up to five times (an array's tobytes(), the message's own copy, a nested message's
-copy into its parent, the serialized bytes; on the other side the parsed message and each field
-read). Here an array is copied once on the way out, into the serialized message, and read where
-it lies on the way in (BENCHMARKS.md, "gRPC message path: copies"). The small fields (parameters,
+Building a message object from arrays and serializing it copies each array five times (its
+tobytes(), the message's copy, the parent message's copy of the nested one, which the protobuf
+library makes by serializing and parsing it, the serialized bytes); parsing it and reading its
+fields, twice more. Here an array is copied once on the way out, into the serialized message,
+and read where it lies on the way in (BENCHMARKS.md, "gRPC message path: copies"). The small fields (parameters,
 counts, CallStats, a SharedFile) still go through the protobuf library: a message's fields may
 come in any order, so its serialization followed by the encoded arrays is one valid message.
 
