@@ -30,12 +30,12 @@ logger = logging.getLogger("warpdp.grpc")
 # Python (built up, then copied once more) and the parsed message, plus one for slack: the
 # peak RSS a large request adds is measured in BENCHMARKS.md ("Memory budget").
 RECEIVE_COPIES = 5
-# Copies of an admitted request's message: the parsed message, the bytes fields decoding takes
-# out of it (each access to a bytes field copies it), the input of a coalesced submission, and
-# the transient copies decoding makes.
+# Copies of an admitted request's message: the received bytes, the arrays decoding takes out of
+# them, the input of a coalesced submission, and the transient copies decoding makes. (Since
+# _wire reads a message's arrays where they lie, decoding copies little: an upper bound, kept.)
 MESSAGE_COPIES = 4
 # Copies of a request's results: the backend's rows, the reply's arrays, the reply message and
-# its serialized bytes.
+# its serialized bytes (now the rows and the serialized bytes: an upper bound, kept).
 RESULT_COPIES = 4
 # Default budget: half the memory available when the server starts, at most this much.
 DEFAULT_BUDGET_CAP = 32 << 30
