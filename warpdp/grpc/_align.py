@@ -73,14 +73,12 @@ class AlignAlgorithm(PairsAlgorithm):
              cancelled: CancelCheck | None = None) -> AlignResults:
         return align(payload, key, backend=backend, threads=threads, cancelled=cancelled)
 
-    def reply(self, rows: AlignResults | None, n_pairs: int, chunk: int, stats: warpdp_pb2.CallStats) -> Any:
-        if rows is None:
-            return warpdp_pb2.AlignReply(n_pairs=n_pairs, chunk=chunk, stats=stats)
-        fields = {name: np.ascontiguousarray(rows.columns[name], dtype="<i8").tobytes() for name in COLUMNS}
+    def reply_arrays(self, rows: AlignResults) -> dict[str, np.ndarray]:
+        fields = {name: np.ascontiguousarray(rows.columns[name], dtype="<i8") for name in COLUMNS}
         if rows.has_cigar:
-            fields["cigar_ops"] = rows.cigar_ops.astype("<u4").tobytes()
-            fields["cigar_offsets"] = rows.cigar_offsets.astype("<i8").tobytes()
-        return warpdp_pb2.AlignReply(**fields, n_pairs=n_pairs, chunk=chunk, stats=stats)
+            fields["cigar_ops"] = np.ascontiguousarray(rows.cigar_ops, dtype="<u4")
+            fields["cigar_offsets"] = np.ascontiguousarray(rows.cigar_offsets, dtype="<i8")
+        return fields
 
     def result_arrays(self, rows: Any) -> list[np.ndarray]:
         raise AssertionError("ragged results never go into a shared file")

@@ -98,18 +98,16 @@ class EditAlgorithm(Algorithm):
     def slices(self, payload: EditPairs, key: Hashable, max_cells: Any) -> Iterator[EditPairs]:
         yield payload
 
-    def reply(self, rows: EditResults | None, n_pairs: int, chunk: int, stats: warpdp_pb2.CallStats) -> Any:
-        if rows is None:
-            return warpdp_pb2.EditReply(n_pairs=n_pairs, chunk=chunk, stats=stats)
-        fields: dict[str, bytes] = {name: rows.columns[name].astype("<i8").tobytes() for name in EditResults.COLUMNS}
+    def reply_arrays(self, rows: EditResults) -> dict[str, np.ndarray]:
+        fields = {name: np.ascontiguousarray(rows.columns[name], dtype="<i8") for name in EditResults.COLUMNS}
         if rows.has_cigar:
             assert rows.cigar_ops is not None and rows.cigar_offsets is not None
-            fields["cigar_ops"] = rows.cigar_ops.astype("<u4").tobytes()
-            fields["cigar_offsets"] = rows.cigar_offsets.astype("<i8").tobytes()
+            fields["cigar_ops"] = np.ascontiguousarray(rows.cigar_ops, dtype="<u4")
+            fields["cigar_offsets"] = np.ascontiguousarray(rows.cigar_offsets, dtype="<i8")
         if rows.locations is not None:
             for name, values in zip(("loc_begin", "loc_end", "loc_offsets"), rows.locations):
-                fields[name] = np.asarray(values).astype("<i8").tobytes()
-        return warpdp_pb2.EditReply(n_pairs=n_pairs, chunk=chunk, stats=stats, **fields)
+                fields[name] = np.ascontiguousarray(values, dtype="<i8")
+        return fields
 
     def result_arrays(self, rows: EditResults) -> list[np.ndarray]:
         raise AssertionError("ragged results never go into a shared file")

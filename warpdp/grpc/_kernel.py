@@ -82,9 +82,13 @@ class AlgorithmKernel:
 
     def warmup(self, devices: list[int] | None = None) -> None:
         # Loads the backend (for the GPU, on each of the devices: its prebuilt fatbin, else an
-        # NVRTC compile) before the first caller pays for it.
-        for payload, key in self.algorithm.warmup_jobs():
-            self.run(payload, key, devices=devices)
+        # NVRTC compile) before the first caller pays for it. One device at a time: a job as
+        # small as a warm-up job given several devices runs on the first alone
+        # (runtime.devices.plan_spread).
+        placements = [[device] for device in devices] if devices and self.backend != "cpu" else [None]
+        for placed in placements:
+            for payload, key in self.algorithm.warmup_jobs():
+                self.run(payload, key, devices=placed)
 
     def detail(self, workers: int, devices: int = 1) -> str:
         if self.backend == "cpu":

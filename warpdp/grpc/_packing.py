@@ -112,9 +112,10 @@ def _decode_pairhmm_fast(message: warpdp_pb2.PairHmmBatches) -> tuple[PairHmmBat
         n_pairs = int(np.dot(steps[:haps_at - 1], steps[haps_at:reads_at - 1]))
         read_ends, hap_ends = read_offsets[batch_reads], hap_offsets[batch_haps]
         n_cells = int(np.dot(read_ends[1:] - read_ends[:-1], hap_ends[1:] - hap_ends[:-1]))
-    # The byte fields are used where they lie (the message's bytes, or a shared file's buffer).
+    # The byte fields are used where they lie (the message's bytes, or a shared file's buffer);
+    # arrays as they are, so that their base stays the memory's owner (see kernels.pairhmm).
     read_bases, read_quals, read_ins, read_del, read_gcp, hap_bases = (
-        np.frombuffer(raw, dtype=np.uint8) for raw in raw_bases)
+        raw if isinstance(raw, np.ndarray) else np.frombuffer(raw, dtype=np.uint8) for raw in raw_bases)
     batches = PairHmmBatches(
         read_bases=read_bases, read_quals=read_quals, read_ins=read_ins, read_del=read_del, read_gcp=read_gcp,
         read_offsets=read_offsets, hap_bases=hap_bases, hap_offsets=hap_offsets, batch_reads=batch_reads,
