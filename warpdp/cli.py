@@ -188,6 +188,9 @@ def _run_info(args: argparse.Namespace) -> int:
     for family in registry.families():
         for line in family.info_lines():
             print(line)
+    from .kernels.runtime.prebuilt import summary
+
+    print(summary())
     return 0
 
 

@@ -1,6 +1,7 @@
 /* Edit distance on NVIDIA GPUs: the same answers as the CPU backend (cython_cpu/edit_body.h).
  *
- * Compiled at run time through CuPy (NVRTC); warpdp/kernels/edit.py plans the chunks and
+ * Compiled ahead of time into fatbin/ (runtime/fatbin_build.py), else at run time by NVRTC;
+ * warpdp/kernels/edit.py plans the chunks and
  * launches these kernels, a thread or a warp per alignment:
  *
  *   - windowed_kernel<D>: Scrooge's windowed GenASM (SENE, DENT, early termination). A thread
