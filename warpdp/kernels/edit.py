@@ -9,7 +9,8 @@ and calls :func:`edit`, which gives the CPU backend's answers exactly. This modu
 * windowed method: one launch per tier of ``windowed_kernel<D>`` (D = 8, 24, 64 edits per
   window); a chunk's pairs, longest query first, go to the first tier, and a pair one of whose
   windows needs more than D edits goes on to the next tier (an overflow list in device memory,
-  so the tiers follow each other on the stream without the host);
+  so the tiers follow each other on the stream without the host), which carries it on from the
+  window that needed more;
 * exact method: pairs sorted by length, longest first, in groups whose lengths are within a
   factor of two; one launch per group, ``exact_kernel`` (a thread per pair) or, when the group's
   longest query passes WARP_MIN_QUERY, ``exact_warp_kernel`` (a warp per pair), each thread's or
@@ -55,6 +56,7 @@ SCRATCH_BUDGET = 2 << 30          # bytes of scratch of one exact launch
 GPU_MAX_BLOCK_CELLS = 1 << 27     # ceil(m / 64) * n of a pair above this (x32 for a warp): the CPU backend
 MAX_SLOT_BYTES = 64 << 20         # one exact thread's scratch above this: the CPU backend
 OUT_COLUMNS = 5                   # distance, target_begin, target_end, n_locations, n_cigar
+RESUME_VALUES = 5                 # int64s of a windowed pair's resume record (edit.cu: RESUME)
 BAD_BASE = -2                     # the windowed kernel's distance of a pair with a byte not ACGT
 _CHUNK_PAIRS = 1 << 18
 _CHUNK_BASES = 48 << 20
@@ -69,10 +71,10 @@ def window_kernel_name(d: int) -> str:
 PARAMS = launch_struct([
     *((name, POINTER) for name in (
         "query", "target", "query_offsets", "target_offsets", "order", "count", "overflow", "overflow_count",
-        "symbols", "out", "loc_begin", "loc_end", "cigar", "words", "ints", "bytes")),
+        "symbols", "out", "loc_begin", "loc_end", "cigar", "words", "ints", "bytes", "resume")),
     ("k", np.int64), ("words_per_lane", np.int64), ("ints_per_slot", np.int64), ("bytes_per_slot", np.int64),
     *((name, np.int32) for name in (
-        "n_chunk", "slots", "alphabet", "mode", "task", "window", "overlap", "trace_rows"))])
+        "n_chunk", "slots", "alphabet", "mode", "task", "window", "overlap", "trace_rows", "resume_in"))])
 MODULE = ModuleSpec("edit", ("-std=c++17",),
                     tuple(window_kernel_name(d) for d in WINDOW_TIERS) + (EXACT_KERNEL, EXACT_WARP_KERNEL),
                     (("Params", PARAMS),))
@@ -136,6 +138,7 @@ class _Launch:
     bytes_per_slot: int = 0
     trace_rows: int = 0
     words_per_lane: int = 0
+    resume_in: int = 0  # windowed tiers after the first carry their pairs on from the resume records
 
 
 def _group_by_size(size: np.ndarray) -> list[tuple[int, int]]:
@@ -177,9 +180,10 @@ class ChunkPlan:
                 last = tier == len(WINDOW_TIERS) - 1
                 self.launches.append(_Launch(window_kernel_name(d), tier, slots // THREADS, slots,
                                              "order" if tier == 0 else f"list{tier}", 0, tier,
-                                             None if last else f"list{tier + 1}", rows * (d + 1), trace_rows=rows))
+                                             None if last else f"list{tier + 1}", rows * (d + 1), trace_rows=rows,
+                                             resume_in=int(tier > 0)))
             self.counts = np.array([self.n, 0, 0], np.int32)
-            lists = (("list1", 4 * self.n), ("list2", 4 * self.n))
+            lists = (("list1", 4 * self.n), ("list2", 4 * self.n), ("resume", 8 * RESUME_VALUES * self.n))
         else:
             queries = pairs.query_bases[self.q0:self.q1]
             present = np.bincount(queries, minlength=256) > 0
@@ -256,6 +260,7 @@ class ChunkPlan:
                 "loc_end": base + at["loc_end"] if self.want_locations else 0,
                 "cigar": base + at["cigar"] if self.want_cigar else 0,
                 "words": base + at["words"], "ints": base + at["ints"], "bytes": base + at["bytes"],
+                "resume": base + at["resume"] if "resume" in at else 0, "resume_in": launch.resume_in,
                 "k": p.k, "words_per_lane": launch.words_per_lane, "ints_per_slot": launch.ints_per_slot,
                 "bytes_per_slot": launch.bytes_per_slot,
                 "n_chunk": self.n, "slots": launch.slots, "alphabet": self.alphabet, "mode": _MODES.index(p.mode),
