@@ -43,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_common import commit, cpu_name  # noqa: E402
 from edit import read_pairs, seconds  # noqa: E402
 import warpdp  # noqa: E402
+from warpdp.kernels import edit as gpu_edit  # noqa: E402
 from warpdp.plugin.edit import EditPairs  # noqa: E402
 
 PAD = 256                       # text past each window that the windowed rows see (>= 4 W)
@@ -147,6 +148,87 @@ def edlib_rate(pairs: EditPairs, task: str) -> float:
     return len(items) / (time.process_time() - start)
 
 
+class Report:
+    """The table's rows, the notes and the ratios against the issue's targets, printed as they come."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, str, str, int, float]] = []
+        self.notes: list[str] = []
+
+    def row(self, *entry) -> None:
+        self.rows.append(entry)
+        print(*entry, flush=True)
+
+    def note(self, line: str) -> None:
+        self.notes.append(line)
+        print("-", line, flush=True)
+
+    def print(self) -> None:
+        from warpdp.kernels.runtime.device import device_info
+
+        print(f"\ncommit {commit()}; CPU {cpu_name()}; GPU {device_info()['name']}; PAD {PAD}")
+        print("| set | run | backend | pairs | alignments/s |\n|---|---|---|---:|---:|")
+        for name, label, backend, n, rate in self.rows:
+            print(f"| {name} | {label} | {backend} | {n} | {rate:,.0f} |")
+        for line in self.notes:
+            print(f"- {line}")
+
+
+def windowed_rows(report: Report, name: str, pairs: EditPairs, w: int, o: int, args: argparse.Namespace,
+                  rng: np.random.Generator) -> None:
+    """warpdp's windowed GPU rows (and chunk-size variants), the suboptimal rate against the
+    exact SHW distance, and Scrooge's rows and CIGAR comparison on the same files."""
+    padded = windowed_pairs(pairs, PAD)
+    n = len(padded)
+    label = f"windowed W{w}/O{o}, path"
+    fields = dict(method="windowed", mode="shw", window=w, overlap=o, task="path")
+    t = seconds(lambda: warpdp.edit(padded, backend="gpu", **fields), args.repeats)
+    windowed = warpdp.edit(padded, backend="gpu", **fields)
+    report.row(name, label, "warpdp GPU", n, n / t)
+    for chunk_bases in filter(None, args.chunk_bases.split(",")):
+        default, gpu_edit._CHUNK_BASES = gpu_edit._CHUNK_BASES, int(float(chunk_bases))
+        t_chunk = seconds(lambda: warpdp.edit(padded, backend="gpu", **fields), args.repeats)
+        report.row(name, label, f"warpdp GPU, chunks of {chunk_bases} bases", n, n / t_chunk)
+        gpu_edit._CHUNK_BASES = default
+    exact_shw = warpdp.edit(padded, backend="gpu", mode="shw", task="distance")
+    worse = windowed.distance > exact_shw.distance
+    report.note(f"{name}: windowed W{w}/O{o} distance above the exact SHW distance on {int(worse.sum())} of {n} "
+                f"pairs ({100 * worse.mean():.1f} %), total distance "
+                f"+{100 * (windowed.distance.sum() / max(1, exact_shw.distance.sum()) - 1):.1f} %")
+    if args.scrooge is None:
+        return
+    files = write_scrooge_inputs(pairs, args.workdir, name)
+    try:
+        found = run_scrooge(args.scrooge, w, files, n)
+    except (OSError, subprocess.CalledProcessError, AttributeError) as error:
+        report.note(f"{name}: Scrooge did not run: {error!r}")
+        return
+    report.row(name, label, "Scrooge GPU kernel (its tests)", n, found["kernel_rate_tests"])
+    report.row(name, label, "Scrooge GPU kernel (driver)", n, found["kernel_rate"])
+    report.row(name, label, "Scrooge GPU align_all end to end", n, found["end_to_end_rate"])
+    sample = np.sort(rng.choice(n, min(n, args.cigar_sample), replace=False))
+    report.note(f"{name}: {compare_with_scrooge(windowed, found, sample)}")
+    if "sanity" in found:
+        report.note(f"{name}: Scrooge's {found['sanity']}")
+    best = max(found["kernel_rate_tests"], found["kernel_rate"])
+    report.note(f"{name} windowed: warpdp {n / t:,.0f} / Scrooge kernel {best:,.0f} = {n / t / best:.2f}x "
+                f"(target >= 3x); against Scrooge's align_all end to end {n / t / found['end_to_end_rate']:.2f}x")
+
+
+def exact_rows(report: Report, name: str, pairs: EditPairs, args: argparse.Namespace) -> None:
+    """warpdp's exact NW GPU rows, and edlib's on a sample of the long set."""
+    exact = pairs.select(0, min(len(pairs), args.exact_long_pairs or len(pairs))) if name == "long" else pairs
+    for task in ("distance", "path"):
+        t = seconds(lambda: warpdp.edit(exact, backend="gpu", mode="nw", task=task), args.repeats)
+        report.row(name, f"exact NW, {task}", "warpdp GPU", len(exact), len(exact) / t)
+        if name == "long" and args.edlib_long > 0:
+            sample = pairs.select(0, min(len(pairs), args.edlib_long))
+            rate = edlib_rate(sample, task)
+            report.row(name, f"exact NW, {task}", "edlib 1 thread (CPU time)", len(sample), rate)
+            report.note(f"long exact NW {task}: warpdp {len(exact) / t:,.0f} / edlib {rate:,.0f} = "
+                        f"{len(exact) / t / rate:.0f}x (target >= 100x)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--long-pairs", type=int, default=10_000)
@@ -157,60 +239,21 @@ def main() -> int:
     parser.add_argument("--scrooge", type=Path, default=None)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/warpdp-edit-gpu"))
     parser.add_argument("--cigar-sample", type=int, default=20_000, help="pairs per set whose CIGARs are compared")
+    parser.add_argument("--chunk-bases", default="", help="comma-separated bases per chunk to time the windowed "
+                        "rows with as well (the launcher's _CHUNK_BASES; default: its own only)")
+    parser.add_argument("--sets", default="long,short")
     args = parser.parse_args()
     rng = np.random.default_rng(27)
-    sets = {"long": (read_pairs(args.long_pairs, (5000, 20000), (0.05, 0.15), (0.3, 0.35, 0.35), seed=1), 64, 33),
-            "short": (read_pairs(args.short_pairs, (100, 250), (0.01, 0.05), (0.8, 0.1, 0.1), seed=2), 32, 17)}
-    rows: list[tuple[str, str, str, int, float]] = []
-    notes: list[str] = []
-    ratios: list[str] = []
-
-    def row(*entry) -> None:
-        rows.append(entry)
-        print(*entry, flush=True)
-
-    for name, (pairs, w, o) in sets.items():
-        padded = windowed_pairs(pairs, PAD)
-        n = len(padded)
-        fields = dict(method="windowed", mode="shw", window=w, overlap=o, task="path")
-        t = seconds(lambda: warpdp.edit(padded, backend="gpu", **fields), args.repeats)
-        windowed = warpdp.edit(padded, backend="gpu", **fields)
-        row(name, f"windowed W{w}/O{o}, path", "warpdp GPU", n, n / t)
-        exact_shw = warpdp.edit(padded, backend="gpu", mode="shw", task="distance")
-        worse = windowed.distance > exact_shw.distance
-        notes.append(f"{name}: windowed W{w}/O{o} distance above the exact SHW distance on {int(worse.sum())} of {n} "
-                     f"pairs ({100 * worse.mean():.1f} %), total distance +"
-                     f"{100 * (windowed.distance.sum() / max(1, exact_shw.distance.sum()) - 1):.1f} %")
-        if args.scrooge is not None:
-            files = write_scrooge_inputs(pairs, args.workdir, name)
-            found = run_scrooge(args.scrooge, w, files, n)
-            row(name, f"windowed W{w}/O{o}, path", "Scrooge GPU kernel (its tests)", n, found["kernel_rate_tests"])
-            row(name, f"windowed W{w}/O{o}, path", "Scrooge GPU kernel (driver)", n, found["kernel_rate"])
-            row(name, f"windowed W{w}/O{o}, path", "Scrooge GPU align_all end to end", n, found["end_to_end_rate"])
-            sample = np.sort(rng.choice(n, min(n, args.cigar_sample), replace=False))
-            notes.append(f"{name}: {compare_with_scrooge(windowed, found, sample)}")
-            if "sanity" in found:
-                notes.append(f"{name}: Scrooge's {found['sanity']}")
-            best = max(found["kernel_rate_tests"], found["kernel_rate"])
-            ratios.append(f"{name} windowed: warpdp {n / t:,.0f} / Scrooge kernel {best:,.0f} = "
-                          f"{n / t / best:.2f}x (target >= 3x)")
-        for task in ("distance", "path"):
-            exact = pairs.select(0, min(len(pairs), args.exact_long_pairs or len(pairs))) if name == "long" else pairs
-            t = seconds(lambda: warpdp.edit(exact, backend="gpu", mode="nw", task=task), args.repeats)
-            row(name, f"exact NW, {task}", "warpdp GPU", len(exact), len(exact) / t)
-            if name == "long" and args.edlib_long > 0:
-                rate = edlib_rate(pairs.select(0, min(len(pairs), args.edlib_long)), task)
-                row(name, f"exact NW, {task}", "edlib 1 thread (CPU time)", min(len(pairs), args.edlib_long), rate)
-                ratios.append(f"long exact NW {task}: warpdp {len(exact) / t:,.0f} / edlib {rate:,.0f} = "
-                              f"{len(exact) / t / rate:.0f}x (target >= 100x)")
-    from warpdp.kernels.runtime.device import device_info
-
-    print(f"\ncommit {commit()}; CPU {cpu_name()}; GPU {device_info()['name']}; PAD {PAD}")
-    print("| set | run | backend | pairs | alignments/s |\n|---|---|---|---:|---:|")
-    for name, label, backend, n, rate in rows:
-        print(f"| {name} | {label} | {backend} | {n} | {rate:,.0f} |")
-    for line in notes + ratios:
-        print(f"- {line}")
+    report = Report()
+    for name in args.sets.split(","):
+        if name == "long":
+            pairs = read_pairs(args.long_pairs, (5000, 20000), (0.05, 0.15), (0.3, 0.35, 0.35), seed=1)
+            windowed_rows(report, name, pairs, 64, 33, args, rng)
+        else:
+            pairs = read_pairs(args.short_pairs, (100, 250), (0.01, 0.05), (0.8, 0.1, 0.1), seed=2)
+            windowed_rows(report, name, pairs, 32, 17, args, rng)
+        exact_rows(report, name, pairs, args)
+    report.print()
     return 0
 
 
