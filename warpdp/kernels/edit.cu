@@ -13,6 +13,7 @@
  *     up: it goes to an overflow list that the next tier (a larger D) takes, in the same
  *     stream, carrying on from the window that needed more (the pair's state in a per-pair
  *     resume record); the last tier's D is 64, enough for any window.
+ *   - compact_cigars: the CIGARs' runs packed together before they are copied back.
  *   - exact_kernel (a thread per pair, queries up to edit.py's WARP_MIN_QUERY) and
  *     exact_warp_kernel (a warp per pair, longer queries): the CPU backend's exact algorithm:
  *     Myers' bit-vector algorithm in Hyyrö's block form for the last DP row (the thread kernel
@@ -619,6 +620,25 @@ __global__ void __launch_bounds__(128) windowed_kernel(const Params *params)
         const int pair = p.order[i];
         if (!windowed_pair<D>(p, pair, s, s32))
             p.overflow[atomicAdd(p.overflow_count, 1)] = pair;
+    }
+}
+
+/* ---------------------------------------------------------------- copy back */
+
+// The chunk's CIGARs made contiguous for the copy back (each pair's room is query + target
+// long, its runs a fraction of that): pair p's runs, dst_offsets[p + 1] - dst_offsets[p] of
+// them (its n_cigar), from cigar + query_offsets[p] + target_offsets[p] to dst + dst_offsets[p].
+// A warp per pair.
+__global__ void __launch_bounds__(128) compact_cigars(const u32 *cigar, const i64 *query_offsets,
+                                                      const i64 *target_offsets, const i64 *dst_offsets, u32 *dst,
+                                                      int n)
+{
+    const int lane = threadIdx.x % 32, warps = gridDim.x * blockDim.x / 32;
+    for (int p = (blockIdx.x * blockDim.x + threadIdx.x) / 32; p < n; p += warps) {
+        const u32 *src = cigar + query_offsets[p] + target_offsets[p];
+        const i64 at = dst_offsets[p], count = dst_offsets[p + 1] - at;
+        for (i64 i = lane; i < count; i += 32)
+            dst[at + i] = src[i];
     }
 }
 

@@ -41,7 +41,7 @@ from .runtime.runner import ChunkRunner, CopyOut, Runners, new_stream, pinned_al
 from .runtime.slots import ChunkSlot
 
 __all__ = ["edit", "cpu_fallback_pairs", "ChunkPlan", "split_chunks", "WINDOW_TIERS", "EXACT_KERNEL",
-           "EXACT_WARP_KERNEL"]
+           "EXACT_WARP_KERNEL", "COMPACT_KERNEL"]
 
 logger = logging.getLogger("warpdp")
 
@@ -50,6 +50,7 @@ WINDOW_TIERS = (8, 24, 64)        # edits per window each windowed tier keeps in
 TIER_SLOTS = (1 << 16, 1 << 14, 1 << 12)  # threads of each tier's launch (its scratch follows)
 EXACT_KERNEL = "warpdp_edit::exact_kernel"            # a thread per pair
 EXACT_WARP_KERNEL = "warpdp_edit::exact_warp_kernel"  # a warp per pair: queries over WARP_MIN_QUERY
+COMPACT_KERNEL = "warpdp_edit::compact_cigars"        # the CIGARs packed together for the copy back
 WARP_MIN_QUERY = 512
 MAX_EXACT_SLOTS = 1 << 16         # threads of one exact launch
 SCRATCH_BUDGET = 2 << 30          # bytes of scratch of one exact launch
@@ -59,7 +60,7 @@ OUT_COLUMNS = 5                   # distance, target_begin, target_end, n_locati
 RESUME_VALUES = 5                 # int64s of a windowed pair's resume record (edit.cu: RESUME)
 BAD_BASE = -2                     # the windowed kernel's distance of a pair with a byte not ACGT
 _CHUNK_PAIRS = 1 << 18
-_CHUNK_BASES = 48 << 20
+_CHUNK_BASES = 128 << 20          # long reads: enough pairs in flight (BENCHMARKS.md, edit GPU speed)
 _SLOTS = 2
 
 
@@ -76,7 +77,8 @@ PARAMS = launch_struct([
     *((name, np.int32) for name in (
         "n_chunk", "slots", "alphabet", "mode", "task", "window", "overlap", "trace_rows", "resume_in"))])
 MODULE = ModuleSpec("edit", ("-std=c++17",),
-                    tuple(window_kernel_name(d) for d in WINDOW_TIERS) + (EXACT_KERNEL, EXACT_WARP_KERNEL),
+                    tuple(window_kernel_name(d) for d in WINDOW_TIERS) + (EXACT_KERNEL, EXACT_WARP_KERNEL,
+                                                                          COMPACT_KERNEL),
                     (("Params", PARAMS),))
 _MODES = ("nw", "shw", "hw")
 _TASKS = ("distance", "locations", "path")
@@ -217,8 +219,10 @@ class ChunkPlan:
             start=self.blob_bytes, min_size=1)
         self.at.update(device_at)
         self.loc_room, self.cigar_room = loc_room, cigar_room
-        # What comes back: the columns, the locations and the CIGARs (contiguous from "out").
+        # What comes back: the columns, the locations and the CIGARs (contiguous from "out"); the
+        # device runner copies the columns and locations (head_bytes), then the CIGARs packed.
         self.out_bytes = self.at["cigar"] + 4 * cigar_room - self.at["out"]
+        self.head_bytes = self.at["cigar"] - self.at["out"] if self.want_cigar else self.out_bytes
 
     def _exact_launch(self, m: np.ndarray, n: np.ndarray, a: int, b: int, counter: int) -> _Launch:
         """The launch of order[a:b]: a warp per pair when the longest query passes
@@ -270,14 +274,21 @@ class ChunkPlan:
     def params_address(self, base: int, launch: _Launch) -> int:
         return base + self.at["params"] + PARAMS.itemsize * launch.index
 
-    def decode(self, out: np.ndarray) -> Any:
-        """The chunk's EditResults from the bytes that came back (``out_bytes`` from "out");
-        pairs left to the CPU have placeholders (no locations, no CIGAR)."""
+    def table(self, out: np.ndarray) -> np.ndarray:
+        """The result columns (OUT_COLUMNS x n) from the bytes that came back; zeros for the pairs
+        left to the CPU."""
+        table = out[:8 * OUT_COLUMNS * self.n].view(np.int64).reshape(OUT_COLUMNS, self.n).copy()
+        table[:, self.skip] = 0
+        return table
+
+    def decode(self, out: np.ndarray, cigar_ops: np.ndarray | None = None) -> Any:
+        """The chunk's EditResults from the bytes that came back (``out_bytes`` from "out", or
+        ``head_bytes`` and the CIGARs' runs already packed in pair order, ``cigar_ops``); pairs
+        left to the CPU have placeholders (no locations, no CIGAR)."""
         from ..plugin.edit import EditResults
 
         n, at0 = self.n, self.at["out"]
-        table = out[:8 * OUT_COLUMNS * n].view(np.int64).reshape(OUT_COLUMNS, n).copy()
-        table[:, self.skip] = 0
+        table = self.table(out)
         columns = {"distance": table[0], "target_begin": table[1], "target_end": table[2]}
         locations = ops = offsets = None
         if self.want_locations:
@@ -288,7 +299,9 @@ class ChunkPlan:
             loc_begin, loc_offsets = compact(begin, starts, table[3])
             loc_end, _ = compact(end, starts, table[3])
             locations = (loc_begin, loc_end, loc_offsets)
-        if self.want_cigar:
+        if self.want_cigar and cigar_ops is not None:
+            ops, offsets = cigar_ops, offsets_of(table[4])
+        elif self.want_cigar:
             cigar_at = self.at["cigar"] - at0
             ops, offsets = compact(out[cigar_at:cigar_at + 4 * self.cigar_room].view(np.uint32),
                                    self.qoff[:n] + self.toff[:n], table[4])
@@ -373,7 +386,7 @@ class _Runner(ChunkRunner):
         for launch in plan.launches:
             self.kernels[launch.kernel]((launch.grid,), (THREADS,), (np.uint64(plan.params_address(base, launch)),),
                                         stream=stream)
-        runtime.memcpyAsync(slot.pinned_out.ctypes.data, base + plan.at["out"], plan.out_bytes, 2, stream.ptr)
+        runtime.memcpyAsync(slot.pinned_out.ctypes.data, base + plan.at["out"], plan.head_bytes, 2, stream.ptr)
         slot.done = cupy.cuda.Event(block=False, disable_timing=True)
         slot.done.record(stream)
 
@@ -389,13 +402,31 @@ class _Runner(ChunkRunner):
             self.grow(slot, chunk_plan.blob_bytes, chunk_plan.out_bytes, chunk_plan.device_bytes)
             chunk_plan.fill(slot.pinned_in, pairs, int(slot.device.ptr))
             self._enqueue(slot, chunk_plan)
-            return partial(_copy_out, chunk_plan)
+            return partial(self._copy_out, chunk_plan)
 
         return self.run_chunks(chunks, plan, enqueue, cancelled)
 
-
-def _copy_out(plan: ChunkPlan, slot: ChunkSlot) -> Any:
-    return plan.decode(slot.pinned_out[:plan.out_bytes])
+    def _copy_out(self, plan: ChunkPlan, slot: ChunkSlot) -> Any:
+        """The chunk's results, its kernels done and its head copied back: the CIGARs' runs are
+        packed on the device (COMPACT_KERNEL) and only those copied back."""
+        head = slot.pinned_out[:plan.head_bytes]
+        if not plan.want_cigar:
+            return plan.decode(head)
+        offsets = offsets_of(plan.table(head)[4])
+        total = int(offsets[-1])
+        if total == 0:
+            return plan.decode(head, np.zeros(0, np.uint32))
+        runtime, stream, base = self.cupy.cuda.runtime, slot.stream, int(slot.device.ptr)
+        packed = self.cupy.cuda.alloc(8 * len(offsets) + 4 * total)
+        runtime.memcpyAsync(packed.ptr, offsets.ctypes.data, 8 * len(offsets), 1, stream.ptr)
+        self.kernels[COMPACT_KERNEL]((min(-(-plan.n * 32 // THREADS), 1 << 16),), (THREADS,), (
+            np.uint64(base + plan.at["cigar"]), np.uint64(base + plan.at["qoff"]), np.uint64(base + plan.at["toff"]),
+            np.uint64(packed.ptr), np.uint64(packed.ptr + 8 * len(offsets)), np.int32(plan.n)), stream=stream)
+        runtime.memcpyAsync(slot.pinned_out.ctypes.data + plan.head_bytes, packed.ptr + 8 * len(offsets), 4 * total,
+                            2, stream.ptr)
+        stream.synchronize()
+        ops = slot.pinned_out[plan.head_bytes:plan.head_bytes + 4 * total].view(np.uint32).copy()
+        return plan.decode(head, ops)
 
 
 _RUNNERS: Runners[_Runner] = Runners(_Runner)
