@@ -470,16 +470,24 @@ __device__ int window_distance(const u8 *text, int wn, const u8 *pattern, int wm
 {
     const bool narrow = limit < 32;
     const int shift = wm - 1 - limit;  // narrow word = the vector shifted right by this (left if < 0)
-    u64 pm[4] = {~0ull, ~0ull, ~0ull, ~0ull};
-    for (int j = 0; j < wm; j++)
-        pm[base_code(pattern[j])] &= ~(1ull << (wm - 1 - j));
+    // The pattern's masks in four registers (an array indexed by the base would live in local memory).
+    u64 pa = ~0ull, pc = ~0ull, pg = ~0ull, pt = ~0ull;
+    for (int j = 0; j < wm; j++) {
+        const int code = base_code(pattern[j]);
+        const u64 bit = 1ull << (wm - 1 - j);
+        pa &= code == 0 ? ~bit : ~0ull;
+        pc &= code == 1 ? ~bit : ~0ull;
+        pg &= code == 2 ? ~bit : ~0ull;
+        pt &= code == 3 ? ~bit : ~0ull;
+    }
     u64 r[D + 1];  // R[i][0..D] of the text row being computed
 #pragma unroll
     for (int d = 0; d <= D; d++)
         r[d] = d == 0 ? ~0ull : (d >= 64 ? 0ull : ~0ull << d);
     for (int i = wn;; i--) {
         if (i < wn) {
-            const u64 eq = pm[base_code(text[i])];
+            const int code = base_code(text[i]);
+            const u64 eq = code == 0 ? pa : code == 1 ? pc : code == 2 ? pg : pt;
             u64 above = r[0];  // R[i+1][d-1] for the next d
             r[0] = (r[0] << 1) | eq;
 #pragma unroll
