@@ -34,6 +34,7 @@ import numpy as np
 
 from ..plugin.cancel import CancelCheck
 from ..plugin.core.packed import offsets_of
+from .host_copy import copy_arrays
 from .runtime.launch_params import POINTER, launch_struct, set_row, struct_rows
 from .runtime.layout import sections
 from .runtime.module_cache import ModuleSpec, load_module
@@ -143,6 +144,14 @@ class _Launch:
     resume_in: int = 0  # windowed tiers after the first carry their pairs on from the resume records
 
 
+def longest_first(size: np.ndarray) -> np.ndarray:
+    """Indices that sort ``size`` (non-negative) in decreasing order, ties in index order; as 16-bit
+    keys when they fit (numpy sorts those by radix: short reads' lengths, several times faster)."""
+    top = int(size.max()) if len(size) else 0
+    key = (top - size).astype(np.uint16) if top < 1 << 16 else -size
+    return np.argsort(key, kind="stable").astype(np.int32)
+
+
 def _group_by_size(size: np.ndarray) -> list[tuple[int, int]]:
     """Runs [a, b) of a descending array whose values are above half the run's first."""
     groups, a = [], 0
@@ -175,7 +184,7 @@ class ChunkPlan:
         self.want_cigar = params.task == "path"
         self.launches: list[_Launch] = []
         if params.method == "windowed":
-            self.order = np.argsort(-m, kind="stable").astype(np.int32)
+            self.order = longest_first(m)
             rows = params.window - params.overlap + 1
             for tier, d in enumerate(WINDOW_TIERS):
                 slots = min(TIER_SLOTS[tier], -(-self.n // THREADS) * THREADS)
@@ -193,7 +202,7 @@ class ChunkPlan:
             self.symbols[present] = np.arange(1, self.alphabet + 1, dtype=np.uint16)
             gpu = np.flatnonzero(on_gpu)
             size = (m + n)[gpu]
-            sorted_here = np.argsort(-size, kind="stable")
+            sorted_here = longest_first(size)
             self.order = gpu[sorted_here].astype(np.int32)
             size = size[sorted_here]
             counts = []
@@ -245,8 +254,8 @@ class ChunkPlan:
         at, p = self.at, self.params
         blob[at["counts"]:at["counts"] + 4 * len(self.counts)].view(np.int32)[:] = self.counts
         blob[at["symbols"]:at["symbols"] + 512].view(np.uint16)[:] = self.symbols
-        blob[at["query"]:at["query"] + self.q1 - self.q0] = pairs.query_bases[self.q0:self.q1]
-        blob[at["target"]:at["target"] + self.t1 - self.t0] = pairs.target_bases[self.t0:self.t1]
+        copy_arrays([(blob[at["query"]:at["query"] + self.q1 - self.q0], pairs.query_bases[self.q0:self.q1]),
+                     (blob[at["target"]:at["target"] + self.t1 - self.t0], pairs.target_bases[self.t0:self.t1])])
         blob[at["qoff"]:at["qoff"] + 8 * (self.n + 1)].view(np.int64)[:] = self.qoff
         blob[at["toff"]:at["toff"] + 8 * (self.n + 1)].view(np.int64)[:] = self.toff
         blob[at["order"]:at["order"] + 4 * len(self.order)].view(np.int32)[:] = self.order
