@@ -146,7 +146,7 @@ def kernel_seconds(run: Callable[[], object]) -> float:
     stream (the launches of two chunks in flight overlap; their union counts once)."""
     import cupy
 
-    runner = gpu_edit._RUNNERS.get()
+    runner = gpu_edit._runner()  # the current GPU's (the benchmark runs on one)
     spans: list[tuple[object, object]] = []
     real = dict(runner.kernels)
 

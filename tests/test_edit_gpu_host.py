@@ -21,7 +21,9 @@ TASKS = ("distance", "locations", "path")
 
 @pytest.fixture(scope="module")
 def runner() -> HostRunner:
-    return HostRunner(chunk_pairs=7)  # several chunks even for small inputs
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(gpu_edit, "_CHUNK_PAIRS", 7)  # several chunks even for small inputs
+        yield HostRunner()
 
 
 def _same(runner: HostRunner, pairs, **fields) -> None:

@@ -82,9 +82,12 @@ class AlgorithmKernel:
 
     def warmup(self, devices: list[int] | None = None) -> None:
         # Compiles/loads the backend (NVRTC for the GPU: on each of the devices) before the
-        # first caller pays for it.
-        for payload, key in self.algorithm.warmup_jobs():
-            self.run(payload, key, devices=devices)
+        # first caller pays for it. One device at a time: a job as small as a warm-up job given
+        # several devices runs on the first alone (runtime.devices.plan_spread).
+        placements = [[device] for device in devices] if devices and self.backend != "cpu" else [None]
+        for placed in placements:
+            for payload, key in self.algorithm.warmup_jobs():
+                self.run(payload, key, devices=placed)
 
     def detail(self, workers: int, devices: int = 1) -> str:
         if self.backend == "cpu":

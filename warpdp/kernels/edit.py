@@ -5,7 +5,8 @@ and calls :func:`edit`, which gives the CPU backend's answers exactly. This modu
 
 * cuts the pairs into chunks of consecutive pairs (bounded pairs and bases), copied through
   pinned host buffers, two chunks in flight on their own streams, cancellation checked between
-  chunks (the shared runtime's chunk loop);
+  chunks (the shared runtime's chunk loop), spread over several GPUs when given a device list
+  (runtime.devices), the results merged in input order;
 * windowed method: one launch per tier of ``windowed_kernel<D>`` (D = 8, 24, 64 edits per
   window); a chunk's pairs, longest query first, go to the first tier, and a pair one of whose
   windows needs more than D edits goes on to the next tier (an overflow list in device memory,
@@ -26,6 +27,7 @@ CuPy is imported only when a GPU function runs, so importing this module needs n
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -35,13 +37,14 @@ import numpy as np
 from ..plugin.cancel import CancelCheck
 from ..plugin.core.packed import offsets_of
 from .host_copy import copy_arrays
+from .runtime.devices import in_order, plan_spread, resolve_devices, spread
 from .runtime.launch_params import POINTER, launch_struct, set_row, struct_rows
 from .runtime.layout import sections
 from .runtime.module_cache import ModuleSpec, load_module
 from .runtime.runner import ChunkRunner, CopyOut, Runners, new_stream, pinned_allocator
 from .runtime.slots import ChunkSlot
 
-__all__ = ["edit", "cpu_fallback_pairs", "ChunkPlan", "split_chunks", "WINDOW_TIERS", "EXACT_KERNEL",
+__all__ = ["edit", "cpu_fallback_pairs", "ChunkPlan", "plan_chunk", "split_chunks", "WINDOW_TIERS", "EXACT_KERNEL",
            "EXACT_WARP_KERNEL", "COMPACT_KERNEL"]
 
 logger = logging.getLogger("warpdp")
@@ -399,13 +402,9 @@ class _Runner(ChunkRunner):
         slot.done = cupy.cuda.Event(block=False, disable_timing=True)
         slot.done.record(stream)
 
-    def run(self, pairs: Any, params: Any, skip: np.ndarray, cancelled: CancelCheck | None) -> list[Any]:
-        chunks = split_chunks(pairs.query_offsets, pairs.target_offsets, _CHUNK_PAIRS, _CHUNK_BASES)
-
-        def plan(chunk: tuple[int, int]) -> ChunkPlan:
-            start, stop = chunk
-            here = skip[(skip >= start) & (skip < stop)] - start
-            return ChunkPlan(pairs, params, start, stop, here)
+    def run(self, pairs: Any, params: Any, skip: np.ndarray, chunks: Iterable[tuple[int, int]],
+            cancelled: CancelCheck | None) -> list[tuple[int, Any]]:
+        """Each chunk's first pair and EditResults (pairs in ``skip`` left as placeholders)."""
 
         def enqueue(chunk_plan: ChunkPlan, index: int, slot: ChunkSlot) -> CopyOut:
             self.grow(slot, chunk_plan.blob_bytes, chunk_plan.out_bytes, chunk_plan.device_bytes)
@@ -413,18 +412,18 @@ class _Runner(ChunkRunner):
             self._enqueue(slot, chunk_plan)
             return partial(self._copy_out, chunk_plan)
 
-        return self.run_chunks(chunks, plan, enqueue, cancelled)
+        return self.run_chunks(chunks, partial(plan_chunk, pairs, params, skip), enqueue, cancelled)
 
-    def _copy_out(self, plan: ChunkPlan, slot: ChunkSlot) -> Any:
-        """The chunk's results, its kernels done and its head copied back: the CIGARs' runs are
-        packed on the device (COMPACT_KERNEL) and only those copied back."""
+    def _copy_out(self, plan: ChunkPlan, slot: ChunkSlot) -> tuple[int, Any]:
+        """The chunk's first pair and results, its kernels done and its head copied back: the
+        CIGARs' runs are packed on the device (COMPACT_KERNEL) and only those copied back."""
         head = slot.pinned_out[:plan.head_bytes]
         if not plan.want_cigar:
-            return plan.decode(head)
+            return plan.start, plan.decode(head)
         offsets = offsets_of(plan.table(head)[4])
         total = int(offsets[-1])
         if total == 0:
-            return plan.decode(head, np.zeros(0, np.uint32))
+            return plan.start, plan.decode(head, np.zeros(0, np.uint32))
         runtime, stream, base = self.cupy.cuda.runtime, slot.stream, int(slot.device.ptr)
         packed = self.cupy.cuda.alloc(8 * len(offsets) + 4 * total)
         runtime.memcpyAsync(packed.ptr, offsets.ctypes.data, 8 * len(offsets), 1, stream.ptr)
@@ -435,26 +434,47 @@ class _Runner(ChunkRunner):
                             2, stream.ptr)
         stream.synchronize()
         ops = slot.pinned_out[plan.head_bytes:plan.head_bytes + 4 * total].view(np.uint32).copy()
-        return plan.decode(head, ops)
+        return plan.start, plan.decode(head, ops)
 
 
-_RUNNERS: Runners[_Runner] = Runners(_Runner)
+def plan_chunk(pairs: Any, params: Any, skip: np.ndarray, chunk: tuple[int, int]) -> ChunkPlan:
+    """The plan of pairs start..stop-1, those of ``skip`` (indices into all pairs) left to the CPU."""
+    start, stop = chunk
+    return ChunkPlan(pairs, params, start, stop, skip[(skip >= start) & (skip < stop)] - start)
+
+
+_RUNNERS: Runners[_Runner] = Runners(lambda device_id: _Runner())
+
+
+def _runner(device_id: int | None = None) -> _Runner:
+    return _RUNNERS.on_device(device_id)  # one per device (default: the current one)
 
 
 def edit(pairs: Any, params: Any, *, threads: int = 1, cancelled: CancelCheck | None = None,
-         runner: Any = None) -> Any:
+         devices: Sequence[int] | None = None, runner: Any = None) -> Any:
     """EditResults of every pair (validated :class:`~warpdp.plugin.edit.EditPairs` and
     :class:`~warpdp.plugin.edit.EditParams`), exactly the CPU backend's. Exact pairs too large
     for the GPU kernel run on the CPU backend with ``threads`` (logged). ``cancelled`` is checked
-    before each chunk is enqueued (JobCancelled). ``runner``: anything with the runner's ``run``
-    (tests run the kernels' host build through it); default the device's."""
+    before each chunk is enqueued (JobCancelled). ``devices`` lists the GPUs to spread the
+    chunks over (default: every GPU this process sees; see runtime.devices). ``runner``:
+    anything with the runner's ``run``, run on this thread for every chunk instead of the
+    devices' runners (tests run the kernels' host build through it)."""
     from ..plugin.edit import EditResults
 
     skip = cpu_fallback_pairs(pairs.query_offsets, pairs.target_offsets, params)
     if len(skip):
         logger.info("warpdp edit: %d pair(s) too large for one GPU thread run on the CPU backend", len(skip))
-    runner = runner if runner is not None else _RUNNERS.get()
-    parts = runner.run(pairs, params, skip, cancelled) if pairs.n_pairs else []
+    device_ids = resolve_devices(devices) if runner is None else [0]
+    device_ids, (chunk_pairs, chunk_bases) = plan_spread(
+        device_ids, (_CHUNK_PAIRS, pairs.n_pairs),
+        (_CHUNK_BASES, int(pairs.query_offsets[-1]) + int(pairs.target_offsets[-1])))
+    chunks = split_chunks(pairs.query_offsets, pairs.target_offsets, chunk_pairs, chunk_bases)
+    if runner is not None:
+        found = [runner.run(pairs, params, skip, chunks, cancelled)]
+    else:
+        found = spread(device_ids, chunks, lambda device, share: _runner(device).run(
+            pairs, params, skip, share, cancelled)) if chunks else []
+    parts = in_order(found)
     results = parts[0] if len(parts) == 1 else EditResults.concat(parts) if parts else _empty(params)
     bad = np.flatnonzero(results.distance == BAD_BASE) if params.method == "windowed" else ()
     if len(bad):
