@@ -141,7 +141,7 @@ def test_warp_kernel_on_short_and_edge_pairs(monkeypatch, mode):
                 _same(pairs, mode=mode, task=task, k=k)
 
 
-@pytest.mark.parametrize(("window", "overlap"), [(64, 33), (32, 17), (16, 0), (2, 1), (64, 63)])
+@pytest.mark.parametrize(("window", "overlap"), [(64, 33), (32, 17), (16, 0), (2, 1), (64, 63), (40, 8), (64, 16)])
 def test_random_windowed(window, overlap):
     short = random_pairs(13, 400, (100, 250), (0.01, 0.05))
     long = random_pairs(14, 6, (5000, 20000), (0.05, 0.15), indel_rich=True)

@@ -65,7 +65,9 @@ def test_warp_kernel_on_short_and_edge_pairs(runner, monkeypatch, mode):
     assert set(runner.launches) == {gpu_edit.EXACT_WARP_KERNEL}
 
 
-@pytest.mark.parametrize(("window", "overlap"), [(64, 33), (32, 17), (16, 0), (2, 1), (64, 63)])
+# W - O < 32: 32-bit trace words (narrow); (40, 8) and (64, 16): 64-bit ones.
+@pytest.mark.parametrize(("window", "overlap"),
+                         [(64, 33), (32, 17), (16, 0), (2, 1), (64, 63), (40, 9), (40, 8), (64, 16)])
 def test_windowed_pairs(runner, window, overlap):
     short = random_pairs(3, 30, (100, 250), (0.01, 0.05))
     long = random_pairs(4, 2, (5000, 6000), (0.05, 0.15), indel_rich=True)  # windows past 8 and 24 edits

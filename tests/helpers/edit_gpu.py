@@ -73,7 +73,8 @@ def host_library() -> ctypes.CDLL:
     if compiler is None:
         pytest.skip("g++ is needed to build the GPU kernels for the host")
     assert list(KERNEL_IDS) == [gpu_edit.window_kernel_name(d) for d in gpu_edit.WINDOW_TIERS] + [
-        gpu_edit.EXACT_KERNEL, gpu_edit.EXACT_WARP_KERNEL], "the harness's switch follows the launcher's kernel list"
+        gpu_edit.EXACT_KERNEL, gpu_edit.EXACT_WARP_KERNEL, gpu_edit.COMPACT_KERNEL], \
+        "the harness's switch follows the launcher's kernel list (compact_cigars: the device runner's copy back only)"
     source = CU_SOURCE.read_text() + WARP_EMULATION_HEADER.read_text() + HARNESS
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     library = Path(tempfile.gettempdir()) / f"warpdp-edit-host-{digest}.so"
