@@ -178,9 +178,7 @@ class ChunkPlan:
         self.toff = to[start:stop + 1] - self.t0
         self.skip = skip  # chunk indices left to the CPU backend
         self.params = params
-        m, n = np.diff(self.qoff), np.diff(self.toff)
-        on_gpu = np.ones(self.n, bool)
-        on_gpu[skip] = False
+        m = np.diff(self.qoff)
         self.symbols = np.zeros(256, np.uint16)
         self.alphabet = 0
         self.want_locations = params.task != "distance"
@@ -199,6 +197,9 @@ class ChunkPlan:
             self.counts = np.array([self.n, 0, 0], np.int32)
             lists = (("list1", 4 * self.n), ("list2", 4 * self.n), ("resume", 8 * RESUME_VALUES * self.n))
         else:
+            n = np.diff(self.toff)
+            on_gpu = np.ones(self.n, bool)
+            on_gpu[skip] = False
             queries = pairs.query_bases[self.q0:self.q1]
             present = np.bincount(queries, minlength=256) > 0
             self.alphabet = int(present.sum())
