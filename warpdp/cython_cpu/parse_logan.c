@@ -2,24 +2,53 @@
    describes the format; its Python reader is the reference this scanner matches). */
 #include "parse_scan.h"
 
-/* Copies n bases; 0 when one is not A, C, G, T or N (either case). Written without branches so
-   that the compiler vectorises it. */
-static int copy_bases(uint8_t *out, const uint8_t *in, int64_t n) {
-    uint8_t bad = 0;
-    for (int64_t i = 0; i < n; i++) {
-        uint8_t c = in[i], lower = c | 0x20; /* only 'A' and 'a' become 'a', and so on */
-        bad |= !((lower == 'a') | (lower == 'c') | (lower == 'g') | (lower == 't') | (lower == 'n'));
-        out[i] = c;
-    }
-    return bad == 0;
+static inline int is_base(uint8_t c) {
+    uint8_t lower = c | 0x20; /* only 'A' and 'a' become 'a', and so on */
+    return lower == 'a' || lower == 'c' || lower == 'g' || lower == 't' || lower == 'n';
 }
 
-/* A <-> T, C <-> G, N kept, case kept (the bases are already checked). */
+/* Copies n bases; 0 when one is not A, C, G, T or N (either case). */
+static int copy_bases(uint8_t *out, const uint8_t *in, int64_t n) {
+    int64_t i = 0;
+#if PARSE_SSE2
+    const __m128i case_bit = _mm_set1_epi8(0x20), a = _mm_set1_epi8('a'), c = _mm_set1_epi8('c'),
+                  g = _mm_set1_epi8('g'), t = _mm_set1_epi8('t'), nn = _mm_set1_epi8('n');
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(in + i)), lower = _mm_or_si128(v, case_bit);
+        __m128i ok = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(lower, a), _mm_cmpeq_epi8(lower, c)),
+                                  _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(lower, g), _mm_cmpeq_epi8(lower, t)),
+                                               _mm_cmpeq_epi8(lower, nn)));
+        if (_mm_movemask_epi8(ok) != 0xffff)
+            return 0;
+        _mm_storeu_si128((__m128i *)(out + i), v);
+    }
+#endif
+    for (; i < n; i++) {
+        if (!is_base(in[i]))
+            return 0;
+        out[i] = in[i];
+    }
+    return 1;
+}
+
+/* A <-> T, C <-> G, N kept, case kept (the bases are already checked): A ^ T == 0x15 and
+   C ^ G == 0x04, and neither touches the case bit. */
 static void complement(uint8_t *bases, int64_t n) {
-    for (int64_t i = 0; i < n; i++) {
-        uint8_t c = bases[i], upper = c & 0xdf;
-        uint8_t swapped = upper == 'A' ? 'T' : upper == 'T' ? 'A' : upper == 'C' ? 'G' : upper == 'G' ? 'C' : upper;
-        bases[i] = swapped | (c & 0x20);
+    int64_t i = 0;
+#if PARSE_SSE2
+    const __m128i upper_bits = _mm_set1_epi8((char)0xdf), a = _mm_set1_epi8('A'), c = _mm_set1_epi8('C'),
+                  g = _mm_set1_epi8('G'), t = _mm_set1_epi8('T'), at = _mm_set1_epi8(0x15), cg = _mm_set1_epi8(0x04);
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(bases + i)), upper = _mm_and_si128(v, upper_bits);
+        __m128i is_at = _mm_or_si128(_mm_cmpeq_epi8(upper, a), _mm_cmpeq_epi8(upper, t));
+        __m128i is_cg = _mm_or_si128(_mm_cmpeq_epi8(upper, c), _mm_cmpeq_epi8(upper, g));
+        __m128i flip = _mm_or_si128(_mm_and_si128(is_at, at), _mm_and_si128(is_cg, cg));
+        _mm_storeu_si128((__m128i *)(bases + i), _mm_xor_si128(v, flip));
+    }
+#endif
+    for (; i < n; i++) {
+        uint8_t upper = bases[i] & 0xdf;
+        bases[i] ^= upper == 'A' || upper == 'T' ? 0x15 : upper == 'C' || upper == 'G' ? 0x04 : 0;
     }
 }
 

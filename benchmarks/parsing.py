@@ -1,0 +1,143 @@
+"""Text readers' throughput: LOGAN text, seed-extension TSV, Pair-HMM text (issue 28: >= 1 GB/s).
+
+    python benchmarks/parsing.py [--formats logan seedext pairhmm] [--mb 1000 500 500]
+                                 [--repeats 3] [--dir /tmp/warpdp-parsing] [--no-line-reader]
+
+Inputs (written once into --dir, reused while their size matches): a block of generated items
+repeated until the file holds about the given megabytes:
+- logan: the X-drop workload of benchmarks/xdrop.py (V of 2,500-7,500 bases, H with 15% errors),
+  every other pair written with strand c (H complemented, posH mirrored); 1,000 MB is about the
+  100,000 pairs of issue 28's X-drop row;
+- seedext: benchmarks/seedext.py's BWA-MEM-like pairs (query 50-250 bases, target up to 100 more);
+- pairhmm: benchmarks/pairhmm_workloads.py's GATK-like regions (10-80 reads of 100-250 bases,
+  2-8 haplotypes of 200-500 bases), qualities as phred+33 text.
+
+Times the reader alone on a file already in the page cache (one untimed read first), on one
+thread: `read_logan_text`, `read_seedext_tsv`, `read_pairhmm_text` (the C scanner), and the
+line-by-line Python reader each of them falls back to (the readers before the scanner), from the
+path to the packed arrays. Reports the median wall-clock seconds of --repeats runs, the median
+CPU seconds of the calling thread (on a shared machine it leaves out time other processes held
+the core), and GB/s = file bytes / median seconds, wall and CPU. Prints a markdown table for BENCHMARKS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_common import commit, cpu_name  # noqa: E402
+from pairhmm_workloads import gatk_like_batches  # noqa: E402
+from seedext import bwa_like_pairs  # noqa: E402
+from xdrop import SEED_LENGTH, make_workload  # noqa: E402
+
+import warpdp  # noqa: E402
+from warpdp.plugin import pairhmm_text, seedext_io, xdrop_io  # noqa: E402
+from warpdp.plugin.core.text import NumberedLines, open_text  # noqa: E402
+from warpdp.plugin.pairhmm_text import FORMAT_MIN_BASE_QUAL  # noqa: E402
+
+_COMPLEMENT = bytes.maketrans(b"ACGT", b"TGCA")
+
+
+def logan_block() -> bytes:
+    pairs = make_workload(2_000, seed=3)
+    lines = []
+    for i in range(pairs.n_pairs):
+        v, h = pairs.v_sequence(i), pairs.h_sequence(i)
+        pv, ph, strand = int(pairs.v_pos[i]), int(pairs.h_pos[i]), "nc"[i % 2]
+        if strand == "c":  # what reads back as this pair: the reader complements and mirrors again
+            h, ph = h.translate(_COMPLEMENT), len(h) - ph - SEED_LENGTH
+        lines.append(b"%s\t%d\t%s\t%d\t%s\n" % (v, pv, h, ph, strand.encode()))
+    return b"".join(lines)
+
+
+def seedext_block() -> bytes:
+    pairs = bwa_like_pairs(20_000, seed=4)
+    return b"".join(b"%s\t%s\t%d\n" % (pairs.query[pairs.query_offsets[i]:pairs.query_offsets[i + 1]].tobytes(),
+                                        pairs.target[pairs.target_offsets[i]:pairs.target_offsets[i + 1]].tobytes(),
+                                        pairs.h0[i]) for i in range(pairs.n_pairs))
+
+
+def pairhmm_block(path: Path) -> bytes:
+    pairhmm_text.write_pairhmm_text(gatk_like_batches(2e8, seed=5), path)
+    return path.read_bytes()
+
+
+def write_input(fmt: str, path: Path, megabytes: int) -> None:
+    block = {"logan": logan_block, "seedext": seedext_block}[fmt]() if fmt != "pairhmm" else pairhmm_block(path)
+    copies = max(1, round(megabytes * 1e6 / len(block)))
+    with open(path, "wb") as out:
+        for _ in range(copies):
+            out.write(block)
+
+
+def line_reader(fmt: str, path: Path) -> object:
+    """The Python reader each format falls back to: the reader as it was before the scanner."""
+    with open_text(path) as (lines, name):
+        if fmt == "logan":
+            return xdrop_io._logan_lines(lines, name, SEED_LENGTH)
+        if fmt == "seedext":
+            return seedext_io._seedext_lines(lines, name)
+        return pairhmm_text._batches_from_lines(NumberedLines(lines, name), FORMAT_MIN_BASE_QUAL)
+
+
+READERS: dict[str, Callable[[Path], object]] = {
+    "logan": lambda path: warpdp.read_logan_text(path, k=SEED_LENGTH),
+    "seedext": lambda path: warpdp.read_seedext_tsv(path),
+    "pairhmm": lambda path: warpdp.read_pairhmm_text(path),
+}
+
+
+def timed(read: Callable[[], object], repeats: int) -> tuple[list[float], list[float]]:
+    walls, cpus = [], []
+    for _ in range(repeats):
+        start, start_cpu = time.perf_counter(), time.thread_time()
+        result = read()
+        walls.append(time.perf_counter() - start)
+        cpus.append(time.thread_time() - start_cpu)
+        del result
+    return walls, cpus
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--formats", nargs="+", choices=tuple(READERS), default=list(READERS))
+    parser.add_argument("--mb", type=int, nargs="+", default=[1000, 500, 500],
+                        help="megabytes per format, in --formats order (default 1000 500 500)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs per reader (the median is reported)")
+    parser.add_argument("--dir", type=Path, default=Path("/tmp/warpdp-parsing"), help="where the inputs are kept")
+    parser.add_argument("--no-line-reader", action="store_true", help="time the C scanner's readers alone")
+    args = parser.parse_args(argv)
+    if len(args.mb) < len(args.formats):
+        parser.error("give one --mb per format")
+    args.dir.mkdir(parents=True, exist_ok=True)
+    print(f"machine: {cpu_name()}, {len(os.sched_getaffinity(0))} cores; commit {commit()}; "
+          f"load average {os.getloadavg()[0]:.1f}")
+    print(f"command: python {' '.join(sys.argv)}\n")
+    print("| format | file MB | reader | median s | all runs s | median CPU s | GB/s (wall) | GB/s (CPU) |")
+    print("| --- | ---: | --- | ---: | --- | ---: | ---: | ---: |")
+    for fmt, megabytes in zip(args.formats, args.mb):
+        path = args.dir / f"{fmt}-{megabytes}mb.txt"
+        if not path.exists() or abs(path.stat().st_size / 1e6 - megabytes) > 0.2 * megabytes + 1:
+            write_input(fmt, path, megabytes)
+        size = path.stat().st_size
+        fast = READERS[fmt]
+        fast(path)  # into the page cache, not timed
+        readers = [("C scanner", lambda: fast(path))]
+        if not args.no_line_reader:
+            readers.append(("line by line (before)", lambda: line_reader(fmt, path)))
+        for label, read in readers:
+            walls, cpus = timed(read, args.repeats)
+            wall, cpu = statistics.median(walls), statistics.median(cpus)
+            print(f"| {fmt} | {size / 1e6:.0f} | {label} | {wall:.3f} | {' '.join(f'{t:.3f}' for t in walls)} | "
+                  f"{cpu:.3f} | {size / wall / 1e9:.2f} | {size / cpu / 1e9:.2f} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
