@@ -6,17 +6,12 @@
 
 #include "parse_scan.h"
 
-/* 0 when the line holds a byte to decline (>= 0x80, or a '\r' that universal newlines would
-   have read as a line end); *tabs counts its tabs. */
-static int plain_line(const uint8_t *p, const uint8_t *end, int64_t *tabs) {
+/* 0 when the line holds a byte to decline: >= 0x80, or a '\r' that universal newlines would
+   have read as a line end. */
+static int plain_line(const uint8_t *p, const uint8_t *end) {
     uint8_t bad = 0;
-    int64_t count = 0;
-    for (int64_t i = 0; i < end - p; i++) {
-        uint8_t c = p[i];
-        bad |= (c >= 0x80) | (c == '\r');
-        count += c == '\t';
-    }
-    *tabs = count;
+    for (int64_t i = 0; i < end - p; i++)
+        bad |= (p[i] >= 0x80) | (p[i] == '\r');
     return bad == 0;
 }
 
@@ -57,18 +52,17 @@ int parse_seedext(const uint8_t *text, int64_t size, int64_t max_h0, parse_seede
         p = line_end < end ? line_end + 1 : end;
         if (line_end < end && line_end > line && line_end[-1] == '\r')
             line_end--; /* "\r\n" */
-        int64_t tabs;
-        if (!plain_line(line, line_end, &tabs))
+        if (!plain_line(line, line_end))
             return PARSE_DECLINED;
         const uint8_t *first = line, *last = line_end;
         strip(&first, &last);
         if (first == last || *line == '#')
             continue; /* blank, or a comment */
-        if (tabs > 0) {
-            if (tabs != 2)
+        const uint8_t *tab1 = memchr(line, '\t', (size_t)(line_end - line)), *tab2 = NULL;
+        if (tab1 != NULL) { /* split at tabs: exactly two */
+            tab2 = memchr(tab1 + 1, '\t', (size_t)(line_end - tab1 - 1));
+            if (tab2 == NULL || memchr(tab2 + 1, '\t', (size_t)(line_end - tab2 - 1)) != NULL)
                 return PARSE_DECLINED;
-            const uint8_t *tab1 = memchr(line, '\t', (size_t)(line_end - line));
-            const uint8_t *tab2 = memchr(tab1 + 1, '\t', (size_t)(line_end - tab1 - 1));
             start[0] = line, stop[0] = tab1;
             start[1] = tab1 + 1, stop[1] = tab2;
             start[2] = tab2 + 1, stop[2] = line_end;
