@@ -44,8 +44,8 @@ from warpdp.plugin.pairhmm_text import FORMAT_MIN_BASE_QUAL  # noqa: E402
 _COMPLEMENT = bytes.maketrans(b"ACGT", b"TGCA")
 
 
-def logan_block() -> bytes:
-    pairs = make_workload(2_000, seed=3)
+def logan_block(megabytes: int) -> bytes:
+    pairs = make_workload(min(2_000, 100 * megabytes), seed=3)  # about 10 kB a pair
     lines = []
     for i in range(pairs.n_pairs):
         v, h = pairs.v_sequence(i), pairs.h_sequence(i)
@@ -56,20 +56,23 @@ def logan_block() -> bytes:
     return b"".join(lines)
 
 
-def seedext_block() -> bytes:
-    pairs = bwa_like_pairs(20_000, seed=4)
+def seedext_block(megabytes: int) -> bytes:
+    pairs = bwa_like_pairs(min(20_000, 2_500 * megabytes), seed=4)  # about 400 bytes a pair
     return b"".join(b"%s\t%s\t%d\n" % (pairs.query[pairs.query_offsets[i]:pairs.query_offsets[i + 1]].tobytes(),
                                         pairs.target[pairs.target_offsets[i]:pairs.target_offsets[i + 1]].tobytes(),
                                         pairs.h0[i]) for i in range(pairs.n_pairs))
 
 
-def pairhmm_block(path: Path) -> bytes:
-    pairhmm_text.write_pairhmm_text(gatk_like_batches(2e8, seed=5), path)
+def pairhmm_block(path: Path, megabytes: int) -> bytes:
+    pairhmm_text.write_pairhmm_text(gatk_like_batches(min(2e8, 4e7 * megabytes), seed=5), path)
     return path.read_bytes()
 
 
 def write_input(fmt: str, path: Path, megabytes: int) -> None:
-    block = {"logan": logan_block, "seedext": seedext_block}[fmt]() if fmt != "pairhmm" else pairhmm_block(path)
+    if fmt == "pairhmm":
+        block = pairhmm_block(path, megabytes)
+    else:
+        block = {"logan": logan_block, "seedext": seedext_block}[fmt](megabytes)
     copies = max(1, round(megabytes * 1e6 / len(block)))
     with open(path, "wb") as out:
         for _ in range(copies):
