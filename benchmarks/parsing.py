@@ -16,13 +16,16 @@ Times the reader alone on a file already in the page cache (one untimed read fir
 thread: `read_logan_text`, `read_seedext_tsv`, `read_pairhmm_text` (the C scanner), and the
 line-by-line Python reader each of them falls back to (the readers before the scanner), from the
 path to the packed arrays. Reports the median wall-clock seconds of --repeats runs, the median
-CPU seconds of the calling thread (on a shared machine it leaves out time other processes held
-the core), and GB/s = file bytes / median seconds, wall and CPU. Prints a markdown table for BENCHMARKS.md.
+CPU seconds of the calling thread, user + system (on a shared machine it leaves out time other
+processes held the core; system time is mostly the kernel's work of giving the output arrays
+fresh pages, which memory fragmentation can slow), and GB/s = file bytes / median seconds, wall
+and CPU. Prints a markdown table for BENCHMARKS.md.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import sys
 import time
@@ -96,15 +99,23 @@ READERS: dict[str, Callable[[Path], object]] = {
 }
 
 
-def timed(read: Callable[[], object], repeats: int) -> tuple[list[float], list[float]]:
-    walls, cpus = [], []
+def thread_cpu() -> tuple[float, float]:
+    """The calling thread's user and system CPU seconds."""
+    usage = resource.getrusage(getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF))
+    return usage.ru_utime, usage.ru_stime
+
+
+def timed(read: Callable[[], object], repeats: int) -> tuple[list[float], list[float], list[float]]:
+    walls, users, systems = [], [], []
     for _ in range(repeats):
-        start, start_cpu = time.perf_counter(), time.thread_time()
+        start, (user, system) = time.perf_counter(), thread_cpu()
         result = read()
         walls.append(time.perf_counter() - start)
-        cpus.append(time.thread_time() - start_cpu)
+        end_user, end_system = thread_cpu()
+        users.append(end_user - user)
+        systems.append(end_system - system)
         del result
-    return walls, cpus
+    return walls, users, systems
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {cpu_name()}, {len(os.sched_getaffinity(0))} cores; commit {commit()}; "
           f"load average {os.getloadavg()[0]:.1f}")
     print(f"command: python {' '.join(sys.argv)}\n")
-    print("| format | file MB | reader | median s | all runs s | median CPU s | GB/s (wall) | GB/s (CPU) |")
+    print("| format | file MB | reader | median s | all runs s | median CPU s (user + system) | GB/s (wall) "
+          "| GB/s (CPU) |")
     print("| --- | ---: | --- | ---: | --- | ---: | ---: | ---: |")
     for fmt, megabytes in zip(args.formats, args.mb):
         path = args.dir / f"{fmt}-{megabytes}mb.txt"
@@ -135,10 +147,12 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_line_reader:
             readers.append(("line by line (before)", lambda: line_reader(fmt, path)))
         for label, read in readers:
-            walls, cpus = timed(read, args.repeats)
-            wall, cpu = statistics.median(walls), statistics.median(cpus)
+            walls, users, systems = timed(read, args.repeats)
+            wall, cpu = statistics.median(walls), statistics.median(u + s for u, s in zip(users, systems))
+            user, system = statistics.median(users), statistics.median(systems)
             print(f"| {fmt} | {size / 1e6:.0f} | {label} | {wall:.3f} | {' '.join(f'{t:.3f}' for t in walls)} | "
-                  f"{cpu:.3f} | {size / wall / 1e9:.2f} | {size / cpu / 1e9:.2f} |", flush=True)
+                  f"{cpu:.3f} ({user:.3f} + {system:.3f}) | {size / wall / 1e9:.2f} | {size / cpu / 1e9:.2f} |",
+                  flush=True)
     return 0
 
 

@@ -117,18 +117,20 @@ class whole_input:  # noqa: N801 - used like open_text
     def _path_bytes(self) -> bytes | mmap.mmap | None:
         with open(self.name, "rb") as file:  # open_text's first call too: the same errors
             info = os.fstat(file.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                return None  # read once only, by the Python reader
+            if not stat.S_ISREG(info.st_mode) or info.st_size == 0:
+                return None  # a pipe is read once only, by the Python reader (so is an empty file)
             if file.read(2) == GZIP_MAGIC:
                 file.seek(0)
                 try:
                     return gzip.GzipFile(fileobj=file).read()
                 except (OSError, EOFError, zlib.error):
                     return None  # damaged: the Python reader names it, or a bad line before it
-            if info.st_size == 0:
-                return b""
-            self._mapped = mmap.mmap(file.fileno(), 0, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
-                                     prot=mmap.PROT_READ)
+            file.seek(0)
+            try:
+                self._mapped = mmap.mmap(file.fileno(), 0, prot=mmap.PROT_READ,
+                                         flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0))
+            except (OSError, ValueError):  # a file system without mappings
+                return file.read()
             return self._mapped
 
     def _read_stream(self, stream: TextIO) -> None:
