@@ -151,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
             wall, cpu = statistics.median(walls), statistics.median(u + s for u, s in zip(users, systems))
             user, system = statistics.median(users), statistics.median(systems)
             print(f"| {fmt} | {size / 1e6:.0f} | {label} | {wall:.3f} | {' '.join(f'{t:.3f}' for t in walls)} | "
-                  f"{cpu:.3f} ({user:.3f} + {system:.3f}) | {size / wall / 1e9:.2f} | {size / cpu / 1e9:.2f} |",
+                  f"{cpu:.3f} ({user:.3f} + {system:.3f}) | {size / wall / 1e9:.2f} | "
+                  f"{f'{size / cpu / 1e9:.2f}' if cpu > 0 else '-'} |",  # rusage counts in ticks
                   flush=True)
     return 0
 

@@ -18,6 +18,7 @@ cdef extern from "parse_scan.h" nogil:
     enum:
         PARSE_OK
     int64_t parse_count_lines(const uint8_t *text, int64_t size)
+    void parse_small_pages(void *memory, int64_t bytes)
 
     ctypedef struct parse_logan_out:
         uint8_t *v_bases
@@ -60,6 +61,14 @@ cdef uint8_t *u8(cnp.ndarray array):
     return <uint8_t *>cnp.PyArray_DATA(array)
 
 
+def _empty(int64_t length, dtype):
+    """np.empty, on small pages (parse_small_pages says why) where numpy would ask for huge ones."""
+    array = np.empty(length, dtype)
+    if array.nbytes >= 1 << 22:  # numpy's threshold for huge pages; smaller arrays may share the heap
+        parse_small_pages(cnp.PyArray_DATA(array), array.nbytes)
+    return array
+
+
 cdef int64_t *i64(cnp.ndarray array):
     return <int64_t *>cnp.PyArray_DATA(array)
 
@@ -83,9 +92,9 @@ def logan(text, int64_t k):
     cdef int64_t max_pairs
     with nogil:
         max_pairs = _max_lines(data, size)
-    arrays = dict(v_bases=np.empty(size, np.uint8), h_bases=np.empty(size, np.uint8),
-                  v_offsets=np.empty(max_pairs + 1, np.int64), h_offsets=np.empty(max_pairs + 1, np.int64),
-                  v_pos=np.empty(max_pairs, np.int64), h_pos=np.empty(max_pairs, np.int64))
+    arrays = dict(v_bases=_empty(size, np.uint8), h_bases=_empty(size, np.uint8),
+                  v_offsets=_empty(max_pairs + 1, np.int64), h_offsets=_empty(max_pairs + 1, np.int64),
+                  v_pos=_empty(max_pairs, np.int64), h_pos=_empty(max_pairs, np.int64))
     cdef parse_logan_out out
     out.v_bases, out.h_bases = u8(arrays["v_bases"]), u8(arrays["h_bases"])
     out.v_offsets, out.h_offsets = i64(arrays["v_offsets"]), i64(arrays["h_offsets"])
@@ -109,9 +118,9 @@ def seedext(text, int64_t max_h0):
     cdef int64_t max_pairs
     with nogil:
         max_pairs = _max_lines(data, size)
-    arrays = dict(query=np.empty(size, np.uint8), target=np.empty(size, np.uint8),
-                  query_offsets=np.empty(max_pairs + 1, np.int64),
-                  target_offsets=np.empty(max_pairs + 1, np.int64), h0=np.empty(max_pairs, np.int64))
+    arrays = dict(query=_empty(size, np.uint8), target=_empty(size, np.uint8),
+                  query_offsets=_empty(max_pairs + 1, np.int64),
+                  target_offsets=_empty(max_pairs + 1, np.int64), h0=_empty(max_pairs, np.int64))
     cdef parse_seedext_out out
     out.query, out.target = u8(arrays["query"]), u8(arrays["target"])
     out.query_offsets, out.target_offsets = i64(arrays["query_offsets"]), i64(arrays["target_offsets"])
@@ -142,9 +151,9 @@ def pairhmm(text, int min_base_qual):
         max_lines = _max_lines(data, size)
     # A read line holds five fields of the read's length, so the reads hold at most size / 5 bases.
     cdef int64_t read_capacity = size // 5 + 1
-    arrays = {name: np.empty(read_capacity, np.uint8) for name in _READ_FIELDS}
-    arrays["hap_bases"] = np.empty(size, np.uint8)
-    arrays.update({name: np.empty(max_lines + 1, np.int64) for name in _OFFSET_FIELDS})
+    arrays = {name: _empty(read_capacity, np.uint8) for name in _READ_FIELDS}
+    arrays["hap_bases"] = _empty(size, np.uint8)
+    arrays.update({name: _empty(max_lines + 1, np.int64) for name in _OFFSET_FIELDS})
     cdef parse_pairhmm_out out
     out.read_bases, out.read_quals = u8(arrays["read_bases"]), u8(arrays["read_quals"])
     out.read_ins, out.read_del, out.read_gcp = u8(arrays["read_ins"]), u8(arrays["read_del"]), u8(arrays["read_gcp"])

@@ -28,6 +28,11 @@ enum { PARSE_OK = 0, PARSE_DECLINED = 1 };
 /* The number of '\n' bytes: with one more, a bound on the number of lines. */
 int64_t parse_count_lines(const uint8_t *text, int64_t size);
 
+/* Asks the kernel for small pages in this (untouched) memory: the output arrays are written once,
+   front to back, and a huge-page fault can stall in memory compaction for far longer than the
+   small-page faults it saves (BENCHMARKS.md, "Text readers"). */
+void parse_small_pages(void *memory, int64_t bytes);
+
 /* LOGAN text; v_bases and h_bases hold `size` bytes, the offsets max_pairs + 1 entries, the
    positions max_pairs. */
 typedef struct {
