@@ -13,7 +13,7 @@ repeated until the file holds about the given megabytes:
   2-8 haplotypes of 200-500 bases), qualities as phred+33 text.
 
 Times the reader alone on a file already in the page cache (one untimed read first), on one
-thread: `read_logan_text`, `read_seedext_tsv`, `read_pairhmm_text` (the C scanner), and the
+thread, each reader in a fresh process (as the `warpdp` command reads): `read_logan_text`, `read_seedext_tsv`, `read_pairhmm_text` (the C scanner), and the
 line-by-line Python reader each of them falls back to (the readers before the scanner), from the
 path to the packed arrays. Reports the median wall-clock seconds of --repeats runs, the median
 CPU seconds of the calling thread, user + system (on a shared machine it leaves out time other
@@ -24,9 +24,11 @@ and CPU. Prints a markdown table for BENCHMARKS.md.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -97,6 +99,7 @@ READERS: dict[str, Callable[[Path], object]] = {
     "seedext": lambda path: warpdp.read_seedext_tsv(path),
     "pairhmm": lambda path: warpdp.read_pairhmm_text(path),
 }
+SCANNER, LINE_READER = "C scanner", "line by line (before)"
 
 
 def thread_cpu() -> tuple[float, float]:
@@ -105,17 +108,28 @@ def thread_cpu() -> tuple[float, float]:
     return usage.ru_utime, usage.ru_stime
 
 
-def timed(read: Callable[[], object], repeats: int) -> tuple[list[float], list[float], list[float]]:
-    walls, users, systems = [], [], []
+def time_reader(fmt: str, reader: str, path: Path, repeats: int) -> dict[str, list[float]]:
+    """Wall, user and system seconds of each run of one reader (after one untimed run)."""
+    read = (lambda: READERS[fmt](path)) if reader == SCANNER else (lambda: line_reader(fmt, path))
+    read()
+    times: dict[str, list[float]] = {"wall": [], "user": [], "system": []}
     for _ in range(repeats):
         start, (user, system) = time.perf_counter(), thread_cpu()
         result = read()
-        walls.append(time.perf_counter() - start)
+        times["wall"].append(time.perf_counter() - start)
         end_user, end_system = thread_cpu()
-        users.append(end_user - user)
-        systems.append(end_system - system)
+        times["user"].append(end_user - user)
+        times["system"].append(end_system - system)
         del result
-    return walls, users, systems
+    return times
+
+
+def time_in_fresh_process(fmt: str, reader: str, path: Path, repeats: int) -> dict[str, list[float]]:
+    """time_reader in a process of its own, as a `warpdp` command would read: memory that an
+    earlier reader freed would otherwise spare the next one the kernel's work on fresh pages."""
+    child = subprocess.run([sys.executable, __file__, "--child", fmt, reader, str(path), str(repeats)],
+                           capture_output=True, text=True, check=True)
+    return json.loads(child.stdout)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,7 +140,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per reader (the median is reported)")
     parser.add_argument("--dir", type=Path, default=Path("/tmp/warpdp-parsing"), help="where the inputs are kept")
     parser.add_argument("--no-line-reader", action="store_true", help="time the C scanner's readers alone")
+    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)  # FORMAT READER PATH REPEATS
     args = parser.parse_args(argv)
+    if args.child:
+        fmt, reader, path, repeats = args.child
+        print(json.dumps(time_reader(fmt, reader, Path(path), int(repeats))))
+        return 0
     if len(args.mb) < len(args.formats):
         parser.error("give one --mb per format")
     args.dir.mkdir(parents=True, exist_ok=True)
@@ -141,16 +160,13 @@ def main(argv: list[str] | None = None) -> int:
         if not path.exists() or abs(path.stat().st_size / 1e6 - megabytes) > 0.2 * megabytes + 1:
             write_input(fmt, path, megabytes)
         size = path.stat().st_size
-        fast = READERS[fmt]
-        fast(path)  # into the page cache, not timed
-        readers = [("C scanner", lambda: fast(path))]
-        if not args.no_line_reader:
-            readers.append(("line by line (before)", lambda: line_reader(fmt, path)))
-        for label, read in readers:
-            walls, users, systems = timed(read, args.repeats)
-            wall, cpu = statistics.median(walls), statistics.median(u + s for u, s in zip(users, systems))
-            user, system = statistics.median(users), statistics.median(systems)
-            print(f"| {fmt} | {size / 1e6:.0f} | {label} | {wall:.3f} | {' '.join(f'{t:.3f}' for t in walls)} | "
+        for reader in [SCANNER] if args.no_line_reader else [SCANNER, LINE_READER]:
+            times = time_in_fresh_process(fmt, reader, path, args.repeats)
+            walls = times["wall"]
+            wall = statistics.median(walls)
+            cpu = statistics.median(u + s for u, s in zip(times["user"], times["system"]))
+            user, system = statistics.median(times["user"]), statistics.median(times["system"])
+            print(f"| {fmt} | {size / 1e6:.0f} | {reader} | {wall:.3f} | {' '.join(f'{t:.3f}' for t in walls)} | "
                   f"{cpu:.3f} ({user:.3f} + {system:.3f}) | {size / wall / 1e9:.2f} | "
                   f"{f'{size / cpu / 1e9:.2f}' if cpu > 0 else '-'} |",  # rusage counts in ticks
                   flush=True)

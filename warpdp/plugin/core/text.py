@@ -148,8 +148,9 @@ class whole_input:  # noqa: N801 - used like open_text
             return
         ends_open = bool(text) and not text.endswith("\n")
         if text.isascii() and "\r" not in text and text.count("\n") == len(lines) - ends_open:
-            self.data = text.encode("ascii")  # split at "\n", it gives the stream's lines back
+            del lines  # split at "\n", the text gives the stream's lines back
             self._lines = None
+            self.data = text.encode("ascii")
 
     def scanned(self, scanner: str, *args: Any) -> dict[str, Any] | None:
         """The arrays ``warpdp.cython_cpu.parse.<scanner>(data, *args)`` returns, or None where it
