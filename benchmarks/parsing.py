@@ -2,6 +2,7 @@
 
     python benchmarks/parsing.py [--formats logan seedext pairhmm] [--mb 1000 500 500]
                                  [--repeats 3] [--dir /tmp/warpdp-parsing] [--no-line-reader]
+                                 [--xdrop-cli X]
 
 Inputs (written once into --dir, reused while their size matches): a block of generated items
 repeated until the file holds about the given megabytes:
@@ -20,6 +21,11 @@ CPU seconds of the calling thread, user + system (on a shared machine it leaves 
 processes held the core; system time is mostly the kernel's work of giving the output arrays
 fresh pages, which memory fragmentation can slow), and GB/s = file bytes / median seconds, wall
 and CPU. Prints a markdown table for BENCHMARKS.md.
+
+--xdrop-cli X: instead, the whole `warpdp xdrop` command on the LOGAN file (-k 17 -x X, CPU
+backend, one thread, output to /dev/null), each run in a fresh process, with read_logan_text as it
+is and with the line-by-line reader put in its place, alternating: wall and CPU seconds of the
+command (from its `main`, after the imports) and of the reading within it.
 """
 from __future__ import annotations
 
@@ -132,6 +138,49 @@ def time_in_fresh_process(fmt: str, reader: str, path: Path, repeats: int) -> di
     return json.loads(child.stdout)
 
 
+def run_xdrop_cli(path: Path, x: int, reader: str) -> dict[str, float]:
+    """One `warpdp xdrop` command in this process, with the time spent reading its input."""
+    from warpdp.cli import main as warpdp_main
+
+    read = xdrop_io.read_logan_text if reader == SCANNER else (lambda source, *, k: line_reader("logan", source))
+    spent: dict[str, float] = {}
+
+    def timed_read(source: Path, *, k: int) -> object:
+        start, (user, system) = time.perf_counter(), thread_cpu()
+        pairs = read(source, k=k)
+        end_user, end_system = thread_cpu()
+        spent.update(read_wall=time.perf_counter() - start, read_cpu=end_user - user + end_system - system)
+        return pairs
+
+    xdrop_io.read_logan_text = timed_read  # the command imports it when it runs
+    start, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
+    status = warpdp_main(["xdrop", str(path), "-k", str(SEED_LENGTH), "-x", str(x), "--backend", "cpu",
+                          "--threads", "1", "-o", os.devnull])
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    if status != 0:
+        raise SystemExit(f"warpdp xdrop exited with {status}")
+    return dict(spent, wall=time.perf_counter() - start,
+                cpu=after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+
+
+def xdrop_cli_table(path: Path, x: int, repeats: int) -> None:
+    runs: dict[str, list[dict[str, float]]] = {SCANNER: [], LINE_READER: []}
+    for _ in range(repeats):
+        for reader in runs:
+            child = subprocess.run([sys.executable, __file__, "--child-cli", str(path), str(x), reader],
+                                   capture_output=True, text=True, check=True)
+            runs[reader].append(json.loads(child.stdout))
+    print(f"`warpdp xdrop {path.name} -k {SEED_LENGTH} -x {x} --backend cpu --threads 1`, "
+          f"{path.stat().st_size / 1e6:.0f} MB, medians of {repeats}\n")
+    print("| reader | command s | command CPU s | reading s | reading CPU s | reading's share (wall, CPU) |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for reader, results in runs.items():
+        m = {key: statistics.median(r[key] for r in results) for key in results[0]}
+        print(f"| {reader} | {m['wall']:.2f} | {m['cpu']:.2f} | {m['read_wall']:.2f} | {m['read_cpu']:.2f} | "
+              f"{statistics.median(r['read_wall'] / r['wall'] for r in results):.0%}, "
+              f"{statistics.median(r['read_cpu'] / r['cpu'] for r in results):.0%} |", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--formats", nargs="+", choices=tuple(READERS), default=list(READERS))
@@ -140,18 +189,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per reader (the median is reported)")
     parser.add_argument("--dir", type=Path, default=Path("/tmp/warpdp-parsing"), help="where the inputs are kept")
     parser.add_argument("--no-line-reader", action="store_true", help="time the C scanner's readers alone")
+    parser.add_argument("--xdrop-cli", type=int, metavar="X", help="time the whole `warpdp xdrop` command instead")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)  # FORMAT READER PATH REPEATS
+    parser.add_argument("--child-cli", nargs=3, help=argparse.SUPPRESS)  # PATH X READER
     args = parser.parse_args(argv)
     if args.child:
         fmt, reader, path, repeats = args.child
         print(json.dumps(time_reader(fmt, reader, Path(path), int(repeats))))
         return 0
-    if len(args.mb) < len(args.formats):
-        parser.error("give one --mb per format")
+    if args.child_cli:
+        path, x, reader = args.child_cli
+        print(json.dumps(run_xdrop_cli(Path(path), int(x), reader)))
+        return 0
     args.dir.mkdir(parents=True, exist_ok=True)
     print(f"machine: {cpu_name()}, {len(os.sched_getaffinity(0))} cores; commit {commit()}; "
           f"load average {os.getloadavg()[0]:.1f}")
     print(f"command: python {' '.join(sys.argv)}\n")
+    if args.xdrop_cli is not None:
+        path = args.dir / f"logan-{args.mb[0]}mb.txt"
+        if not path.exists():
+            write_input("logan", path, args.mb[0])
+        xdrop_cli_table(path, args.xdrop_cli, args.repeats)
+        return 0
+    if len(args.mb) < len(args.formats):
+        parser.error("give one --mb per format")
     print("| format | file MB | reader | median s | all runs s | median CPU s (user + system) | GB/s (wall) "
           "| GB/s (CPU) |")
     print("| --- | ---: | --- | ---: | --- | ---: | ---: | ---: |")
