@@ -233,3 +233,32 @@ def test_malformed_lines_give_the_line_readers_message(tmp_path, reader, text, m
         with pytest.raises(ValueError) as raised:
             reader(source)
         assert str(raised.value).startswith(f"{name}, {message}")
+
+
+class LinesThenError:
+    """A text stream that gives its lines, then fails as a damaged input does."""
+
+    name = "<failing>"
+
+    def __init__(self, lines: list[str], error: Exception) -> None:
+        self.lines, self.error = lines, error
+
+    def read(self, size: int = -1) -> str:
+        raise AssertionError("the readers iterate streams by lines")
+
+    def __iter__(self):
+        yield from self.lines
+        raise self.error
+
+
+@pytest.mark.parametrize("lines, expected", [
+    (["ACGT 0 ACGT 0 n\n", "ACGT 0 ACGT\n"], "<failing>, line 2: expected 5 fields"),  # the bad line comes first
+    (["ACGT 0 ACGT 0 n\n"], "[Errno 5] I/O error: '<failing>'"),  # the read error, named as before
+])
+def test_a_stream_that_fails_gives_the_line_readers_error(lines, expected) -> None:
+    errors = []
+    for reader in (lambda s: xdrop_io.read_logan_text(s, k=2), lambda s: logan_lines(s, k=2)):
+        with pytest.raises((ValueError, OSError)) as raised:
+            reader(LinesThenError(lines, OSError(5, "I/O error")))
+        errors.append((type(raised.value), str(raised.value)))
+    assert errors[0] == errors[1] and errors[0][1].startswith(expected)

@@ -136,8 +136,7 @@ class whole_input:  # noqa: N801 - used like open_text
     def _read_stream(self, stream: TextIO) -> None:
         lines: list[str] = []
         try:
-            while chunk := stream.readlines(1 << 20):
-                lines.extend(chunk)
+            lines.extend(stream)  # iterated as the Python reader does; what came before an error is kept
         except Exception as error:  # noqa: BLE001 - the Python reader meets it where it came
             self._lines = _replay(lines, error)
             return
