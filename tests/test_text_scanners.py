@@ -11,6 +11,9 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import io
+import random
+import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -26,6 +29,9 @@ from warpdp.plugin.core.text import NumberedLines, open_text
 from warpdp.plugin.seedext import MAX_SCORE
 
 K = 17
+CPU_DIR = Path(__file__).resolve().parents[1] / "warpdp" / "cython_cpu"
+DRIVER = Path(__file__).resolve().parent / "helpers" / "parse_driver.c"
+CC = shutil.which("cc") or shutil.which("gcc")
 
 
 def logan_lines(source, k=K):
@@ -262,3 +268,37 @@ def test_a_stream_that_fails_gives_the_line_readers_error(lines, expected) -> No
             reader(LinesThenError(lines, OSError(5, "I/O error")))
         errors.append((type(raised.value), str(raised.value)))
     assert errors[0] == errors[1] and errors[0][1].startswith(expected)
+
+
+@pytest.mark.skipif(CC is None, reason="needs a C compiler (cc)")
+def test_the_scanners_without_x86_simd_write_what_they_write_with_it(tmp_path) -> None:
+    """The scalar paths (the only ones off x86) against the SSE2 ones, through a C driver that
+    prints what each scanner accepted and a hash of what it wrote: the reference files, and slices
+    of them with characters inserted or replaced."""
+    rng, inputs = random.Random(5), []
+    for folder, name in (("xdrop", "logan-example.tsv"), ("seedext", "bwamem-like-500.tsv"), ("pairhmm", "10s.in")):
+        data = shared_file(folder, name).read_bytes()
+        inputs.append(tmp_path / name)
+        inputs[-1].write_bytes(data)
+        for i in range(60):
+            start = rng.randrange(len(data))
+            piece = bytearray(data[start:start + rng.choice([50, 500, 5000, 50000])])
+            for _ in range(rng.choice([0, 0, 1, 3])):
+                at = rng.randrange(len(piece) + 1)
+                piece[at:at + rng.randint(0, 1)] = rng.choice(CORRUPTIONS).encode("latin-1")
+            inputs.append(tmp_path / f"{folder}-{i}.txt")
+            inputs[-1].write_bytes(bytes(piece))
+    outputs = []
+    for flags in ([], ["-DWARPDP_NO_X86_SIMD"]):
+        driver = tmp_path / f"driver{len(outputs)}"
+        subprocess.run([CC, "-O2", "-std=gnu11", *flags, f"-I{CPU_DIR}", str(DRIVER),
+                        *sorted(map(str, CPU_DIR.glob("parse_*.c"))), "-o", str(driver)],
+                       check=True, capture_output=True, timeout=300)
+        outputs.append(subprocess.run([str(driver), *map(str, inputs)], check=True, capture_output=True, text=True,
+                                      timeout=300).stdout)
+    assert outputs[0] == outputs[1]
+    lines = outputs[0].splitlines()
+    assert len(lines) == len(inputs)
+    for name, accepted in (("logan-example.tsv", " logan(k=3) 0 "), ("bwamem-like-500.tsv", " seedext 0 "),
+                           ("10s.in", " pairhmm 0 ")):
+        assert accepted in next(line for line in lines if line.startswith(str(tmp_path / name)))
