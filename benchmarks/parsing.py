@@ -14,13 +14,13 @@ repeated until the file holds about the given megabytes:
   2-8 haplotypes of 200-500 bases), qualities as phred+33 text.
 
 Times the reader alone on a file already in the page cache (one untimed read first), on one
-thread, each reader in a fresh process (as the `warpdp` command reads): `read_logan_text`, `read_seedext_tsv`, `read_pairhmm_text` (the C scanner), and the
-line-by-line Python reader each of them falls back to (the readers before the scanner), from the
-path to the packed arrays. Reports the median wall-clock seconds of --repeats runs, the median
-CPU seconds of the calling thread, user + system (on a shared machine it leaves out time other
-processes held the core; system time is mostly the kernel's work of giving the output arrays
-fresh pages, which memory fragmentation can slow), and GB/s = file bytes / median seconds, wall
-and CPU. Prints a markdown table for BENCHMARKS.md.
+thread, each reader in a fresh process (as the `warpdp` command reads): `read_logan_text`,
+`read_seedext_tsv`, `read_pairhmm_text` (the C scanner), and the line-by-line Python reader each
+of them falls back to (the readers before the scanner), from the path to the packed arrays.
+Reports the median wall-clock seconds of --repeats runs, the median CPU seconds of the calling
+thread, user + system (on a shared machine it leaves out time other processes held the core;
+system time is mostly the kernel's work of giving the output arrays fresh pages), and GB/s =
+file bytes / median seconds, wall and CPU. Prints a markdown table for BENCHMARKS.md.
 
 --xdrop-cli X: instead, the whole `warpdp xdrop` command on the LOGAN file (-k 17 -x X, CPU
 backend, one thread, output to /dev/null), each run in a fresh process, with read_logan_text as it

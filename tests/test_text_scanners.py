@@ -137,7 +137,10 @@ def seedext_texts(draw) -> str:
         t = draw(st.text("ACGTN", max_size=30)) if kind < 4 else draw(st.text("ACGT", min_size=1, max_size=30))
         h0 = str(draw(st.integers(0, 200)))
         pad = draw(st.sampled_from(["", " ", " \x0b"]))
-        line = "\t".join([pad + q, t + pad, pad + h0]) if kind < 4 else draw(SPACES.filter(lambda s: "\t" not in s)).join([q, t, h0])
+        if kind < 4:
+            line = "\t".join([pad + q, t + pad, pad + h0])
+        else:
+            line = draw(SPACES.filter(lambda s: "\t" not in s)).join([q, t, h0])
         lines.append(line + draw(ENDS))
     return draw(corrupted("".join(lines)))
 
@@ -151,9 +154,10 @@ def pairhmm_texts(draw) -> str:
         lines.append(draw(blank) + f"{n_reads}{draw(SPACES)}{n_haps}" + draw(ENDS))
         for _ in range(n_reads):
             read = draw(st.text("ACGTNacgtnRY", min_size=1, max_size=20))
-            quals = [draw(st.text(st.characters(min_codepoint=33, max_codepoint=126), min_size=len(read), max_size=len(read)))
-                     for _ in range(4)]
-            lines.append(draw(blank) + draw(SPACES).join([read, *quals]) + draw(st.sampled_from(["", " "])) + draw(ENDS))
+            phred = st.text(st.characters(min_codepoint=33, max_codepoint=126), min_size=len(read), max_size=len(read))
+            quals = [draw(phred) for _ in range(4)]
+            trailing = draw(st.sampled_from(["", " "]))
+            lines.append(draw(blank) + draw(SPACES).join([read, *quals]) + trailing + draw(ENDS))
         for _ in range(n_haps):
             lines.append(draw(blank) + draw(st.text("ACGTNacgtn", min_size=1, max_size=30)) + draw(ENDS))
     return draw(corrupted("".join(lines)))

@@ -26,7 +26,8 @@ int64_t parse_count_lines(const uint8_t *text, int64_t size) {
 void parse_small_pages(void *memory, int64_t bytes) {
 #if defined(__linux__) && defined(MADV_NOHUGEPAGE)
     const uintptr_t page = 4096;
-    uintptr_t start = ((uintptr_t)memory + page - 1) & ~(page - 1), stop = ((uintptr_t)memory + (uintptr_t)bytes) & ~(page - 1);
+    uintptr_t start = ((uintptr_t)memory + page - 1) & ~(page - 1);
+    uintptr_t stop = ((uintptr_t)memory + (uintptr_t)bytes) & ~(page - 1);
     if (stop > start)
         madvise((void *)start, stop - start, MADV_NOHUGEPAGE); /* advice only: a failure changes nothing */
 #else

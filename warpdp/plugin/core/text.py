@@ -93,7 +93,7 @@ class whole_input:  # noqa: N801 - used like open_text
 
     ``data``: a plain file's bytes (mapped), a gzipped file's (decompressed), or a stream's text
     encoded when it is ASCII and its lines all end at "\\n"; None where no scanner can read it
-    (a damaged gzip file, a pipe given by path, a stream of other lines). :meth:`lines` gives what
+    (a damaged gzip file, an empty one, a pipe given by path, a stream of other lines). :meth:`lines` gives what
     :class:`open_text` gives, for the Python reader: the path opened again, or the stream's lines
     as they were read, then the read error if one came, so its errors are the ones it always gave.
     """
