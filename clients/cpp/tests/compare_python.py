@@ -12,8 +12,8 @@ With --server the harness opens a client handle (warpdp_open_client) on a real w
 started here (warpdp.grpc.Server, what `warpdp serve` runs; CPU backend, loopback, a bearer
 token), and the same cases must give the same results through gRPC; a wrong token must be
 refused (WARPDP_ERR_UNAUTHENTICATED), and, where openssl is installed, one case runs over TLS.
-For the fixed-width families (xdrop, seedext, pairhmm) every case whose arrays are large enough
-for shared memory must get its results back through the memfd (SharedFile.reply_offset): the
+Every case whose arrays are large enough for shared memory must get its results back through
+the memfd (SharedFile.reply_offset; align's and edit's ragged CIGARs and locations too): the
 server, in this process, counts the results it writes there (the reply then carries none).
 """
 from __future__ import annotations
@@ -327,6 +327,14 @@ def edit_cases() -> list[Case]:
     cases += [edit_case(f"synthetic.{mode}", pairs, mode=mode, task="path") for mode in ("nw", "shw", "hw")]
     cases.append(edit_case("synthetic.windowed.locations", pairs, mode="shw", method="windowed", task="locations",
                            window=20, overlap=5))
+    # Large enough for a client handle's shared memory (MEMFD_MIN_BYTES), each task.
+    large = []
+    for _ in range(400):
+        t = random_dna(int(RNG.integers(200, 400)))
+        large.append((mutate(t, 0.1) or b"C", t))
+    pairs = warpdp.pack_edit_pairs(large)
+    cases += [edit_case(f"synthetic.large.hw.{task}", pairs, mode="hw", task=task, k=60 if task == "locations" else -1)
+              for task in ("distance", "locations", "path")]
     cases.append(edit_case("bad.windowed.N", warpdp.pack_edit_pairs([(b"ACGNT", b"ACGGT")]), mode="shw",
                            method="windowed"))
     return cases
@@ -350,10 +358,11 @@ def tls_files(work: Path) -> tuple[Path, Path] | None:
     return cert, key
 
 
-# Families whose client handle asks for its results in shared memory, and the input bytes from
-# which it must get them that way (its threshold is 64 KiB of packed arrays; the harness's files
-# are at most twice as wide as the packed arrays: seed extension's h0 goes from int32 to int64).
-REPLY_IN_MEMFD = ("xdrop", "seedext", "pairhmm")
+# Families whose client handle asks for its results in shared memory (every family: align's and
+# edit's ragged CIGARs and locations too), and the input bytes from which it must get them that
+# way (its threshold is 64 KiB of packed arrays; the harness's files are at most twice as wide as
+# the packed arrays: seed extension's h0 goes from int32 to int64).
+REPLY_IN_MEMFD = ("xdrop", "seedext", "pairhmm", "align", "edit")
 MEMFD_MIN_BYTES = 128 * 1024
 
 
