@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "client_calls.h"
 #include "internal.h"
 #include "shared_memory.h"
 #include "warpdp.grpc.pb.h"
@@ -23,6 +24,7 @@ struct wd_client {
     std::unique_ptr<v1::Warpdp::Stub> stub;
     std::string token;
     double timeout_seconds;
+    int64_t max_message_bytes;  // the server's limit on a request (and a reply), 0: none given
     std::unique_ptr<wd::SharedMemory> shared;  // NULL: the server is elsewhere or does not offer it
 };
 
@@ -244,6 +246,7 @@ int wd_client_open(const warpdp_client_options *options, wd_client **client)
     const grpc::Status s = made->stub->ServerInfo(&context, v1::ServerInfoRequest(), &info);
     if (!s.ok())
         return status_of(s, "client");
+    made->max_message_bytes = int64_t(std::min<uint64_t>(info.limits().max_message_bytes(), uint64_t(1) << 62));
     if (info.shared_files().enabled() && !info.shared_files().socket().empty() &&
         wd::is_local_target(options->address))
         made->shared = std::make_unique<wd::SharedMemory>(info.shared_files().socket());
@@ -256,7 +259,14 @@ void wd_client_free(wd_client *client)
     delete client;
 }
 
-int wd_client_xdrop(wd_client *c, const warpdp_xdrop_pairs *p, const warpdp_xdrop_params *params,
+namespace wd {
+
+int64_t max_message_bytes(const wd_client *c)
+{
+    return c->max_message_bytes;
+}
+
+int xdrop_rpc(wd_client *c, const warpdp_xdrop_pairs *p, const warpdp_xdrop_params *params,
                     const warpdp_xdrop_results *r)
 {
     v1::XdropRequest request;
@@ -287,7 +297,7 @@ int wd_client_xdrop(wd_client *c, const warpdp_xdrop_pairs *p, const warpdp_xdro
     return wd_ok();
 }
 
-int wd_client_seedext(wd_client *c, const warpdp_seedext_pairs *p, const warpdp_seedext_params *params,
+int seedext_rpc(wd_client *c, const warpdp_seedext_pairs *p, const warpdp_seedext_params *params,
                       warpdp_seedext_result *results)
 {
     v1::SeedExtendRequest request;
@@ -330,7 +340,7 @@ int wd_client_seedext(wd_client *c, const warpdp_seedext_pairs *p, const warpdp_
     return wd_ok();
 }
 
-int wd_client_pairhmm(wd_client *c, const warpdp_pairhmm_batches *b, int use_double, double *out, int64_t n_out)
+int pairhmm_rpc(wd_client *c, const warpdp_pairhmm_batches *b, int use_double, double *out, int64_t n_out)
 {
     v1::PairHmmRequest request;
     const wd::Arrays arrays = {array("read_bases", b->read_bases, b->n_read_bases, 1),
@@ -368,7 +378,7 @@ wd::Arrays seq_arrays(const warpdp_seq_pairs *p)
 
 }  // namespace
 
-int wd_client_align(wd_client *c, const warpdp_seq_pairs *p, const warpdp_align_params *a,
+int align_rpc(wd_client *c, const warpdp_seq_pairs *p, const warpdp_align_params *a,
                     const warpdp_align_results *r)
 {
     static const char *const MODES[] = {"global", "semiglobal", "local", "extension", "gatk"};
@@ -416,7 +426,7 @@ int wd_client_align(wd_client *c, const warpdp_seq_pairs *p, const warpdp_align_
     return wd_ok();
 }
 
-int wd_client_edit(wd_client *c, const warpdp_seq_pairs *p, const warpdp_edit_params *e,
+int edit_rpc(wd_client *c, const warpdp_seq_pairs *p, const warpdp_edit_params *e,
                    const warpdp_edit_results *r)
 {
     static const char *const MODES[] = {"nw", "shw", "hw"}, *const TASKS[] = {"distance", "locations", "path"},
@@ -458,3 +468,5 @@ int wd_client_edit(wd_client *c, const warpdp_seq_pairs *p, const warpdp_edit_pa
         return malformed("edit");
     return wd_ok();
 }
+
+}  // namespace wd
