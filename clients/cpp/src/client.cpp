@@ -194,6 +194,17 @@ size_t columns_bytes(int64_t n_pairs, int columns)
     return size_t(n_pairs) * 8 * size_t(columns);
 }
 
+// The same for a fixed-width family's reply: every bytes field of it is a result column.
+template <typename Reply>
+size_t fixed_reply_bytes(int64_t n_pairs)
+{
+    const google::protobuf::Descriptor *d = Reply::descriptor();
+    int columns = 0;
+    for (int i = 0; i < d->field_count(); i++)
+        columns += d->field(i)->type() == google::protobuf::FieldDescriptor::TYPE_BYTES;
+    return columns_bytes(n_pairs, columns);
+}
+
 size_t ragged_bytes(int64_t n_pairs, int64_t values, size_t value_size)
 {
     return size_t(n_pairs + 1) * 8 + size_t(values) * value_size;
@@ -285,7 +296,8 @@ int xdrop_rpc(wd_client *c, const warpdp_xdrop_pairs *p, const warpdp_xdrop_para
     request.set_report(params->report == WARPDP_XDROP_REPORT_BEST ? v1::XDROP_REPORT_BEST : v1::XDROP_REPORT_LONGEST);
     v1::XdropReply reply;
     Call call;
-    rpc(c, request, request.mutable_pairs(), arrays, &reply, columns_bytes(n, 6), &v1::Warpdp::Stub::Xdrop, &call);
+    rpc(c, request, request.mutable_pairs(), arrays, &reply, fixed_reply_bytes<v1::XdropReply>(n),
+        &v1::Warpdp::Stub::Xdrop, &call);
     if (!call.status.ok())
         return status_of(call.status, "xdrop");
     Results from(call, reply.n_pairs(), reply.score());
@@ -318,8 +330,8 @@ int seedext_rpc(wd_client *c, const warpdp_seedext_pairs *p, const warpdp_seedex
     request.set_zdrop(params->zdrop);
     v1::SeedExtendReply reply;
     Call call;
-    rpc(c, request, request.mutable_pairs(), arrays, &reply, columns_bytes(n, 6), &v1::Warpdp::Stub::SeedExtend,
-        &call);
+    rpc(c, request, request.mutable_pairs(), arrays, &reply, fixed_reply_bytes<v1::SeedExtendReply>(n),
+        &v1::Warpdp::Stub::SeedExtend, &call);
     if (!call.status.ok())
         return status_of(call.status, "seedext");
     Results from(call, reply.n_pairs(), reply.score());
@@ -356,8 +368,8 @@ int pairhmm_rpc(wd_client *c, const warpdp_pairhmm_batches *b, int use_double, d
     request.set_use_double(use_double != 0);
     v1::PairHmmReply reply;
     Call call;
-    rpc(c, request, request.mutable_batches(), arrays, &reply, columns_bytes(n_out, 1), &v1::Warpdp::Stub::PairHmm,
-        &call);
+    rpc(c, request, request.mutable_batches(), arrays, &reply, fixed_reply_bytes<v1::PairHmmReply>(n_out),
+        &v1::Warpdp::Stub::PairHmm, &call);
     if (!call.status.ok())
         return status_of(call.status, "pairhmm");
     Results from(call, reply.n_pairs(), reply.log10_likelihoods());
