@@ -140,8 +140,6 @@ public:
         }
     }
 
-    bool in_file() const { return at_ != nullptr; }
-
     // Copies the next field, n values of type T, into out (NULL: skipped); false when the field
     // (in the message) has another size or (in the memfd) would run past its end.
     template <typename T>

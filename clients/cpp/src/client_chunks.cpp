@@ -18,12 +18,8 @@ constexpr int64_t FRAMING_BYTES = 4096;
 // not goes whole, and the server's checks name the field at fault.)
 bool offsets_ok(const int64_t *offsets, int64_t n, int64_t total)
 {
-    if (offsets == nullptr || offsets[0] != 0 || offsets[n] != total)
-        return false;
-    for (int64_t i = 0; i < n; i++)
-        if (offsets[i + 1] < offsets[i])
-            return false;
-    return true;
+    int64_t at;
+    return warpdp_offsets_ok(offsets, n, total, 0, INT64_MAX, &at) != 0;
 }
 
 // offsets[i .. j] less offsets[i], into `into` (the offsets of a range's own arrays).
