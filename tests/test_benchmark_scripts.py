@@ -1,6 +1,7 @@
 """The benchmark scripts still run (tiny settings, CPU): they use the client's internals."""
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -55,6 +56,16 @@ def test_align_benchmark_runs_its_cpu_rows():
     assert run.returncode == 0, run.stderr[-3000:]
     assert "| 60 | CPU, 1 thread (scalar) | score only | 20 |" in run.stdout
     assert "| 60 | CPU, 1 thread (scalar) | CIGAR | 20 |" in run.stdout
+
+
+def test_parsing_benchmark_times_every_reader(tmp_path):
+    run = subprocess.run([sys.executable, str(REPO / "benchmarks" / "parsing.py"), "--mb", "1", "1", "1",
+                          "--repeats", "1", "--dir", str(tmp_path)],
+                         cwd=REPO, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert run.returncode == 0, run.stderr[-3000:]
+    for fmt in ("logan", "seedext", "pairhmm"):
+        assert f"| {fmt} | 1 | C scanner |" in run.stdout and f"| {fmt} | 1 | line by line (before) |" in run.stdout
 
 
 def test_xdrop_cli_times_whole_processes_on_the_cpu():
