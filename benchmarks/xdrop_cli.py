@@ -16,7 +16,10 @@ whole-process runs: parse (`read_logan_text`), GPU/CPU set-up (first `xdrop` cal
 at the same X), `xdrop` per X, writing the results to /dev/null, and the rest of the process's time
 (interpreter start, imports, CUDA context) as the whole-process median minus those.
 
-LOGAN's demo prints no scores. Its score line (`//cout << res[i] <<endl;` in src/logan_functions.cu)
+LOGAN (github.com/albertozeni/LOGAN, fetched and built beside the project, never committed) builds
+as its Makefile does, with the target named: `nvcc -O3 -maxrregcount=32 -std=c++14 -Isrc -Xcompiler
+-fopenmp -arch=sm_90 -rdc=true src/demo.cu src/seed.cu src/score.cu src/logan_functions.cu -o demo`
+(CUDA 13 needs no change to its sources). LOGAN's demo prints no scores. Its score line (`//cout << res[i] <<endl;` in src/logan_functions.cu)
 can be uncommented in a second build, passed as --logan-scores: the first --check-pairs pairs are then
 scored by both at every X and the scores compared (exit status 1 on any difference). The timed
 LOGAN runs use the unmodified --logan binary.
@@ -78,7 +81,8 @@ def timed(command: list[str]) -> tuple[float, str]:
 def logan_scores(binary: str, path: Path, x: int) -> np.ndarray:
     """Scores printed by a LOGAN build with its score line uncommented (lines holding one integer)."""
     _, stdout = timed(logan_command(binary, path, x))
-    return np.array([int(line) for line in stdout.split() if re.fullmatch(r"-?\d+", line)], dtype=np.int64)
+    lines = (line.strip() for line in stdout.splitlines())
+    return np.array([int(line) for line in lines if re.fullmatch(r"-?\d+", line)], dtype=np.int64)
 
 
 def check_scores(args: argparse.Namespace, sample: Path, workdir: Path) -> bool:
@@ -146,6 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.pairs < 1 or args.repeats < 1 or args.check_pairs < 1:
         parser.error("--pairs, --repeats and --check-pairs must be at least 1")
+    for name in ("logan", "logan_scores"):  # the processes run in the repository's root
+        if getattr(args, name):
+            setattr(args, name, os.path.abspath(getattr(args, name)))
 
     with tempfile.TemporaryDirectory(prefix="xdrop_cli_") as temporary:
         workdir = Path(temporary)
