@@ -1,5 +1,6 @@
-/* Runs edit distance over packed pairs: checks every argument, then spreads pairs over OpenMP
-   threads. Each pair writes only its own slices of the ragged outputs (see edit_kernel.h). */
+/* Runs edit distance over packed pairs: checks every argument, picks the variant, then spreads
+   pairs over OpenMP threads (the SIMD variants through edit_lanes.c). Each pair writes only its
+   own slices of the ragged outputs (see edit_kernel.h). */
 #include <stdint.h>
 #include <omp.h>
 #include "cpu_common.h"
@@ -40,14 +41,27 @@ static int check_arguments(const edit_pairs *pairs, const edit_params *p, int th
 int edit_run(const edit_pairs *pairs, const edit_params *p, edit_outputs *out, int threads, int isa,
              int64_t *bad_pair, warpdp_bad_argument *bad)
 {
-    edit_pair_kernel kernel;
+    const edit_pair_kernel kernel = edit_pair_scalar;
+    edit_lanes_kernel lanes_kernel = NULL;
+    int lanes = 1;
     switch (isa) {
     case WARPDP_ISA_SCALAR:
-        kernel = edit_pair_scalar;
         break;
-    default: /* no SIMD variant of this family yet */
+#if WARPDP_X86_SIMD
+    case WARPDP_ISA_AVX2:
+        lanes_kernel = edit_lanes_avx2;
+        lanes = EDIT_LANES_AVX2;
+        break;
+    case WARPDP_ISA_AVX512:
+        lanes_kernel = edit_lanes_avx512;
+        lanes = EDIT_LANES_AVX512;
+        break;
+#endif
+    default:
         return -2;
     }
+    if (!warpdp_cpu_supports(isa))
+        return -2;
     *bad_pair = -1;
     if (check_arguments(pairs, p, threads, bad) != 0)
         return WARPDP_BAD_ARGUMENT;
@@ -57,6 +71,10 @@ int edit_run(const edit_pairs *pairs, const edit_params *p, edit_outputs *out, i
     int64_t first_bad = INT64_MAX;
     if (threads < 1)
         threads = omp_get_max_threads();
+    if (lanes_kernel != NULL) {
+        failed = edit_run_lanes(pairs, p, out, threads, lanes_kernel, lanes, &first_bad) != 0;
+        goto finish;
+    }
     #pragma omp parallel for num_threads(threads) schedule(dynamic, 1) reduction(| : failed) \
         reduction(min : first_bad)
     for (int64_t i = 0; i < pairs->n_pairs; i++) {
@@ -73,6 +91,7 @@ int edit_run(const edit_pairs *pairs, const edit_params *p, edit_outputs *out, i
         else if (status != 0)
             failed = 1;
     }
+finish:
     if (failed)
         return -1;
     if (first_bad != INT64_MAX)
