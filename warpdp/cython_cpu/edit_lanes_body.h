@@ -1,6 +1,7 @@
 /* The inter-pair lane body of the exact edit distance, included once per SIMD build with
-   LANES (64-bit lanes of a vector), LANES_KERNEL (the entry point's name) and
-   V_GATHER(base, index) (the 64-bit words at base[index[lane]], index LANES int32 values).
+   LANES (64-bit lanes of a vector), LANES_KERNEL (the entry point's name),
+   V_GATHER(base, index) (the 64-bit words at base[index[lane]], index LANES int32 values) and
+   V_EQ_MASK64(bytes, b) (bit i set where bytes[i] == b, i < 64).
 
    One pair per lane: Myers' bit-vector algorithm in Hyyrö's block form (as edit_rows.h's
    block_step), the words of every lane's query in registers, one target column per step for all
@@ -36,7 +37,7 @@ static inline __attribute__((always_inline)) void lanes_step(vu eq, vu *pv, vu *
     const vu xh = (((eq & p) + p) ^ p) | eq;
     vu ph = mm | ~(xh | p);
     vu mh = p & xh;
-    const vu out_p = (last ? ph >> shift : ph >> 63) & 1, out_m = (last ? mh >> shift : mh >> 63) & 1;
+    const vu out_p = last ? (ph >> shift) & 1 : ph >> 63, out_m = last ? (mh >> shift) & 1 : mh >> 63;
     ph = (ph << 1) | *hp;
     mh = (mh << 1) | *hm;
     *pv = mh | ~(xv | ph);
@@ -91,27 +92,49 @@ static inline __attribute__((always_inline)) void lanes_sweep(const uint64_t *pe
     *column = at;
 }
 
-/* Lane `lane`'s match masks and target indices (columns past its target read the zero entry). */
+/* Lane `lane`'s match masks and target indices (columns past its target read the zero entry).
+   The masks come a byte value at a time, 64 query bases per compare (V_EQ_MASK64), for each
+   value the query holds. */
 static void lanes_fill(const edit_lane *l, int lane, int words, int reverse, int64_t cols, uint64_t *peq,
                        int32_t *codes)
 {
-    uint64_t seen[4] = {0, 0, 0, 0};
-    uint64_t *table = peq + (size_t)lane * 256 * (size_t)words;
-    for (int64_t i = 0; i < l->m; i++) {
-        const uint8_t b = reverse ? l->q[l->m - 1 - i] : l->q[i];
-        if (!((seen[b >> 6] >> (b & 63)) & 1)) {
-            seen[b >> 6] |= 1ull << (b & 63);
-            for (int w = 0; w < words; w++)
-                table[b * words + w] = 0;
+    const int64_t m = l->m, n = l->n;
+    const uint8_t *q = l->q, *t = l->t;
+    uint8_t query[64 * EDIT_LANE_WORDS];
+    uint64_t valid[EDIT_LANE_WORDS], left[EDIT_LANE_WORDS];
+    int32_t code[256];
+    if (reverse)
+        for (int64_t i = 0; i < m; i++)
+            query[i] = q[m - 1 - i];
+    else
+        memcpy(query, q, (size_t)m);
+    memset(query + m, 0, (size_t)(64 * words - m));
+    for (int w = 0; w < words; w++)
+        left[w] = valid[w] = m >= 64 * (w + 1) ? ~0ull : (1ull << (m - 64 * w)) - 1;
+    for (int b = 0; b < 256; b++)
+        code[b] = ZERO_ENTRY(words);
+    const int32_t base = lane * 256 * words;
+    for (int w = 0; w < words; w++)
+        while (left[w] != 0) {
+            const uint8_t b = query[64 * w + __builtin_ctzll(left[w])];
+            code[b] = base + b * words;
+            for (int v = w; v < words; v++) {
+                const uint64_t mask = V_EQ_MASK64(query + 64 * v, b) & valid[v];
+                peq[code[b] + v] = mask;
+                left[v] &= ~mask;
+            }
+            for (int v = 0; v < w; v++)
+                peq[code[b] + v] = 0; /* b first occurs in word w */
         }
-        table[b * words + i / 64] |= 1ull << (i % 64);
-    }
-    for (int64_t j = 0; j < l->n; j++) {
-        const uint8_t b = reverse ? l->t[l->n - 1 - j] : l->t[j];
-        codes[j * LANES + lane] = ((seen[b >> 6] >> (b & 63)) & 1) ? (lane * 256 + b) * words : ZERO_ENTRY(words);
-    }
-    for (int64_t j = l->n; j < cols; j++)
-        codes[j * LANES + lane] = ZERO_ENTRY(words);
+    int32_t *column = codes + lane;
+    if (reverse)
+        for (int64_t j = 0; j < n; j++)
+            column[j * LANES] = code[t[n - 1 - j]];
+    else
+        for (int64_t j = 0; j < n; j++)
+            column[j * LANES] = code[t[j]];
+    for (int64_t j = n; j < cols; j++)
+        column[j * LANES] = ZERO_ENTRY(words);
 }
 
 int LANES_KERNEL(const edit_lane *lanes, int count, const edit_sweep *s, int64_t *value, int64_t *column,
