@@ -10,8 +10,10 @@
 #include "cpu_common.h"
 #include "edit_kernel.h"
 
-/* Pairs per work item of the per-pair body. */
+/* A work item of the per-pair body: up to this many pairs, fewer once they hold this many bases
+   (a long pair is an item of its own, so the threads share long pairs evenly). */
 #define SCALAR_ITEM_PAIRS 16
+#define SCALAR_ITEM_BASES 4096
 /* Sort keys: query words above the target length (EDIT_LANE_MAX_TARGET < 1 << KEY_LENGTH_BITS). */
 #define KEY_LENGTH_BITS 15
 #define RADIX_BITS 9
@@ -41,6 +43,12 @@ static int32_t lane_words(const edit_pairs *pairs, const edit_params *p, int64_t
     if (p->method != EDIT_EXACT || m > 64 * EDIT_LANE_WORDS || n > EDIT_LANE_MAX_TARGET)
         return 0;
     return (int32_t)((m + 63) / 64);
+}
+
+static inline int64_t pair_bases(const edit_pairs *pairs, int64_t i)
+{
+    return pairs->query_offsets[i + 1] - pairs->query_offsets[i] + pairs->target_offsets[i + 1] -
+           pairs->target_offsets[i];
 }
 
 /* Stable LSD radix sort of idx[0..n) by key[idx]. */
@@ -226,8 +234,12 @@ static int64_t plan(const edit_pairs *pairs, const edit_params *p, int lanes, in
         const uint32_t words = key[idx[k]] >> KEY_LENGTH_BITS;
         const int most = words == 0 ? SCALAR_ITEM_PAIRS : lanes;
         int32_t count = 1;
-        while (count < most && k + count < n && key[idx[k + count]] >> KEY_LENGTH_BITS == words)
+        int64_t bases = pair_bases(pairs, idx[k]);
+        while (count < most && k + count < n && key[idx[k + count]] >> KEY_LENGTH_BITS == words &&
+               (words > 0 || bases < SCALAR_ITEM_BASES)) {
+            bases += pair_bases(pairs, idx[k + count]);
             count++;
+        }
         items[n_items++] = (work_item){k, count, (int32_t)words};
         k += count;
     }
