@@ -138,7 +138,7 @@ static int group_results(const edit_pairs *pairs, const edit_params *p, edit_out
         }
         int64_t n_loc = 0;
         for (int64_t j = p->mode == EDIT_NW ? lane[k].n : 0; j <= lane[k].n; j++) {
-            if (rows[j * lanes + k] != best[k])
+            if (p->mode != EDIT_NW && rows[j * lanes + k] != best[k]) /* NW's one end: no rows */
                 continue;
             out->loc_begin[at + n_loc] = 0;
             out->loc_end[at + n_loc] = j;
@@ -184,7 +184,7 @@ static int run_group(const edit_pairs *pairs, const edit_params *p, edit_outputs
         cols = lane[k].n > cols ? lane[k].n : cols;
     }
     int64_t *rows = NULL;
-    if (p->task != EDIT_DISTANCE) { /* every end of the minimum is a location */
+    if (p->task != EDIT_DISTANCE && p->mode != EDIT_NW) { /* every end of the minimum is a location */
         rows = warpdp_workspace_reserve(&ws->rows, sizeof(int64_t) * (size_t)(cols + 1) * (size_t)lanes);
         if (rows == NULL)
             return -1;
