@@ -103,6 +103,19 @@ int edit_lanes_avx2(const edit_lane *lanes, int count, const edit_sweep *s, int6
 int edit_lanes_avx512(const edit_lane *lanes, int count, const edit_sweep *s, int64_t *value, int64_t *column,
                       warpdp_workspace *ws);
 
+/* The path of one lane pair (edit_lanes_path): its span, its distance and where its ops go
+   (cigar NULL: no path for this pair). */
+typedef struct {
+    int64_t t_begin, t_end, cost;
+    uint32_t *cigar;
+    int64_t *n_cigar;
+} edit_path_job;
+
+/* The per-pair body's paths of count lane pairs (each query within EDIT_LANE_WORDS words),
+   Hirschberg's recursion breadth first with its halves' rows swept in the lanes; 0 or -1. */
+int edit_lanes_path(const edit_lane *lane, const edit_path_job *path, int count, edit_lanes_kernel kernel,
+                    int lanes, warpdp_workspace *ws, warpdp_workspace *row_ws);
+
 /* Runs the pairs with the lane kernel (lanes wide) where they fit, the per-pair body elsewhere;
    arguments already checked. 0 or -1 (out of memory); *first_bad as edit_run reports it. */
 int edit_run_lanes(const edit_pairs *pairs, const edit_params *p, edit_outputs *out, int threads,

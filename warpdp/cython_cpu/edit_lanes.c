@@ -3,7 +3,7 @@
    (edit_lanes_body.h); every other pair (long, windowed) runs in the per-pair body. The results
    are exactly the per-pair body's: the same distance, the same ends in the same order, the same
    starts (HW: a second sweep of the reversed problems, as edit_exact.h's start_of), and the path
-   from the per-pair body's Hirschberg over the same span. */
+   of the per-pair body's Hirschberg over the same span (edit_lanes_path.c). */
 #include <stdlib.h>
 #include <string.h>
 #include <omp.h>
@@ -160,15 +160,16 @@ static int group_results(const edit_pairs *pairs, const edit_params *p, edit_out
     }
     free(jobs);
     free(start);
-    for (int k = 0; status == 0 && p->task == EDIT_PATH && k < count; k++) {
+    if (status != 0 || p->task != EDIT_PATH)
+        return status;
+    edit_path_job path[EDIT_MAX_LANES];
+    for (int k = 0; k < count; k++) {
         const int64_t i = idx[k];
-        if (out->distance[i] < 0)
-            continue;
         uint32_t *cigar = out->cigar_ops + pairs->query_offsets[i] + pairs->target_offsets[i];
-        status = edit_path_scalar(lane[k].q, lane[k].m, lane[k].t + out->t_begin[i],
-                                  out->t_end[i] - out->t_begin[i], best[k], cigar, &out->n_cigar[i]);
+        path[k] = (edit_path_job){out->t_begin[i], out->t_end[i], best[k], out->distance[i] < 0 ? NULL : cigar,
+                                  &out->n_cigar[i]};
     }
-    return status;
+    return edit_lanes_path(lane, path, count, kernel, lanes, &ws->kernel, &ws->rows);
 }
 
 /* Sweeps one group of `count` pairs (idx) whose queries take `words` words. */
