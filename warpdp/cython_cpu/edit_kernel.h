@@ -51,10 +51,6 @@ typedef struct {
 
 /* One pair; returns 0, -1 when out of memory, -3 when the windowed method meets a byte other
    than ACGT (either case). */
-typedef int (*edit_pair_kernel)(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, const edit_params *p,
-                                int64_t *distance, int64_t *t_begin, int64_t *t_end, int64_t *loc_begin,
-                                int64_t *loc_end, int64_t *n_locations, uint32_t *cigar, int64_t *n_cigar);
-
 int edit_pair_scalar(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, const edit_params *p,
                      int64_t *distance, int64_t *t_begin, int64_t *t_end, int64_t *loc_begin, int64_t *loc_end,
                      int64_t *n_locations, uint32_t *cigar, int64_t *n_cigar);
@@ -116,8 +112,9 @@ typedef struct {
 int edit_lanes_path(const edit_lane *lane, const edit_path_job *path, int count, edit_lanes_kernel kernel,
                     int lanes, warpdp_workspace *ws, warpdp_workspace *row_ws);
 
-/* Runs the pairs with the lane kernel (lanes wide) where they fit, the per-pair body elsewhere;
-   arguments already checked. 0 or -1 (out of memory); *first_bad as edit_run reports it. */
+/* Runs the pairs with the lane kernel (lanes wide; NULL: none, the scalar variant) where they
+   fit, the per-pair body elsewhere; arguments already checked. 0 or -1 (out of memory);
+   *first_bad: the lowest pair the windowed method refused, else INT64_MAX. */
 int edit_run_lanes(const edit_pairs *pairs, const edit_params *p, edit_outputs *out, int threads,
                    edit_lanes_kernel kernel, int lanes, int64_t *first_bad);
 

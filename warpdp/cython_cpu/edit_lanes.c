@@ -1,6 +1,7 @@
-/* Runs exact edit distance with inter-pair lanes: pairs whose query fits EDIT_LANE_WORDS words
+/* Runs edit distance with inter-pair lanes: exact pairs whose query fits EDIT_LANE_WORDS words
    are sorted by query words, then target length, and swept a vector of pairs at a time
-   (edit_lanes_body.h); every other pair (long, windowed) runs in the per-pair body. The results
+   (edit_lanes_body.h); every other pair (long, windowed, all of them in the scalar variant) runs
+   in the per-pair body, a few pairs per work item. The results
    are exactly the per-pair body's: the same distance, the same ends in the same order, the same
    starts (HW: a second sweep of the reversed problems, as edit_exact.h's start_of), and the path
    of the per-pair body's Hirschberg over the same span (edit_lanes_path.c). */
@@ -36,11 +37,11 @@ typedef struct {
 } lane_scratch;
 
 /* The query words a pair takes in the lanes, or 0 when it runs in the per-pair body. */
-static int32_t lane_words(const edit_pairs *pairs, const edit_params *p, int64_t i)
+static int32_t lane_words(const edit_pairs *pairs, const edit_params *p, int have_lanes, int64_t i)
 {
     const int64_t m = pairs->query_offsets[i + 1] - pairs->query_offsets[i];
     const int64_t n = pairs->target_offsets[i + 1] - pairs->target_offsets[i];
-    if (p->method != EDIT_EXACT || m > 64 * EDIT_LANE_WORDS || n > EDIT_LANE_MAX_TARGET)
+    if (!have_lanes || p->method != EDIT_EXACT || m > 64 * EDIT_LANE_WORDS || n > EDIT_LANE_MAX_TARGET)
         return 0;
     return (int32_t)((m + 63) / 64);
 }
@@ -217,14 +218,15 @@ static int run_pairs(const edit_pairs *pairs, const edit_params *p, edit_outputs
 }
 
 /* The sorted pair list and its work items; returns the items' count or -1. */
-static int64_t plan(const edit_pairs *pairs, const edit_params *p, int lanes, int64_t *idx, work_item *items)
+static int64_t plan(const edit_pairs *pairs, const edit_params *p, int have_lanes, int lanes, int64_t *idx,
+                    work_item *items)
 {
     const int64_t n = pairs->n_pairs;
     uint32_t *key = malloc(sizeof(uint32_t) * (size_t)n);
     if (key == NULL)
         return -1;
     for (int64_t i = 0; i < n; i++) {
-        const int32_t words = lane_words(pairs, p, i);
+        const int32_t words = lane_words(pairs, p, have_lanes, i);
         const int64_t length = pairs->target_offsets[i + 1] - pairs->target_offsets[i];
         key[i] = (uint32_t)words << KEY_LENGTH_BITS | (uint32_t)(words == 0 ? 0 : length);
         idx[i] = i;
@@ -254,7 +256,7 @@ int edit_run_lanes(const edit_pairs *pairs, const edit_params *p, edit_outputs *
     const int64_t n = pairs->n_pairs;
     int64_t *idx = malloc(sizeof(int64_t) * (size_t)n);
     work_item *items = malloc(sizeof(work_item) * (size_t)n);
-    const int64_t n_items = idx == NULL || items == NULL ? -1 : plan(pairs, p, lanes, idx, items);
+    const int64_t n_items = idx == NULL || items == NULL ? -1 : plan(pairs, p, kernel != NULL, lanes, idx, items);
     if (n_items < 0) {
         free(idx);
         free(items);
