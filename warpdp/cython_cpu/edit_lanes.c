@@ -1,10 +1,10 @@
 /* Runs edit distance with inter-pair lanes: exact pairs whose query fits EDIT_LANE_WORDS words
    are sorted by query words, then target length, and swept a vector of pairs at a time
    (edit_lanes_body.h); every other pair (long, windowed, all of them in the scalar variant) runs
-   in the per-pair body, a few pairs per work item. The results
-   are exactly the per-pair body's: the same distance, the same ends in the same order, the same
-   starts (HW: a second sweep of the reversed problems, as edit_exact.h's start_of), and the path
-   of the per-pair body's Hirschberg over the same span (edit_lanes_path.c). */
+   in the per-pair body, a few pairs per work item. The lanes' results are exactly the per-pair
+   body's: the same distance, the same ends in the same order, the same starts (HW: a second sweep
+   of the reversed problems, as edit_exact.h's start_of), and the path of the per-pair body's
+   Hirschberg over the same span (edit_lanes_path.c). */
 #include <stdlib.h>
 #include <string.h>
 #include <omp.h>
