@@ -5,7 +5,8 @@
 # in steps that each run only when their inputs changed, and say what they do:
 #   .venv/bin/python   the environment (python3 -m venv)
 #   .venv/.deps        warpdp (editable) with its test dependencies, when pyproject.toml changed
-#   .venv/.built       the CPU extensions rebuilt in place, when a C/Cython source changed
+#   .venv/.built       the CPU extensions rebuilt in place, when a C/Cython source changed, and the
+#                      GPU kernels' fatbins (where nvcc is found), when a kernel or launcher changed
 BASE_PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -23,6 +24,8 @@ CPU_SOURCES := $(wildcard warpdp/cython_cpu/*.pyx warpdp/cython_cpu/*.pxd warpdp
                  warpdp/cython_cpu/*.c warpdp/cython_cpu/*.h warpdp/kernels/runtime/*.pyx)
 # Cython's generated .c files are outputs, not sources.
 CPU_SOURCES := $(filter-out $(patsubst %.pyx,%.c,$(filter %.pyx,$(CPU_SOURCES))),$(CPU_SOURCES))
+# The fatbins' inputs: the kernels, and the launchers that list the kernels to instantiate.
+GPU_SOURCES := $(wildcard warpdp/kernels/*.cu warpdp/kernels/*.py) warpdp/kernels/runtime/fatbin_build.py
 
 .PHONY: install run test test-python test-java test-gatk test-cpp java-jar bench-cpu check-cuda clean-venv
 
@@ -40,8 +43,8 @@ $(VENV)/.deps: pyproject.toml | $(PY)
 	$(PY) -m pip install $(PIP_FLAGS) --no-build-isolation -e ".[dev]"
 	@touch $@
 
-$(VENV)/.built: $(VENV)/.deps setup.py $(CPU_SOURCES)
-	@echo "make: building the CPU extensions in place (a C or Cython source changed)"
+$(VENV)/.built: $(VENV)/.deps setup.py $(CPU_SOURCES) $(GPU_SOURCES)
+	@echo "make: building the CPU extensions and the GPU fatbins in place (a source changed)"
 	$(PY) setup.py -q build_ext --inplace
 	@touch $@
 

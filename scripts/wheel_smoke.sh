@@ -3,7 +3,8 @@
 # with auditwheel into a manylinux wheel (libgomp vendored; the tag is whatever this machine's
 # glibc supports), installs it in a fresh virtual environment with no extras and smoke-tests it
 # there, from outside the checkout: import, scoring examples/example.in (the same numbers as the
-# in-place build), `warpdp --version`, and the hint for a missing extra.
+# in-place build), the GPU fatbins (shipped when the in-place build has them), `warpdp --version`,
+# and the hint for a missing extra.
 #   PY: the Python that builds (default .venv/bin/python, which `make install` sets up)
 #   WHEEL_OUT: work folder (default build/wheel-smoke; made anew); the wheel is left in $WHEEL_OUT/wheelhouse
 set -euo pipefail
@@ -41,6 +42,21 @@ batches = warpdp.read_pairhmm_text(sys.argv[1])
 values = warpdp.pairhmm(batches, backend="cpu")
 assert len(values) == batches.n_pairs > 0 and (values < 0).all(), values
 print(f"wheel_smoke: import and score: {len(values)} likelihoods, CPU variants {warpdp.available_cpu_isas()}")
+PY
+# The GPU kernels' fatbins: in the wheel exactly when the in-place build has them (nvcc found),
+# and current for the sources installed beside them.
+"$OUT/venv/bin/python" - "$REPO/warpdp/kernels/fatbin" <<'PY'
+import sys
+from pathlib import Path
+
+from warpdp.kernels.runtime import prebuilt
+
+expected = sorted(path.name for path in Path(sys.argv[1]).glob("*.fatbin"))
+shipped = sorted(path.name for path in prebuilt.PREBUILT_DIR.glob("*.fatbin"))
+assert shipped == expected, f"the wheel has fatbins {shipped}, the in-place build {expected}"
+line = prebuilt.summary()
+assert ("NVRTC" not in line) if expected else ("prebuilt" not in line), line
+print(f"wheel_smoke: {line}")
 PY
 "$OUT/venv/bin/warpdp" --version | grep -q "^warpdp [0-9]"
 "$OUT/venv/bin/warpdp" pairhmm "$REPO/examples/example.in" --backend cpu > "$OUT/wheel.out"

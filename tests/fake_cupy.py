@@ -10,10 +10,14 @@ from typing import Any
 import numpy as np
 
 
-def make_fake_cupy(struct_sizes: dict[str, list[int]], n_devices: int = 1) -> tuple[types.ModuleType, list[tuple]]:
+def make_fake_cupy(struct_sizes: dict[str, list[int]], n_devices: int = 1,
+                   fatbin_loads: bool = False) -> tuple[types.ModuleType, list[tuple]]:
     """The fake ``cupy`` module and the list it logs to. ``struct_sizes``: what each
     ``<family>_struct_sizes`` kernel reports; ``n_devices``: the logical GPUs it shows (each
-    thread has its current device, as with CUDA; its context is the device id + 1)."""
+    thread has its current device, as with CUDA; its context is the device id + 1);
+    ``fatbin_loads``: whether a module given by path (a prebuilt fatbin) loads, else its first
+    get_function fails as CUDA does on a card the file has no code for (the launchers then
+    compile with NVRTC, whether or not this checkout has fatbins)."""
     log: list[tuple] = []
     counters = {"address": 1 << 44, "stream": 0, "event": 0}
     current = threading.local()
@@ -91,10 +95,17 @@ def make_fake_cupy(struct_sizes: dict[str, list[int]], n_devices: int = 1) -> tu
                         get_device()))
 
     class RawModule:
-        def __init__(self, code: str, options: tuple = (), name_expressions: list | None = None) -> None:
-            log.append(("compile", tuple(options), tuple(name_expressions or ()), get_device()))
+        def __init__(self, code: str | None = None, options: tuple = (), name_expressions: list | None = None,
+                     path: str | None = None) -> None:
+            self.path = path
+            if path is None:
+                log.append(("compile", tuple(options), tuple(name_expressions or ()), get_device()))
+            else:
+                log.append(("load", path, get_device()))
 
         def get_function(self, name: str) -> Kernel:
+            if self.path is not None and not fatbin_loads:
+                raise driver.CUDADriverError("CUDA_ERROR_NO_BINARY_FOR_GPU: no kernel image is available")
             return Kernel(name)
 
     def memcpy(dst: int, src: int, nbytes: int, kind: int, stream: int) -> None:

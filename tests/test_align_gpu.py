@@ -163,8 +163,9 @@ def test_cancelled_between_chunks(monkeypatch) -> None:
     monkeypatch.setattr(gpu_module, "CHUNK_PAIRS", 10)
     pairs = random_pairs(np.random.default_rng(2), 100, 100)
     checks: list[int] = []
-    with pytest.raises(JobCancelled):
-        align(pairs, AlignParams(cigar=True), backend="gpu", cancelled=lambda: checks.append(1) or len(checks) > 2)
+    with pytest.raises(JobCancelled):  # one device: its one thread checks before each chunk
+        align(pairs, AlignParams(cigar=True), backend="gpu", devices=[0],
+              cancelled=lambda: checks.append(1) or len(checks) > 2)
     assert len(checks) == 3
 
 

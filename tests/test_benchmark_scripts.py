@@ -1,6 +1,7 @@
 """The benchmark scripts still run (tiny settings, CPU): they use the client's internals."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,21 @@ def test_grpc_load_runs_every_path_and_writes_its_section(tmp_path):
     assert "| on | 1 |" in section and "| off | 1 |" in section
 
 
+def test_grpc_large_times_every_stage_both_ways_and_end_to_end(tmp_path):
+    out = tmp_path / "section.md"
+    run = subprocess.run([sys.executable, str(REPO / "benchmarks" / "grpc_large.py"), "--mb", "0.3", "--repeats", "1",
+                          "--end-to-end", "--out", str(out)], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    section = out.read_text()
+    for family in ("pairhmm", "xdrop", "seedext", "align", "edit"):
+        for path in ("library", "wire"):
+            assert f"| {family} | {path} | client build |" in section
+            assert f"| {family} | {path} | server decode |" in section
+    assert "| pairhmm | wire | server reply |" in section and "| seedext | library | client store |" in section
+    for path in ("in-process", "remote client", "streamed"):
+        assert f"| {path} |" in section
+
+
 def test_fuzz_server_runs_a_short_fuzz_and_passes(tmp_path):
     out = tmp_path / "fuzz.md"
     run = subprocess.run([sys.executable, str(REPO / "benchmarks" / "fuzz_server.py"), "--requests", "300",
@@ -37,3 +53,13 @@ def test_align_benchmark_runs_its_cpu_rows():
     assert run.returncode == 0, run.stderr[-3000:]
     assert "| 60 | CPU, 1 thread (scalar) | score only | 20 |" in run.stdout
     assert "| 60 | CPU, 1 thread (scalar) | CIGAR | 20 |" in run.stdout
+
+
+def test_parsing_benchmark_times_every_reader(tmp_path):
+    run = subprocess.run([sys.executable, str(REPO / "benchmarks" / "parsing.py"), "--mb", "1", "1", "1",
+                          "--repeats", "1", "--dir", str(tmp_path)],
+                         cwd=REPO, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert run.returncode == 0, run.stderr[-3000:]
+    for fmt in ("logan", "seedext", "pairhmm"):
+        assert f"| {fmt} | 1 | C scanner |" in run.stdout and f"| {fmt} | 1 | line by line (before) |" in run.stdout

@@ -60,6 +60,7 @@ def test_errors_are_reported_without_traceback(tmp_path, capsys) -> None:
 def test_entry_point_runs_as_a_module() -> None:
     result = subprocess.run([sys.executable, "-m", "warpdp", "info"], capture_output=True, text=True, check=True)
     assert "variants: scalar" in result.stdout and "GPU (xdrop)" in result.stdout
+    assert "\nGPU kernels: " in result.stdout  # fatbin or NVRTC, per family (tests/test_fatbin.py)
 
 
 def _write_bam_fixture(tmp_path):

@@ -96,6 +96,18 @@ def test_a_full_disk_names_the_output() -> None:
     assert result.stderr.decode() == "warpdp: error: standard output: no space left on the device\n"
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd (Linux)")
+def test_stdout_sent_to_devnull_leaves_no_descriptor_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from warpdp import cli
+
+    with open(tmp_path / "out", "w") as stdout:
+        monkeypatch.setattr(sys, "stdout", stdout)
+        before = sorted(os.listdir("/proc/self/fd"))
+        cli._stdout_to_devnull()  # after a failed write to standard output
+        assert sorted(os.listdir("/proc/self/fd")) == before
+        assert os.path.realpath(f"/proc/self/fd/{stdout.fileno()}") == os.devnull
+
+
 def _fasta_and_cram(tmp_path: Path) -> tuple[Path, Path, Path]:
     pysam = pytest.importorskip("pysam", reason="BAM/CRAM input needs pysam (pip install 'warpdp[bam]')")
     reference = tmp_path / "ref.fa"

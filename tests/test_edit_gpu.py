@@ -37,32 +37,35 @@ def _data(name: str) -> Path:
 
 @pytest.fixture(autouse=True)
 def poisoned(monkeypatch):
-    """Every device and pinned buffer of the edit runner filled with POISON before each run."""
+    """Every device and pinned buffer of the edit runners (one per device) filled with POISON
+    before each run."""
     import cupy
 
     from warpdp.kernels import edit as gpu_edit
-
-    runner = gpu_edit._RUNNERS.get()
 
     def alloc_poisoned(nbytes: int):
         memory = cupy.cuda.alloc(nbytes)
         cupy.cuda.runtime.memset(memory.ptr, POISON, nbytes)
         return memory
 
-    monkeypatch.setattr(runner, "alloc_device", alloc_poisoned)
-    real_run = runner.run
+    def poison(runner) -> None:
+        real_run = runner.run
 
-    def run_poisoned(*args, **kwargs):
-        cupy.cuda.runtime.deviceSynchronize()
-        for slot in runner.ring.slots:
-            if slot.device is not None:
-                cupy.cuda.runtime.memset(slot.device.ptr, POISON, slot.device_bytes)
-            if slot.pinned_out is not None:
-                slot.pinned_out[:] = POISON
-        cupy.cuda.runtime.deviceSynchronize()
-        return real_run(*args, **kwargs)
+        def run_poisoned(*args, **kwargs):  # in the runner's device context (runtime.devices.spread)
+            cupy.cuda.runtime.deviceSynchronize()
+            for slot in runner.ring.slots:
+                if slot.device is not None:
+                    cupy.cuda.runtime.memset(slot.device.ptr, POISON, slot.device_bytes)
+                if slot.pinned_out is not None:
+                    slot.pinned_out[:] = POISON
+            cupy.cuda.runtime.deviceSynchronize()
+            return real_run(*args, **kwargs)
 
-    monkeypatch.setattr(runner, "run", run_poisoned)
+        monkeypatch.setattr(runner, "alloc_device", alloc_poisoned)
+        monkeypatch.setattr(runner, "run", run_poisoned)
+
+    for device in range(cupy.cuda.runtime.getDeviceCount()):
+        poison(gpu_edit._runner(device))
 
 
 def _same(pairs: EditPairs, **fields) -> None:
@@ -138,7 +141,7 @@ def test_warp_kernel_on_short_and_edge_pairs(monkeypatch, mode):
                 _same(pairs, mode=mode, task=task, k=k)
 
 
-@pytest.mark.parametrize(("window", "overlap"), [(64, 33), (32, 17), (16, 0), (2, 1), (64, 63)])
+@pytest.mark.parametrize(("window", "overlap"), [(64, 33), (32, 17), (16, 0), (2, 1), (64, 63), (40, 8), (64, 16)])
 def test_random_windowed(window, overlap):
     short = random_pairs(13, 400, (100, 250), (0.01, 0.05))
     long = random_pairs(14, 6, (5000, 20000), (0.05, 0.15), indel_rich=True)
@@ -190,8 +193,8 @@ def test_cancelled_between_chunks():
     gpu_edit._CHUNK_PAIRS = 500
     calls = []
     try:
-        with pytest.raises(JobCancelled):
-            edit(pairs, backend="gpu", cancelled=lambda: calls.append(1) or len(calls) >= 2)
+        with pytest.raises(JobCancelled):  # one device: its one thread checks before each chunk
+            edit(pairs, backend="gpu", devices=[0], cancelled=lambda: calls.append(1) or len(calls) >= 2)
         assert len(calls) == 2
         assert edit(pairs, backend="gpu", cancelled=lambda: False) == edit(pairs, backend="cpu")
     finally:

@@ -21,7 +21,9 @@ TASKS = ("distance", "locations", "path")
 
 @pytest.fixture(scope="module")
 def runner() -> HostRunner:
-    return HostRunner(chunk_pairs=7)  # several chunks even for small inputs
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(gpu_edit, "_CHUNK_PAIRS", 7)  # several chunks even for small inputs
+        yield HostRunner()
 
 
 def _same(runner: HostRunner, pairs, **fields) -> None:
@@ -63,7 +65,9 @@ def test_warp_kernel_on_short_and_edge_pairs(runner, monkeypatch, mode):
     assert set(runner.launches) == {gpu_edit.EXACT_WARP_KERNEL}
 
 
-@pytest.mark.parametrize(("window", "overlap"), [(64, 33), (32, 17), (16, 0), (2, 1), (64, 63)])
+# W - O < 32: 32-bit trace words (narrow); (40, 8) and (64, 16): 64-bit ones.
+@pytest.mark.parametrize(("window", "overlap"),
+                         [(64, 33), (32, 17), (16, 0), (2, 1), (64, 63), (40, 9), (40, 8), (64, 16)])
 def test_windowed_pairs(runner, window, overlap):
     short = random_pairs(3, 30, (100, 250), (0.01, 0.05))
     long = random_pairs(4, 2, (5000, 6000), (0.05, 0.15), indel_rich=True)  # windows past 8 and 24 edits

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from fake_cupy import FakeCallList, make_fake_cupy
-from warpdp.kernels import pairhmm, seedext, xdrop
+from warpdp.kernels import align, edit, pairhmm, seedext, xdrop
 from warpdp.kernels.runtime import cuda_calls, module_cache
 from warpdp.plugin.cancel import JobCancelled
 from warpdp.plugin.pairhmm import PairHmmRead, pack_batches
@@ -17,12 +17,13 @@ from warpdp.plugin.seedext import SeedExtParams, pack_seed_pairs
 from warpdp.plugin.xdrop import XdropResults, pack_xdrop_pairs
 
 SIZES = {f"{spec.family}_struct_sizes": [dtype.itemsize for _, dtype in spec.structs]
-         for spec in (pairhmm.MODULE, xdrop.module_spec(xdrop.WIDE_CONFIGS), seedext.MODULE)}
+         for spec in (pairhmm.MODULE, xdrop.module_spec(xdrop.WIDE_CONFIGS), seedext.MODULE, align.MODULE,
+                      edit.MODULE)}
 
 
 def _forget_runners() -> None:
     module_cache.clear()
-    for family in (pairhmm, xdrop, seedext):
+    for family in (pairhmm, xdrop, seedext, align, edit):
         family._RUNNERS.clear()
 
 

@@ -13,9 +13,14 @@ from fake_cupy import FakeCallList, make_fake_cupy
 from test_launchers_gpu_fake import SIZES, _forget_runners, _pairhmm_batches, _seq
 from warpdp.grpc._batcher import Batcher
 from warpdp.grpc._metrics import Metrics
+from warpdp.kernels import align as gpu_align
+from warpdp.kernels import edit as gpu_edit
 from warpdp.kernels import pairhmm, seedext, xdrop
 from warpdp.kernels.runtime import cuda_calls, devices
 from warpdp.kernels.runtime.runner import ChunkRunner, Runners
+from warpdp.plugin.align import COLUMNS, AlignPairs, AlignParams, AlignResults, align
+from warpdp.plugin.core.backend import check_devices
+from warpdp.plugin.edit import EditParams, edit, pack_edit_pairs
 from warpdp.plugin.seedext import SeedExtParams, pack_seed_pairs
 from warpdp.plugin.xdrop import XdropResults, pack_xdrop_pairs
 
@@ -45,21 +50,27 @@ def test_resolve_devices_defaults_and_validation(fake: tuple[int, list[tuple]]) 
     n, _ = fake
     assert devices.resolve_devices(None) == list(range(n))
     assert devices.resolve_devices([n - 1, 0]) == [n - 1, 0]
-    assert devices.resolve_devices(np.array([1])) == [1]
     with pytest.raises(ValueError, match=f"no GPU {n} here"):
         devices.resolve_devices([0, n])
-    with pytest.raises(ValueError, match="-1 is not a GPU id"):
-        devices.resolve_devices([-1])
-    with pytest.raises(ValueError, match="at least one GPU"):
-        devices.resolve_devices([])
-    with pytest.raises(TypeError, match="devices must hold ints"):
-        devices.resolve_devices([0.0])
-    with pytest.raises(TypeError, match="devices must be a list"):
-        devices.resolve_devices("0")
     with devices.use_devices([1]):  # the server's placement: the default of this thread's calls
         assert devices.resolve_devices(None) == [1]
         assert devices.resolve_devices([0]) == [0]
     assert devices.resolve_devices(None) == list(range(n))
+
+
+def test_check_devices_names_what_is_wrong() -> None:
+    assert check_devices(None) is None
+    assert check_devices(np.array([1, 0])) == [1, 0]
+    with pytest.raises(ValueError, match="-1 is not a GPU id"):
+        check_devices([-1])
+    with pytest.raises(ValueError, match="at least one GPU"):
+        check_devices([])
+    with pytest.raises(TypeError, match="devices must hold ints"):
+        check_devices([0.0])
+    with pytest.raises(TypeError, match="devices must hold ints"):
+        check_devices([True])
+    with pytest.raises(TypeError, match="devices must be a list"):
+        check_devices("0")
 
 
 def test_chunk_limit_gives_each_device_several_chunks() -> None:
@@ -203,6 +214,125 @@ def test_seedext_spreads_and_validates_devices(fake: tuple[int, list[tuple]], mo
         seedext.extend(pairs, SeedExtParams(), table, devices=[0, 9])
 
 
+class _FirstChunks:
+    """Holds each device's first chunk until every device has one, so that every device takes
+    some chunks (the fake's devices are otherwise so quick that one thread may take them all)."""
+
+    def __init__(self, n: int) -> None:
+        self.barrier = threading.Barrier(n)
+        self.seen: set[int] = set()
+        self.lock = threading.Lock()
+
+    def wait(self) -> None:
+        device = sys.modules["cupy"].cuda.runtime.getDevice()
+        with self.lock:
+            first = device not in self.seen
+            self.seen.add(device)
+        if first:
+            self.barrier.wait(WAIT)
+
+
+def _launch_devices(log: list[tuple]) -> set[int]:
+    return {call[6] for call in log if call[0] == "launch"}
+
+
+def _align_pairs(seed: int, n: int) -> AlignPairs:
+    rng = np.random.default_rng(seed)
+    return AlignPairs.from_sequences([(_seq(rng, int(rng.integers(1, 120))), _seq(rng, int(rng.integers(1, 120))))
+                                      for _ in range(n)])
+
+
+def test_align_cigars_merge_in_order_over_devices(fake: tuple[int, list[tuple]],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    n, log = fake
+    items = [(pairs.query(0), pairs.target(0)) for pairs in (_align_pairs(k, 1) for k in range(300))]
+    items[150] = (b"ACGT" * 300, b"ACGA" * 300)  # a traceback over the bound: on the CPU, between GPU chunks
+    pairs = AlignPairs.from_sequences(items)
+    params = AlignParams(mode="local", cigar=True)
+    monkeypatch.setattr(gpu_align, "CHUNK_PAIRS", 16)  # small chunks: the job is worth every device
+    monkeypatch.setattr(gpu_align, "TRACE_CHUNK_BYTES", 300_000)
+    first_chunks = _FirstChunks(n)
+
+    class CpuAnswerPlan(gpu_align._ChunkPlan):
+        """The fake computes nothing: a chunk collects the CPU backend's answers for its pairs."""
+
+        def __init__(self, *args: object) -> None:
+            first_chunks.wait()
+            super().__init__(*args)
+
+        def collect(self, pinned_out: np.ndarray, columns: dict[str, np.ndarray], want_ops: bool) -> object:
+            part = align(pairs.select(self.start, self.start + self.n), params, backend="cpu")
+            for name in COLUMNS:
+                columns[name][self.start:self.start + self.n] = part.columns[name]
+            return self.start, (part.cigar_ops, np.diff(part.cigar_offsets))
+
+    monkeypatch.setattr(gpu_align, "_ChunkPlan", CpuAnswerPlan)
+    got = AlignResults.empty(pairs.n_pairs)
+    ops, counts = gpu_align.run(pairs, params, got, threads=1, devices=list(range(n)))
+    want = align(pairs, params, backend="cpu")
+    for name in COLUMNS:
+        np.testing.assert_array_equal(got.columns[name], want.columns[name])
+    np.testing.assert_array_equal(counts, np.diff(want.cigar_offsets))
+    np.testing.assert_array_equal(ops, want.cigar_ops)
+    assert _launch_devices(log) == set(range(n))
+    q_lens, t_lens = np.diff(pairs.query_offsets), np.diff(pairs.target_offsets)
+    used, limits = devices.plan_spread(list(range(n)), (16, pairs.n_pairs),
+                                       (gpu_align.CHUNK_BYTES, int(q_lens.sum() + t_lens.sum())),
+                                       (300_000, int(gpu_align.pair_traceback_bytes(q_lens, t_lens, True, False).sum())))
+    chunks = gpu_align.plan_chunks(q_lens, t_lens, True, False, *limits, 300_000)
+    assert used == list(range(n)) and [c.start for c in chunks if not c.on_gpu] == [150]
+    assert sum(call[0] == "launch" and "dp_kernel" in call[1] for call in log) == len(chunks) - 1 > 2 * n
+
+
+def test_edit_results_merge_in_order_over_devices(fake: tuple[int, list[tuple]],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    n, log = fake
+    rng = np.random.default_rng(9)
+    pairs = pack_edit_pairs([(_seq(rng, int(rng.integers(1, 200))), _seq(rng, int(rng.integers(1, 200))))
+                             for _ in range(400)])
+    params = EditParams(mode="hw", task="path")
+    monkeypatch.setattr(gpu_edit, "_CHUNK_PAIRS", 20)  # small chunks: the job is worth every device
+    first_chunks = _FirstChunks(n)
+
+    class CpuAnswerPlan(gpu_edit.ChunkPlan):
+        """The fake computes nothing: a chunk decodes the CPU backend's answers for its pairs."""
+
+        def __init__(self, *args: object) -> None:
+            first_chunks.wait()
+            super().__init__(*args)
+
+        def decode(self, out: np.ndarray, cigar_ops: np.ndarray | None = None) -> object:
+            return edit(pairs.select(self.start, self.stop), params, backend="cpu")
+
+    monkeypatch.setattr(gpu_edit, "ChunkPlan", CpuAnswerPlan)
+    assert gpu_edit.edit(pairs, params, devices=list(range(n))) == edit(pairs, params, backend="cpu")
+    assert _launch_devices(log) == set(range(n))
+    used, limits = devices.plan_spread(list(range(n)), (20, pairs.n_pairs),
+                                       (gpu_edit._CHUNK_BASES, int(pairs.query_offsets[-1] + pairs.target_offsets[-1])))
+    chunks = gpu_edit.split_chunks(pairs.query_offsets, pairs.target_offsets, *limits)
+    assert used == list(range(n))
+    assert sum(call[0] == "memcpy" and call[1] == 2 for call in log) == len(chunks) > 2 * n
+
+
+def test_align_and_edit_follow_the_servers_placement_and_check_devices(fake: tuple[int, list[tuple]]) -> None:
+    n, log = fake
+    pairs = _align_pairs(10, 50)
+    edit_pairs = pack_edit_pairs([(pairs.query(k), pairs.target(k)) for k in range(50)])
+    with devices.use_devices([n - 1]):  # as the batcher places a submission
+        gpu_align.run(pairs, AlignParams(cigar=True), AlignResults.empty(50))
+        gpu_edit.edit(edit_pairs, EditParams(task="path"))
+    assert _launch_devices(log) == {n - 1}
+    assert {call[3] for call in log if call[0] == "compile"} == {n - 1}
+    log.clear()
+    gpu_align.run(pairs, AlignParams(), AlignResults.empty(50), devices=[1, 0])  # small: the first device
+    gpu_edit.edit(edit_pairs, EditParams(), devices=[1, 0])
+    assert _launch_devices(log) == {1}
+    with pytest.raises(ValueError, match=f"no GPU {n} here"):
+        gpu_align.run(pairs, AlignParams(), AlignResults.empty(50), devices=[0, n])
+    with pytest.raises(ValueError, match=f"no GPU {n} here"):
+        gpu_edit.edit(edit_pairs, EditParams(), devices=[n])
+
+
 def test_entries_check_devices_on_every_backend() -> None:
     import warpdp
 
@@ -214,6 +344,11 @@ def test_entries_check_devices_on_every_backend() -> None:
     batches = _pairhmm_batches(np.random.default_rng(8), 2)
     cpu = warpdp.pairhmm(batches, backend="cpu", devices=[3])  # ids are the GPU backend's to check
     np.testing.assert_array_equal(cpu, warpdp.pairhmm(batches, backend="cpu"))
+    with pytest.raises(TypeError, match="devices must be a list"):
+        warpdp.align([("ACGT", "ACGT")], backend="cpu", devices=0)
+    with pytest.raises(ValueError, match="-1 is not a GPU id"):
+        warpdp.edit([("ACGT", "ACGT")], backend="cpu", devices=[0, -1])
+    assert warpdp.edit([("ACGT", "ACT")], backend="cpu", devices=[7]).distance.tolist() == [1]
 
 
 # -- the server's batcher: a submission's device --
@@ -269,6 +404,38 @@ def test_batcher_fills_the_least_loaded_device_and_splits_large_work() -> None:
     finally:
         kernel.release.set()
         batcher.close(WAIT)
+
+
+def test_warmup_runs_on_each_device_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    from warpdp.grpc._kernel import AlgorithmKernel
+
+    _install(monkeypatch, 3)
+    seen: list[list[int]] = []
+
+    class _Warmed:
+        name = "fake"
+
+        def warmup_jobs(self) -> list[tuple[list[int], str]]:
+            return [([1], "k")]
+
+        def cells(self, payload, key) -> int:
+            return 1
+
+        def n_pairs(self, payload) -> int:
+            return 1
+
+        def run(self, payload, key, *, backend, threads, cancelled=None):
+            seen.append(devices.resolve_devices(None))  # the devices a launcher would run on
+            return np.zeros(1)
+
+    try:
+        AlgorithmKernel(_Warmed(), "gpu", 1).warmup([2, 0])  # a small job: one device each time
+        assert seen == [[2], [0]]
+        seen.clear()
+        AlgorithmKernel(_Warmed(), "cpu", 1).warmup([2, 0])  # the CPU backend: once
+        assert len(seen) == 1
+    finally:
+        _forget_runners()
 
 
 def test_serve_devices_option() -> None:

@@ -1,6 +1,6 @@
 """Several real GPUs: every family spread over all visible devices gives one device's answers
-bit for bit (and the CPU backend's: exactly for X-drop and seed extension, within the float
-tolerance for Pair-HMM), and a GPU server runs on every device and lists them in ServerInfo.
+bit for bit (and the CPU backend's: exactly for X-drop, seed extension, align and edit, CIGARs
+included, within the float tolerance for Pair-HMM), and a GPU server runs on every device and lists them in ServerInfo.
 
 Skipped where the GPU backend is not usable, or fewer than two GPUs are visible (tests without
 a GPU: tests/test_multi_device.py)."""
@@ -12,15 +12,20 @@ import numpy as np
 import pytest
 
 import warpdp
+from helpers.edit_gpu import random_pairs
 from helpers.grpc_server import WAIT, start_server
 from helpers.pairhmm import make_batches
 from helpers.seedext import assert_seedext_equal, make_seed_pairs
 from helpers.xdrop import K, assert_xdrop_equal, make_xdrop_pairs
 from warpdp.grpc import Client
+from warpdp.kernels import align as gpu_align
+from warpdp.kernels import edit as gpu_edit
 from warpdp.kernels import pairhmm as gpu_pairhmm
 from warpdp.kernels import seedext as gpu_seedext
 from warpdp.kernels import xdrop as gpu_xdrop
+from warpdp.plugin.align import AlignPairs, AlignParams
 from warpdp.plugin.backend import gpu_status
+from warpdp.plugin.edit import EditParams
 
 _GPU_OK, _GPU_WHY = gpu_status("pairhmm")
 
@@ -77,10 +82,49 @@ def test_seed_extension_on_every_device_matches_one_device_and_the_cpu(monkeypat
         warpdp.seed_extend(bad, backend="gpu", devices=ALL)
 
 
+def test_align_on_every_device_matches_one_device_and_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    edits = random_pairs(37, 2000, (30, 300), (0.01, 0.15))
+    long = random_pairs(38, 1, (3000, 3000), (0.05, 0.05))
+    # A pair whose traceback is over the (lowered) bound aligns on the CPU, between GPU chunks.
+    pairs = AlignPairs.from_sequences([(edits.query(k), edits.target(k)) for k in range(1000)]
+                                      + [(long.query(0), long.target(0))]
+                                      + [(edits.query(k), edits.target(k)) for k in range(1000, 2000)])
+    monkeypatch.setattr(gpu_align, "CHUNK_PAIRS", 97)
+    monkeypatch.setattr(gpu_align, "TRACE_CHUNK_BYTES", 2_000_000)
+    for params in (AlignParams(mode="local", cigar=True), AlignParams(mode="global", cigar=True),
+                   AlignParams(mode="semiglobal")):
+        one = warpdp.align(pairs, params, backend="gpu", devices=[0])
+        assert one == warpdp.align(pairs, params, backend="cpu"), params
+        for devices in (ALL, ALL[::-1], [ALL[-1], 0, ALL[-1]], None):
+            assert warpdp.align(pairs, params, backend="gpu", devices=devices) == one, (params, devices)
+
+
+def test_edit_on_every_device_matches_one_device_and_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    pairs = random_pairs(39, 3000, (50, 400), (0.01, 0.15))
+    monkeypatch.setattr(gpu_edit, "_CHUNK_PAIRS", 97)
+    for params in (EditParams(mode="hw", task="path"), EditParams(mode="nw", task="path"),
+                   EditParams(method="windowed", mode="shw", task="path"), EditParams(mode="shw", task="locations")):
+        one = warpdp.edit(pairs, params, backend="gpu", devices=[0])
+        _assert_edit_equal(one, warpdp.edit(pairs, params, backend="cpu"))
+        for devices in (ALL, ALL[::-1], [ALL[-1], 0, ALL[-1]], None):
+            _assert_edit_equal(warpdp.edit(pairs, params, backend="gpu", devices=devices), one)
+
+
+def _assert_edit_equal(got: warpdp.EditResults, want: warpdp.EditResults) -> None:
+    assert got == want  # the columns and the CIGARs
+    assert (got.locations is None) == (want.locations is None)
+    for got_part, want_part in zip(got.locations or (), want.locations or ()):
+        np.testing.assert_array_equal(got_part, want_part)
+
+
 def test_unknown_device_is_refused() -> None:
     pairs = make_xdrop_pairs(35, 10)
     with pytest.raises(ValueError, match=f"no GPU {N_GPUS} here"):
         warpdp.xdrop(pairs, k=K, x=10, backend="gpu", devices=[0, N_GPUS])
+    with pytest.raises(ValueError, match=f"no GPU {N_GPUS} here"):
+        warpdp.align([("ACGT", "ACGT")], backend="gpu", devices=[N_GPUS])
+    with pytest.raises(ValueError, match=f"no GPU {N_GPUS} here"):
+        warpdp.edit([("ACGT", "ACGT")], backend="gpu", devices=[0, N_GPUS])
 
 
 def test_server_runs_on_every_gpu_and_lists_them() -> None:

@@ -127,7 +127,8 @@ def test_struct_size_check_names_what_differs() -> None:
 
 
 class FakeCompiler:
-    """Counts compilations; reports the sizes it is given."""
+    """Counts compilations; reports the sizes it is given. (Runs with no prebuilt fatbin: see
+    tests/test_fatbin.py for the fatbin route.)"""
 
     def __init__(self, sizes: list[int]) -> None:
         self.sizes = sizes
@@ -142,7 +143,15 @@ class FakeCompiler:
         return self.sizes
 
 
-def test_module_cache_compiles_once_per_device_and_spec() -> None:
+@pytest.fixture
+def no_fatbins(monkeypatch, tmp_path) -> None:
+    """No prebuilt fatbin: every module is compiled (by the fake compiler)."""
+    from warpdp.kernels.runtime import prebuilt
+
+    monkeypatch.setattr(prebuilt, "PREBUILT_DIR", tmp_path)
+
+
+def test_module_cache_compiles_once_per_device_and_spec(no_fatbins) -> None:
     module_cache.clear()
     try:
         compiler = FakeCompiler([xdrop.PARAMS.itemsize])
@@ -158,7 +167,7 @@ def test_module_cache_compiles_once_per_device_and_spec() -> None:
         module_cache.clear()
 
 
-def test_module_cache_refuses_a_struct_out_of_step() -> None:
+def test_module_cache_refuses_a_struct_out_of_step(no_fatbins) -> None:
     module_cache.clear()
     try:
         compiler = FakeCompiler([xdrop.PARAMS.itemsize + 8])

@@ -188,6 +188,9 @@ def _run_info(args: argparse.Namespace) -> int:
     for family in registry.families():
         for line in family.info_lines():
             print(line)
+    from .kernels.runtime.prebuilt import summary
+
+    print(summary())
     return 0
 
 
@@ -408,16 +411,24 @@ def _os_error_message(exc: OSError) -> str:
     return f"{name}: {reason}" if name else reason
 
 
+def _stdout_to_devnull() -> None:
+    """Point standard output's descriptor at /dev/null (what is left in its buffer cannot be
+    written), so that the interpreter's own flush at exit does not fail a second time."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
+
+
 def _flush_stdout() -> None:
     """Flush standard output here, where a failure can still be reported (a full disk, a closed
     pipe), rather than at interpreter exit."""
     try:
         sys.stdout.flush()
     except OSError as error:
-        # The rest of the buffer cannot be written either: send it to /dev/null, so that the
-        # interpreter's own flush at exit does not fail a second time.
-        with contextlib.suppress(OSError, ValueError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _stdout_to_devnull()
         if isinstance(error, BrokenPipeError):
             raise
         raise type(error)(error.errno, error.strerror or str(error), "standard output") from None
@@ -450,8 +461,7 @@ def _main(argv: Sequence[str] | None) -> int:
             _flush_stdout()
         return status
     except BrokenPipeError:  # the reader went away (e.g. `| head`): not an error
-        with contextlib.suppress(OSError, ValueError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _stdout_to_devnull()
         return 0
     except OSError as exc:
         print(f"warpdp: error: {_os_error_message(exc)}", file=sys.stderr)

@@ -73,7 +73,8 @@ def host_library() -> ctypes.CDLL:
     if compiler is None:
         pytest.skip("g++ is needed to build the GPU kernels for the host")
     assert list(KERNEL_IDS) == [gpu_edit.window_kernel_name(d) for d in gpu_edit.WINDOW_TIERS] + [
-        gpu_edit.EXACT_KERNEL, gpu_edit.EXACT_WARP_KERNEL], "the harness's switch follows the launcher's kernel list"
+        gpu_edit.EXACT_KERNEL, gpu_edit.EXACT_WARP_KERNEL, gpu_edit.COMPACT_KERNEL], \
+        "the harness's switch follows the launcher's kernel list (compact_cigars: the device runner's copy back only)"
     source = CU_SOURCE.read_text() + WARP_EMULATION_HEADER.read_text() + HARNESS
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     library = Path(tempfile.gettempdir()) / f"warpdp-edit-host-{digest}.so"
@@ -96,18 +97,15 @@ class HostRunner:
     """The launcher's device runner, its kernels run by the host build. Device memory is a
     numpy buffer poisoned with 0xA5 before each chunk (outputs the kernels fail to write show)."""
 
-    def __init__(self, chunk_pairs: int = 1 << 18, chunk_bases: int = 48 << 20) -> None:
+    def __init__(self) -> None:
         self.lib = host_library()
-        self.chunk_pairs, self.chunk_bases = chunk_pairs, chunk_bases
         self.launches: list[str] = []
         self.counters: list[list[int]] = []  # each chunk's counts after its launches
 
-    def run(self, pairs: EditPairs, params: Any, skip: np.ndarray, cancelled: Any = None) -> list[Any]:
+    def run(self, pairs: EditPairs, params: Any, skip: np.ndarray, chunks: Any, cancelled: Any = None) -> list[Any]:
         parts = []
-        for start, stop in gpu_edit.split_chunks(pairs.query_offsets, pairs.target_offsets, self.chunk_pairs,
-                                                 self.chunk_bases):
-            here = skip[(skip >= start) & (skip < stop)] - start
-            plan = gpu_edit.ChunkPlan(pairs, params, start, stop, here)
+        for chunk in chunks:
+            plan = gpu_edit.plan_chunk(pairs, params, skip, chunk)
             memory = np.full(plan.device_bytes, 0xA5, dtype=np.uint8)
             base = memory.ctypes.data
             plan.fill(memory[:plan.blob_bytes], pairs, base)
@@ -117,7 +115,7 @@ class HostRunner:
                                 gpu_edit.THREADS)
             self.counters.append(memory[plan.at["counts"]:plan.at["counts"] + 4 * len(plan.counts)]
                                  .view(np.int32).tolist())
-            parts.append(plan.decode(memory[plan.at["out"]:plan.at["out"] + plan.out_bytes]))
+            parts.append((plan.start, plan.decode(memory[plan.at["out"]:plan.at["out"] + plan.out_bytes])))
         return parts
 
 

@@ -55,22 +55,30 @@ static inline void block_step(uint64_t eq, uint64_t *pv, uint64_t *mv, uint64_t 
     *hm = out_m;
 }
 
+/* One pass's band: blocks [first, last] with the values at their bottom rows, and the rule. */
+typedef struct {
+    int64_t first, last, first_score, last_score, m, blocks, goal;
+    uint64_t *pv, *mv;
+    const band_rule *rule;
+} band;
+
 static inline int64_t block_rows(int64_t b, int64_t m)
 {
     return 64 * (b + 1) < m ? 64 : m - 64 * b;
 }
 
-/* Whether block b holds no cell of an alignment of cost <= k, now or later (score: its bottom
-   value; col: the column). Block 0 is also where alignments through row 0 of later columns go
+/* Whether block b of the band holds no cell of an alignment of cost <= k, now or later (score:
+   its bottom value; col: the column). Block 0 is also where alignments through row 0 of later columns go
    on, so it goes only when those are above k too: with a free start, when the cost to come
    alone exceeds k at its bottom row; else when D[0][col] = col plus the cost to come does
    (neither falls as columns pass). */
-static inline int block_dead(int64_t b, int64_t score, int64_t col, int64_t m, int64_t goal, const band_rule *r)
+static inline int block_dead(const band *s, int64_t b, int64_t score, int64_t col)
 {
-    const int64_t c = goal + col - (64 * b + block_rows(b, m));
+    const band_rule *r = s->rule;
+    const int64_t c = s->goal + col - (64 * b + block_rows(b, s->m));
     if (b == 0 && r->free_start)
         return (c > 0 ? c : 0) > r->k;
-    if (b == 0 && col + rest_cost(goal + col, r->free_end) <= r->k)
+    if (b == 0 && col + rest_cost(s->goal + col, r->free_end) <= r->k)
         return 0;
     return block_bound(score, c, r->free_end) > r->k;
 }
@@ -83,19 +91,12 @@ static inline int64_t block_rise(const uint64_t *pv, const uint64_t *mv, int64_t
     return (int64_t)__builtin_popcountll(pv[b] & mask) - (int64_t)__builtin_popcountll(mv[b] & mask);
 }
 
-/* One pass's band: blocks [first, last] with the values at their bottom rows, and the rule. */
-typedef struct {
-    int64_t first, last, first_score, last_score, m, blocks, goal;
-    uint64_t *pv, *mv;
-    const band_rule *rule;
-} band;
-
 /* Moves the band's edges after column col (only adds blocks unless full: a block kept longer
    than needed costs time, never exactness); returns 0 when no block is left. */
 static int settle_band(band *s, int64_t col, int full)
 {
     const band_rule *r = s->rule;
-    while (full && block_dead(s->last, s->last_score, col, s->m, s->goal, r)) {
+    while (full && block_dead(s, s->last, s->last_score, col)) {
         if (s->last == s->first)
             return 0;
         s->last_score -= block_rise(s->pv, s->mv, s->last, s->m);
@@ -111,7 +112,7 @@ static int settle_band(band *s, int64_t col, int full)
         s->mv[s->last] = 0;
         s->last_score += block_rows(s->last, s->m);
     }
-    while (full && s->first < s->last && block_dead(s->first, s->first_score, col, s->m, s->goal, r)) {
+    while (full && s->first < s->last && block_dead(s, s->first, s->first_score, col)) {
         s->first++;
         s->first_score += block_rise(s->pv, s->mv, s->first, s->m);
     }
@@ -272,28 +273,23 @@ static int64_t last_row(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n
                 if (b == from)
                     s.first_score += (int64_t)hp1 - (int64_t)hm1;
             }
-            s.last_score += (int64_t)hp1 - (int64_t)hm1;
-            j++;
-            if (banded && !settle_band(&s, j, 1))
-                goto empty;
+        } else {
+            const uint64_t *eq1 = peq + (size_t)map[t[j + 1]] * (size_t)blocks;
+            int64_t delta[3];
+            column_pair(eq0, eq1, &s, from, to, lastbit, top, &hp1, &hm1, delta);
+            s.first_score += delta[0];
+            s.last_score += delta[2];
+            j++; /* column j (1-based) done */
+            if (banded)
+                settle_band(&s, j, 0);
             row[j] = s.last == blocks - 1 ? s.last_score : EDIT_FAR;
-            break;
+            for (int64_t b = to; b <= s.last; b++) { /* the rest of the next column, added blocks too */
+                block_step(eq1[b], &s.pv[b], &s.mv[b], &hp1, &hm1, b == blocks - 1 ? lastbit : 63);
+                if (b == from)
+                    delta[1] = (int64_t)hp1 - (int64_t)hm1;
+            }
+            s.first_score += delta[1];
         }
-        const uint64_t *eq1 = peq + (size_t)map[t[j + 1]] * (size_t)blocks;
-        int64_t delta[3];
-        column_pair(eq0, eq1, &s, from, to, lastbit, top, &hp1, &hm1, delta);
-        s.first_score += delta[0];
-        s.last_score += delta[2];
-        j++; /* column j (1-based) done */
-        if (banded)
-            settle_band(&s, j, 0);
-        row[j] = s.last == blocks - 1 ? s.last_score : EDIT_FAR;
-        for (int64_t b = to; b <= s.last; b++) { /* the rest of the next column, added blocks too */
-            block_step(eq1[b], &s.pv[b], &s.mv[b], &hp1, &hm1, b == blocks - 1 ? lastbit : 63);
-            if (b == from)
-                delta[1] = (int64_t)hp1 - (int64_t)hm1;
-        }
-        s.first_score += delta[1];
         s.last_score += (int64_t)hp1 - (int64_t)hm1;
         j++;
         if (banded && !settle_band(&s, j, 1))

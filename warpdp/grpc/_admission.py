@@ -30,12 +30,12 @@ logger = logging.getLogger("warpdp.grpc")
 # Python (built up, then copied once more) and the parsed message, plus one for slack: the
 # peak RSS a large request adds is measured in BENCHMARKS.md ("Memory budget").
 RECEIVE_COPIES = 5
-# Copies of an admitted request's message: the parsed message, the bytes fields decoding takes
-# out of it (each access to a bytes field copies it), the input of a coalesced submission, and
-# the transient copies decoding makes.
+# Copies of an admitted request's message: the received bytes, the arrays decoding takes out of
+# them, the input of a coalesced submission, and the transient copies decoding makes. (Since
+# _wire reads a message's arrays where they lie, decoding copies little: an upper bound, kept.)
 MESSAGE_COPIES = 4
 # Copies of a request's results: the backend's rows, the reply's arrays, the reply message and
-# its serialized bytes.
+# its serialized bytes (now the rows and the serialized bytes: an upper bound, kept).
 RESULT_COPIES = 4
 # Default budget: half the memory available when the server starts, at most this much.
 DEFAULT_BUDGET_CAP = 32 << 30
@@ -84,11 +84,12 @@ def receive_bytes(max_message_bytes: int) -> int:
     return RECEIVE_COPIES * max_message_bytes
 
 
-def _pairs_in_message(algorithm: Any, request: Any) -> int | None:
+def _pairs_in_message(algorithm: Any, request: Any, packed: Any = None) -> int | None:
     """Pairs of a request, counted from its message's offsets without decoding it (None when
-    the fields are malformed: decoding refuses the request then)."""
+    the fields are malformed: decoding refuses the request then). ``packed``: its packed
+    input's arrays when they were read out of the message."""
     try:
-        return algorithm.pairs_in_message(getattr(request, algorithm.packed_field))
+        return algorithm.pairs_in_message(getattr(request, algorithm.packed_field) if packed is None else packed)
     except (ValueError, OverflowError):
         return None
 
@@ -99,9 +100,10 @@ def _pairs_in_shared_file(algorithm: Any, sizes: list[int], max_pairs: int) -> i
     return min(algorithm.pairs_in_sizes(dict(zip(fields, sizes))), max_pairs)
 
 
-def request_cost(algorithm: Any, request: Any, message: int, max_message_bytes: int) -> int:
+def request_cost(algorithm: Any, request: Any, message: int, max_message_bytes: int, packed: Any = None) -> int:
     """Estimated peak bytes of server memory a received request (of `message` bytes on the
-    wire) takes until it is answered.
+    wire) takes until it is answered (``packed``: its packed input's arrays when they were read
+    out of the message).
 
     Results over the reply limit are refused after decoding, so max_message_bytes bounds them.
     """
@@ -114,7 +116,7 @@ def request_cost(algorithm: Any, request: Any, message: int, max_message_bytes: 
         pairs = _pairs_in_shared_file(algorithm, sizes, max_pairs)
     else:
         inputs = MESSAGE_COPIES * message
-        counted = _pairs_in_message(algorithm, request)
+        counted = _pairs_in_message(algorithm, request, packed)
         pairs = max_pairs if counted is None else min(counted, max_pairs)
     return inputs + RESULT_COPIES * algorithm.reply_bytes_per_pair * pairs
 

@@ -18,12 +18,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ..plugin.cancel import CancelCheck, SliceCells
-from . import _packing, warpdp_pb2
+from . import _packing, _wire, warpdp_pb2
 
 
 class InvalidRequest(ValueError):
@@ -71,6 +72,10 @@ class Algorithm(ABC):
     # For input of sequences: the (bases, offsets) field names of the packed message (the
     # memory budget counts a message's pairs from the first offsets; see pairs_in_message).
     sequences: ClassVar[tuple[tuple[str, str], ...]] = ()
+    # The packed message's uint8 fields (bases, qualities), which a server reads where they lie
+    # in the received message; its other fields hold int64 values and are read 8-byte aligned
+    # (see _wire.ArrayFields). None: the bases of ``sequences``.
+    byte_fields: ClassVar[tuple[str, ...] | None] = None
 
     # -- both sides --
 
@@ -85,6 +90,11 @@ class Algorithm(ABC):
             return self.request_type(shared_file=shared_file, **self.key_fields(key))
         packed = _packing.packed_message(self.packed_message, payload)
         return self.request_type(**{self.packed_field: packed}, **self.key_fields(key))
+
+    def encoded_request(self, payload: Any, key: Hashable) -> bytes:
+        """:meth:`request` serialized, with each array copied once: straight into the bytes."""
+        return _wire.encode_nested(self.request_type(**self.key_fields(key)), self.packed_field,
+                                   self.wire_arrays(payload))
 
     def wire_arrays(self, payload: Any) -> dict[str, np.ndarray]:
         """The input's arrays encoded as the packed message's fields, in field-number order."""
@@ -108,6 +118,14 @@ class Algorithm(ABC):
         return int(payload.n_pairs)
 
     # -- server --
+
+    @cached_property
+    def request_reader(self) -> _wire.ArrayFields:
+        """How a server reads a received request: its packed input's arrays as views of the
+        received bytes (int64 fields aligned), the rest through the protobuf library."""
+        byte_fields = self.byte_fields if self.byte_fields is not None else [bases for bases, _ in self.sequences]
+        int64_fields = [f.name for f in self.packed_message.DESCRIPTOR.fields if f.name not in byte_fields]
+        return _wire.ArrayFields(self.request_type, self.packed_field, int64_fields)
 
     def pairs_in_message(self, packed: Any) -> int:
         """The pairs of a packed message, counted from its offsets without decoding it (the
@@ -154,10 +172,28 @@ class Algorithm(ABC):
         input's, each cut when asked for: how the server runs a large CPU submission in
         bounded slices (warpdp.plugin.cancel.run_in_slices)."""
 
-    @abstractmethod
-    def reply(self, rows: np.ndarray | None, n_pairs: int, chunk: int, stats: warpdp_pb2.CallStats) -> Any:
+    def reply_arrays(self, rows: Any) -> dict[str, np.ndarray] | None:
+        """The reply's result fields for result rows, by name, as the C-contiguous little-endian
+        arrays their bytes hold; None where a family builds its reply in :meth:`reply` instead
+        (a family implements one of the two)."""
+        return None
+
+    def reply(self, rows: Any, n_pairs: int, chunk: int, stats: warpdp_pb2.CallStats) -> Any:
         """The reply message for result rows (None: no pairs, or results written into the
         request's shared file: the result fields stay empty)."""
+        arrays = {} if rows is None else self.reply_arrays(rows)
+        if arrays is None:
+            raise NotImplementedError(f"{self.name} implements neither reply nor reply_arrays")
+        return self.reply_type(**{name: array.tobytes() for name, array in arrays.items()}, n_pairs=n_pairs,
+                               chunk=chunk, stats=stats)
+
+    def encoded_reply(self, rows: Any, n_pairs: int, chunk: int, stats: warpdp_pb2.CallStats) -> Any:
+        """:meth:`reply`, serialized with each result array copied once (straight into the
+        bytes) where the family gives :meth:`reply_arrays`; else (and without results) the message."""
+        arrays = None if rows is None else self.reply_arrays(rows)
+        if arrays is None:
+            return self.reply(rows, n_pairs, chunk, stats)
+        return _wire.encode(self.reply_type(n_pairs=n_pairs, chunk=chunk, stats=stats), arrays)
 
     @abstractmethod
     def result_arrays(self, rows: np.ndarray) -> list[np.ndarray]:

@@ -51,6 +51,7 @@ class PairHmmAlgorithm(Algorithm):
     packed_message = warpdp_pb2.PairHmmBatches
     reply_bytes_per_pair = 8
     mapped_file_host_fields = _packing.PAIRHMM_OFFSET_FIELDS
+    byte_fields = _packing.PAIRHMM_BYTE_FIELDS
 
     def key_fields(self, key: Hashable) -> dict[str, Any]:
         return {"use_double": bool(key)}
@@ -109,10 +110,8 @@ class PairHmmAlgorithm(Algorithm):
             for a, b in iter_slice_ranges(read_cells, limit):
                 yield payload.sub_batch(i, a, b, 0, h1 - h0)
 
-    def reply(self, rows: np.ndarray | None, n_pairs: int, chunk: int,
-              stats: warpdp_pb2.CallStats) -> warpdp_pb2.PairHmmReply:
-        values = b"" if rows is None else self.result_arrays(rows)[0].tobytes()
-        return warpdp_pb2.PairHmmReply(log10_likelihoods=values, n_pairs=n_pairs, chunk=chunk, stats=stats)
+    def reply_arrays(self, rows: np.ndarray) -> dict[str, np.ndarray]:
+        return {"log10_likelihoods": self.result_arrays(rows)[0]}
 
     def result_arrays(self, rows: np.ndarray) -> list[np.ndarray]:
         return [np.ascontiguousarray(rows, dtype="<f8")]
@@ -240,10 +239,8 @@ class PairsAlgorithm(Algorithm):
         for i, j in iter_slice_ranges(self.cells_per_pair(payload, key), max_cells):
             yield payload.select(i, j)
 
-    def reply(self, rows: np.ndarray | None, n_pairs: int, chunk: int, stats: warpdp_pb2.CallStats) -> Any:
-        columns = (dict.fromkeys(self.columns, b"") if rows is None
-                   else {name: array.tobytes() for name, array in zip(self.columns, self.result_arrays(rows))})
-        return self.reply_type(**columns, n_pairs=n_pairs, chunk=chunk, stats=stats)
+    def reply_arrays(self, rows: Any) -> dict[str, np.ndarray]:
+        return dict(zip(self.columns, self.result_arrays(rows)))
 
     def result_arrays(self, rows: np.ndarray) -> list[np.ndarray]:
         return [np.ascontiguousarray(rows[:, c], dtype="<i8") for c in range(len(self.columns))]

@@ -7,6 +7,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any, NamedTuple
 
 import grpc
@@ -16,6 +17,7 @@ from google.protobuf.message import DecodeError
 from ..kernels.runtime.slots import pinned_empty
 from ._admission import AdmissionRefused
 from ._batcher import Batcher, WorkItem
+from ._wire import ArrayFields
 
 logger = logging.getLogger("warpdp.grpc")
 
@@ -56,16 +58,27 @@ class _RpcFailure(Exception):
         self.code, self.message = code, message
 
 
-def _sized(parse: Callable[[bytes], Any]) -> Callable[[bytes], tuple[Any, int]]:
+class _Received(NamedTuple):
+    """A received request message: the message, its size on the wire, and its packed input's
+    arrays as views of the received bytes (None: they are in the message)."""
+
+    request: Any
+    nbytes: int
+    packed: SimpleNamespace | None
+
+
+def _sized(reader: ArrayFields) -> Callable[[bytes], _Received]:
     """A request deserializer that also gives the message's size (ByteSize() would take
-    milliseconds to compute it again on a large message). It never raises: grpc answers
-    UNKNOWN when a deserializer does, so corrupt bytes come back as a _CorruptRequest, which
-    the handler answers with INVALID_ARGUMENT."""
-    def sized(data: bytes) -> tuple[Any, int]:
+    milliseconds to compute it again on a large message) and reads the packed input's arrays
+    where they lie (see _wire). It never raises: grpc answers UNKNOWN when a deserializer does,
+    so corrupt bytes come back as a _CorruptRequest, which the handler answers with
+    INVALID_ARGUMENT."""
+    def sized(data: bytes) -> _Received:
         try:
-            return parse(data), len(data)
+            request, packed = reader.parse(data)
         except DecodeError as exc:
-            return _CorruptRequest(f"{type(exc).__name__}: {exc}"), len(data)
+            return _Received(_CorruptRequest(f"{type(exc).__name__}: {exc}"), len(data), None)
+        return _Received(request, len(data), packed)
 
     return sized
 

@@ -121,9 +121,9 @@ class ServerConfig:
                              f"{receive_bytes(self.max_message_bytes)} bytes for the message limit of "
                              f"{self.max_message_bytes} bytes, not {self.memory_budget}")
         if self.devices is not None:
-            from ..kernels.runtime.devices import check_device_list
+            from ..plugin.core.backend import check_devices
 
-            self.devices = check_device_list(self.devices)
+            self.devices = check_devices(self.devices)
             if len(set(self.devices)) != len(self.devices):
                 raise ValueError(f"devices lists a GPU twice: {self.devices}")
         if any(not t or any(c.isspace() for c in t) for t in self.tokens):

@@ -14,7 +14,7 @@ import grpc
 import numpy as np
 
 from ..kernels.runtime.slots import register_read_only
-from . import _shm_server, warpdp_pb2
+from . import _shm_server, _wire, warpdp_pb2
 from ._admission import MemoryBudget, Reservation, receive_bytes, request_cost
 from ._algorithm import InvalidRequest, Job
 from ._batcher import _DROPPED, _FAILED, Batcher, BatcherClosed, WorkItem
@@ -97,9 +97,9 @@ class WarpdpServicer:
             response_serializer=warpdp_pb2.ServerInfoReply.SerializeToString)}
         for kernel in self._kernels.values():
             algorithm = kernel.algorithm
-            # context.read() then gives (message, its size on the wire).
-            read = _sized(algorithm.request_type.FromString)
-            write = algorithm.reply_type.SerializeToString
+            # context.read() then gives the message, its size on the wire and its arrays (_Received).
+            read = _sized(algorithm.request_reader)
+            write = _wire.serialize  # replies come encoded (bytes) or as messages
             unary, stream = self._methods(kernel)
             handlers[algorithm.rpc] = grpc.stream_unary_rpc_method_handler(
                 unary, request_deserializer=read, response_serializer=write)
@@ -140,11 +140,12 @@ class WarpdpServicer:
             received = await context.read()
             if received is grpc.aio.EOF:
                 raise _RpcFailure(grpc.StatusCode.INVALID_ARGUMENT, f"invalid {method} call: no request message")
-            request, nbytes = received
+            request, nbytes, packed = received
             _check_parsed(request, method, "")
-            await reservation.resize(request_cost(kernel.algorithm, request, nbytes, self._config.max_message_bytes),
+            await reservation.resize(request_cost(kernel.algorithm, request, nbytes, self._config.max_message_bytes,
+                                                  packed),
                                      self._admission_wait(context), "the request")
-            job = await self._decode(kernel, request, context, "", nbytes)
+            job = await self._decode(kernel, request, context, "", nbytes, packed)
             cells = job.cells
             self._check_limits(kernel, job, "")
             arriving = False
@@ -247,12 +248,13 @@ class WarpdpServicer:
                 if received is grpc.aio.EOF:
                     reservation.release()
                     break
-                request, nbytes = received
+                request, nbytes, packed = received
                 _check_parsed(request, method, f"chunk {index}: ")
                 await reservation.resize(
-                    request_cost(kernel.algorithm, request, nbytes, self._config.max_message_bytes),
+                    request_cost(kernel.algorithm, request, nbytes, self._config.max_message_bytes, packed),
                     self._admission_wait(context), f"chunk {index}")
-                job, item = await self._decode_chunk(kernel, request, context, f"chunk {index}: ", stream, nbytes)
+                job, item = await self._decode_chunk(kernel, request, context, f"chunk {index}: ", stream, nbytes,
+                                                     packed)
                 stream.entries.put_nowait((index, item, job, reservation))
                 index += 1
             stream.entries.put_nowait(_Stream.END)
@@ -298,27 +300,28 @@ class WarpdpServicer:
         return None if remaining is None else time.monotonic() + remaining
 
     async def _decode(self, kernel: AlgorithmKernel, request: Any, context: grpc.aio.ServicerContext,
-                      chunk: str, nbytes: int) -> Job:
+                      chunk: str, nbytes: int, packed: SimpleNamespace | None) -> Job:
         if self._decodes_off_loop(request, nbytes):
             peer = context.peer()
             return await asyncio.get_running_loop().run_in_executor(
-                self._blocking_pool, self._decode_blocking, kernel, request, peer, chunk)
-        return self._decode_blocking(kernel, request, context.peer(), chunk)
+                self._blocking_pool, self._decode_blocking, kernel, request, peer, chunk, packed)
+        return self._decode_blocking(kernel, request, context.peer(), chunk, packed)
 
     async def _decode_chunk(self, kernel: AlgorithmKernel, request: Any, context: grpc.aio.ServicerContext,
-                            chunk: str, queued: _Stream, nbytes: int) -> tuple[Job, WorkItem | None]:
+                            chunk: str, queued: _Stream, nbytes: int,
+                            packed: SimpleNamespace | None) -> tuple[Job, WorkItem | None]:
         """A stream's chunk decoded, checked and queued (None: nothing to score). Off the event
         loop when large, where the thread that decoded it also queues it: a trip back through
         the busy loop first would only delay the backend."""
         waiter = asyncio.get_running_loop().create_future()
-        args = (kernel, request, context.peer(), chunk, self._deadline(context), waiter, queued)
+        args = (kernel, request, context.peer(), chunk, self._deadline(context), waiter, queued, packed)
         if self._decodes_off_loop(request, nbytes):
             return await asyncio.get_running_loop().run_in_executor(self._blocking_pool, self._queue_chunk, *args)
         return self._queue_chunk(*args)
 
     def _queue_chunk(self, kernel: AlgorithmKernel, request: Any, peer: str, chunk: str, deadline: float | None,
-                     waiter: Any, queued: _Stream) -> tuple[Job, WorkItem | None]:
-        job = self._decode_blocking(kernel, request, peer, chunk)
+                     waiter: Any, queued: _Stream, packed: SimpleNamespace | None) -> tuple[Job, WorkItem | None]:
+        job = self._decode_blocking(kernel, request, peer, chunk, packed)
         self._check_limits(kernel, job, chunk)
         if not job.n_pairs:
             return job, None
@@ -328,21 +331,25 @@ class WarpdpServicer:
             self._batcher.cancel(item, "cancelled")
         return job, item
 
-    def _decode_blocking(self, kernel: AlgorithmKernel, request: Any, peer: str, chunk: str) -> Job:
-        packed = None
+    def _decode_blocking(self, kernel: AlgorithmKernel, request: Any, peer: str, chunk: str,
+                         packed: SimpleNamespace | None) -> Job:
+        """``packed``: the packed input's arrays when they were read out of the message (see _wire)."""
         if request.HasField("shared_file"):
-            packed = self._read_shared_file(kernel, request, peer, chunk)
+            packed = self._read_shared_file(kernel, request, peer, chunk, packed)
         try:
             return kernel.algorithm.decode(request, packed)
         except InvalidRequest as exc:  # "invalid <field>: <problem>"
             raise _RpcFailure(grpc.StatusCode.INVALID_ARGUMENT, f"{chunk}{exc}") from None
 
-    def _read_shared_file(self, kernel: AlgorithmKernel, request: Any, peer: str, chunk: str) -> SimpleNamespace:
+    def _read_shared_file(self, kernel: AlgorithmKernel, request: Any, peer: str, chunk: str,
+                          in_message: SimpleNamespace | None) -> SimpleNamespace:
         """The packed arrays of a request that handed them over in shared memory (a memfd the
         caller registered, see _shm_server); for a GPU kernel in page-locked memory, which the
-        GPU copies from without a copy on the host first."""
+        GPU copies from without a copy on the host first. ``in_message``: the arrays read out of
+        the message itself, which must then be empty."""
         algorithm = kernel.algorithm
-        if getattr(request, algorithm.packed_field).ByteSize():
+        if (getattr(request, algorithm.packed_field).ByteSize()
+                or (in_message is not None and any(len(array) for array in vars(in_message).values()))):
             raise _RpcFailure(grpc.StatusCode.INVALID_ARGUMENT,
                               f"{chunk}invalid {algorithm.request_type.__name__}: set either "
                               f"{algorithm.packed_field} or shared_file, not both")
@@ -444,7 +451,8 @@ class WarpdpServicer:
 
     async def _reply(self, kernel: AlgorithmKernel, item: WorkItem | None, job: Job, chunk: int) -> Any:
         if item is None:  # nothing to score
-            return kernel.algorithm.reply(None, 0, chunk, warpdp_pb2.CallStats(backend=kernel.backend, cells=job.cells))
+            return kernel.algorithm.encoded_reply(None, 0, chunk,
+                                                  warpdp_pb2.CallStats(backend=kernel.backend, cells=job.cells))
         await item.waiter
         if item.state == _DROPPED:
             code = grpc.StatusCode.DEADLINE_EXCEEDED if item.drop_reason == "deadline" else grpc.StatusCode.CANCELLED
@@ -463,7 +471,7 @@ class WarpdpServicer:
                                      compute_us=int(item.compute_s * 1e6), coalesced_requests=item.coalesced,
                                      submission_cells=item.submission_cells)
         # Results written into the request's shared file are left out of the reply.
-        return kernel.algorithm.reply(None if item.delivered else item.result, job.n_pairs, chunk, stats)
+        return kernel.algorithm.encoded_reply(None if item.delivered else item.result, job.n_pairs, chunk, stats)
 
     def _done(self, method: str, code: grpc.StatusCode, cells: int, start: float) -> None:
         latency = time.monotonic() - start

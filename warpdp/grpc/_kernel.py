@@ -81,14 +81,25 @@ class AlgorithmKernel:
             self.slices_run += 1
 
     def warmup(self, devices: list[int] | None = None) -> None:
-        # Compiles/loads the backend (NVRTC for the GPU: on each of the devices) before the
-        # first caller pays for it.
-        for payload, key in self.algorithm.warmup_jobs():
-            self.run(payload, key, devices=devices)
+        # Loads the backend (for the GPU, on each of the devices: its prebuilt fatbin, else an
+        # NVRTC compile) before the first caller pays for it. One device at a time: a job as
+        # small as a warm-up job given several devices runs on the first alone
+        # (runtime.devices.plan_spread).
+        placements = [[device] for device in devices] if devices and self.backend != "cpu" else [None]
+        for placed in placements:
+            for payload, key in self.algorithm.warmup_jobs():
+                self.run(payload, key, devices=placed)
 
     def detail(self, workers: int, devices: int = 1) -> str:
         if self.backend == "cpu":
             return f"CPU {self.algorithm.cpu_isas()[-1]}, {self.threads} thread(s) x {workers} worker(s)"
         if devices > 1:
-            return f"GPU x {devices}, {workers} worker(s) per GPU"
-        return f"GPU, {workers} worker(s)"
+            return f"GPU x {devices}, {workers} worker(s) per GPU{self._kernel_source()}"
+        return f"GPU, {workers} worker(s){self._kernel_source()}"
+
+    def _kernel_source(self) -> str:
+        """Where the warmed-up GPU modules came from (module_cache.routes), for ServerInfo."""
+        from ..kernels.runtime.module_cache import routes
+
+        found = sorted({route for (_, family), route in routes().items() if family == self.algorithm.name})
+        return f", kernels: {'/'.join(found)}" if found else ""

@@ -37,7 +37,7 @@ from ..plugin.pairhmm import PairHmmBatches, check_output_array
 from .. import registry
 from ..plugin.seedext import SeedExtPairs, SeedExtParams, SeedExtResults
 from ..plugin.xdrop import XdropPairs, XdropResults
-from . import _shm_client, warpdp_pb2, warpdp_pb2_grpc
+from . import _shm_client, _wire, warpdp_pb2, warpdp_pb2_grpc
 from ._algorithm import Algorithm
 from ._client_address import _target
 from ._client_chunks import _SHARED_IN_FLIGHT, _ChunkFeed, _SharedChunks, _SharedFilesUnusable  # noqa: F401 (_SHARED_IN_FLIGHT: tests read it here)
@@ -310,13 +310,13 @@ class Client:
         if method is None:
             make = self._channel.stream_stream if stream else self._channel.unary_unary
             method = self._methods[name] = make(f"/{SERVICE_NAME}/{name}",
-                                                request_serializer=algorithm.request_type.SerializeToString,
+                                                request_serializer=_wire.serialize,  # encoded or a message
                                                 response_deserializer=algorithm.reply_type.FromString)
         return method
 
     def _unary(self, payload: Any, key: Any, out: np.ndarray, timeout: float | None) -> None:
         algorithm = registry.family_for_payload(payload).algorithm()
-        request = algorithm.request(payload, key)
+        request = algorithm.encoded_request(payload, key)
         try:
             reply = self._method(algorithm, False)(request, metadata=self._metadata, timeout=timeout,
                                                    wait_for_ready=self._wait_for_ready)
@@ -368,7 +368,7 @@ class Client:
                 yield from shared.requests()
                 return
             while (taken := feed.take()) is not None:  # type: ignore[union-attr]
-                yield algorithm.request(taken[1], key)
+                yield algorithm.encoded_request(taken[1], key)
 
         def start_call() -> Any:
             call = self._method(algorithm, True)(requests(), metadata=self._metadata, timeout=timeout,

@@ -45,12 +45,14 @@ logger = logging.getLogger("warpdp.grpc")
 
 
 def _devices(backend: str, threads_total: int, device_ids: list[int] | None) -> list[warpdp_pb2.Device]:
+    """ServerInfo's devices: the GPUs ``device_ids`` (a GPU server's, resolved at start), else the CPU."""
     if backend == "gpu":
+        assert device_ids is not None  # a GPU family resolves the server's devices (_make_kernels)
         devices = []
         try:
             import cupy
 
-            for index in device_ids if device_ids is not None else range(cupy.cuda.runtime.getDeviceCount()):
+            for index in device_ids:
                 props = cupy.cuda.runtime.getDeviceProperties(index)
                 name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
                 devices.append(warpdp_pb2.Device(kind="gpu", index=index, name=name,
@@ -200,10 +202,15 @@ class Server:
                 kernel.warmup(self.devices)
         return kernels
 
+    @property
+    def _n_devices(self) -> int:
+        """Devices the server's workers are spread over: its GPUs, else one (the CPU)."""
+        return len(self.devices) if self.devices else 1
+
     def _all_workers(self) -> int:
         """Backend submissions the server runs at once: its workers on each device."""
         assert self.workers is not None
-        return self.workers * (len(self.devices) if self.devices else 1)
+        return self.workers * self._n_devices
 
     def _start_loop(self) -> None:
         # The gRPC server runs on an event loop of its own thread; the batcher wakes that loop
@@ -224,7 +231,7 @@ class Server:
 
         overlap_cells = max_batch_cells // GPU_OVERLAP_SHARE if self.backend == "gpu" else 0
         # A submission as large as the overlap threshold is worth spreading over idle GPUs.
-        split_cells = overlap_cells if self.devices and len(self.devices) > 1 else None
+        split_cells = overlap_cells if self._n_devices > 1 else None
         return Batcher(workers=self.workers, batching=cfg.batching, max_wait_s=cfg.max_wait_ms / 1e3,
                        max_batch_cells=max_batch_cells, overlap_cells=overlap_cells, metrics=self.metrics,
                        notify=notify, devices=self.devices, split_cells=split_cells)
@@ -234,11 +241,10 @@ class Server:
 
         cfg, workers = self.config, self.workers
         assert workers is not None and self.backend is not None
-        n_devices = len(self.devices) if self.devices else 1
         return warpdp_pb2.ServerInfoReply(
             version=__version__, backend=self.backend, requested_backend=cfg.backend,
             algorithms=[warpdp_pb2.AlgorithmInfo(name=k.name, rpc=k.algorithm.rpc, backend=k.backend,
-                                                 detail=k.detail(workers, n_devices)) for k in kernels],
+                                                 detail=k.detail(workers, self._n_devices)) for k in kernels],
             devices=_devices(self.backend, kernels[0].threads * workers, self.devices),
             limits=warpdp_pb2.Limits(max_request_cells=cfg.max_request_cells,
                                      max_message_bytes=cfg.max_message_bytes),
@@ -296,7 +302,7 @@ class Server:
         security = ("TLS" if cfg.tls_cert else "plaintext") + (", bearer token required" if cfg.tokens else "")
         logger.info("warpdp serve: listening on %s (%s); backend %s (requested %s): %s", self.address, security,
                     self.backend.upper(), cfg.backend,
-                    kernels[0].detail(workers, len(self.devices) if self.devices else 1))
+                    kernels[0].detail(workers, self._n_devices))
         for kernel in kernels:
             if kernel.backend != self.backend:  # "auto" with a GPU kernel usable for some families only
                 logger.info("warpdp serve: %s runs on the %s: %s", kernel.name, kernel.backend.upper(),

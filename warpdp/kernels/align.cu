@@ -1,7 +1,8 @@
 /* Pairwise alignment (the align family) on NVIDIA GPUs: the same answers as the CPU backend
  * (warpdp/cython_cpu/align_body.h), bit for bit, CIGARs included.
  *
- * Compiled at run time through CuPy (NVRTC); warpdp/kernels/align.py launches it. Two kernels:
+ * Compiled ahead of time into fatbin/ (runtime/fatbin_build.py), else at run time by NVRTC;
+ * warpdp/kernels/align.py launches it. Two kernels:
  *   - dp_kernel<GATK, TRACE, ORIGIN>: one warp per pair (AnySeq/GPU's design, this project's own
  *     code). The rows of the DP (query; GATK mode: the ref) are cut into stripes of 32, one row
  *     per lane; the warp sweeps the stripe's anti-diagonals: at step s lane l computes cell

@@ -13,27 +13,30 @@ calls :func:`run`, which gives exactly the CPU backend's results (the five colum
   buffer, runs ``dp_kernel`` (one warp per pair, see ``align.cu``) and, with a traceback,
   ``traceback_kernel`` (one thread per pair), and copies the result records and CIGAR ops back;
   two chunks are in flight (the shared :class:`ChunkRunner`), and ``cancelled`` is checked
-  between chunks.
+  between chunks;
+* spreads the chunks over several GPUs when given a device list (runtime.devices), the CIGARs
+  merged in input order.
 
 CuPy is imported only when a GPU function runs, so importing this module needs no GPU.
 """
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import numpy as np
 
 from ..plugin.cancel import CancelCheck
+from .runtime.devices import in_order, plan_spread, resolve_devices, spread
 from .runtime.launch_params import POINTER, launch_struct, set_row, struct_rows
 from .runtime.layout import sections
 from .runtime.module_cache import ModuleSpec, load_module
 from .runtime.runner import ChunkRunner, CopyOut, Runners, new_stream, pinned_allocator
 from .runtime.slots import ChunkSlot
 
-__all__ = ["run", "plan_chunks", "traceback_bytes", "DP_KERNELS", "TRACEBACK_KERNELS", "Chunk"]
+__all__ = ["run", "plan_chunks", "pair_traceback_bytes", "traceback_bytes", "DP_KERNELS", "TRACEBACK_KERNELS", "Chunk"]
 
 logger = logging.getLogger("warpdp")
 
@@ -92,32 +95,39 @@ class Chunk:
     on_gpu: bool  # False: one pair whose traceback exceeds the chunk bound, for the CPU
 
 
+def pair_traceback_bytes(q_lens: np.ndarray, t_lens: np.ndarray, traceback: bool, gatk: bool) -> np.ndarray:
+    """Traceback bytes of each pair (zeros without a traceback); GATK mode's rows are the target."""
+    q_lens, t_lens = np.asarray(q_lens, np.int64), np.asarray(t_lens, np.int64)
+    if not traceback:
+        return np.zeros(len(q_lens), np.int64)
+    rows, cols = (t_lens, q_lens) if gatk else (q_lens, t_lens)
+    return traceback_bytes(rows, cols)
+
+
 def plan_chunks(q_lens: np.ndarray, t_lens: np.ndarray, traceback: bool, gatk: bool,
                 chunk_pairs: int = CHUNK_PAIRS, chunk_bytes: int = CHUNK_BYTES,
-                trace_bytes: int = TRACE_CHUNK_BYTES) -> list[Chunk]:
+                trace_bytes: int = TRACE_CHUNK_BYTES, cpu_trace_bytes: int | None = None) -> list[Chunk]:
     """Consecutive ranges covering every pair once, each within chunk_pairs pairs, about
-    chunk_bytes of sequence and (with a traceback) trace_bytes of traceback; a pair over
-    trace_bytes alone is a chunk of its own for the CPU."""
+    chunk_bytes of sequence and (with a traceback) trace_bytes of traceback (a pair over a
+    bound alone is a chunk of its own); a pair over cpu_trace_bytes (default trace_bytes) is a
+    chunk of its own for the CPU."""
     q_lens, t_lens = np.asarray(q_lens, np.int64), np.asarray(t_lens, np.int64)
+    cpu_trace_bytes = trace_bytes if cpu_trace_bytes is None else cpu_trace_bytes
     n = len(q_lens)
     seq = np.concatenate(([0], np.cumsum(q_lens + t_lens)))
-    if traceback:
-        rows, cols = (t_lens, q_lens) if gatk else (q_lens, t_lens)
-        per_pair = traceback_bytes(rows, cols)
-    else:
-        per_pair = np.zeros(n, np.int64)
+    per_pair = pair_traceback_bytes(q_lens, t_lens, traceback, gatk)
     trace = np.concatenate(([0], np.cumsum(per_pair)))
     chunks: list[Chunk] = []
     start = 0
     while start < n:
-        if per_pair[start] > trace_bytes:
+        if per_pair[start] > cpu_trace_bytes:
             chunks.append(Chunk(start, start + 1, False))
             start += 1
             continue
         stop = min(n, start + chunk_pairs)
         stop = min(stop, max(start + 1, int(np.searchsorted(seq, seq[start] + chunk_bytes, side="right")) - 1))
         stop = min(stop, max(start + 1, int(np.searchsorted(trace, trace[start] + trace_bytes, side="right")) - 1))
-        over = np.flatnonzero(per_pair[start:stop] > trace_bytes)
+        over = np.flatnonzero(per_pair[start:stop] > cpu_trace_bytes)
         if len(over):
             stop = start + int(over[0])
         chunks.append(Chunk(start, stop, True))
@@ -181,19 +191,20 @@ class _ChunkPlan:
             "max_cols": self.max_cols})
 
     def collect(self, pinned_out: np.ndarray, columns: dict[str, np.ndarray], want_ops: bool) -> Any:
-        """Copy the chunk's records into the result columns; its CIGAR ops and counts (or None)."""
+        """Copy the chunk's records into the result columns; its first pair and its CIGAR ops
+        and counts (or None)."""
         records = pinned_out[:self.out_bytes].view(np.int32).reshape(self.n, RECORD_INTS)
         s, e = self.start, self.start + self.n
         for k, name in enumerate(("score", "query_begin", "query_end", "target_begin", "target_end")):
             columns[name][s:e] = records[:, k]
         if not want_ops:
-            return None
+            return s, None
         counts = records[:, 7].astype(np.int64)
         ops = pinned_out[self.out_bytes:self.out_bytes + 4 * self.ops_ints].view(np.uint32)
         starts = self.qoff[:-1] + self.toff[:-1] + 2 * np.arange(self.n, dtype=np.int64)
         total = int(counts.sum())
         index = np.repeat(starts - (np.cumsum(counts) - counts), counts) + np.arange(total)
-        return ops[index].copy(), counts
+        return s, (ops[index].copy(), counts)
 
 
 class _Runner(ChunkRunner):
@@ -233,8 +244,9 @@ class _Runner(ChunkRunner):
         slot.done = cupy.cuda.Event(block=False, disable_timing=True)
         slot.done.record(stream)
 
-    def run(self, pairs: Any, params: Any, columns: dict[str, np.ndarray], chunks: list[Chunk],
-            cancelled: CancelCheck | None) -> list[Any]:
+    def run(self, pairs: Any, params: Any, columns: dict[str, np.ndarray], chunks: Iterable[Chunk],
+            cancelled: CancelCheck | None) -> list[tuple[int, Any]]:
+        """Align the pairs of ``chunks`` into ``columns``; each chunk's first pair and CIGARs."""
         def plan(chunk: Chunk) -> _ChunkPlan:
             return _ChunkPlan(pairs, params, chunk)
 
@@ -247,30 +259,42 @@ class _Runner(ChunkRunner):
         return self.run_chunks(chunks, plan, enqueue, cancelled)
 
 
-_RUNNERS: Runners[_Runner] = Runners(_Runner)
+_RUNNERS: Runners[_Runner] = Runners(lambda device_id: _Runner())
 
 
-def run(pairs: Any, params: Any, results: Any, *, threads: int = 0,
-        cancelled: CancelCheck | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+def _runner(device_id: int | None = None) -> _Runner:
+    return _RUNNERS.on_device(device_id)  # one per device (default: the current one)
+
+
+def run(pairs: Any, params: Any, results: Any, *, threads: int = 0, cancelled: CancelCheck | None = None,
+        devices: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """Fill ``results``' five int64 columns for every pair (a validated AlignPairs) with ``params``
     (a validated AlignParams), as :func:`warpdp.cython_cpu.align.run` does, and return the same:
     ``(ops, counts)`` with ``params.cigar``, else None. A pair whose traceback exceeds the
     per-chunk bound goes to the CPU backend (``threads`` CPU threads), logged. ``cancelled`` is
-    checked before each chunk is enqueued (JobCancelled; see warpdp.plugin.cancel)."""
+    checked before each chunk is enqueued (JobCancelled; see warpdp.plugin.cancel). ``devices``
+    lists the GPUs to spread the chunks over (default: every GPU this process sees; see
+    runtime.devices)."""
+    device_ids = resolve_devices(devices)
     n = pairs.n_pairs
     if n == 0:
         return (np.zeros(0, np.uint32), np.zeros(0, np.int64)) if params.cigar else None
-    chunks = plan_chunks(np.diff(pairs.query_offsets), np.diff(pairs.target_offsets), params.traceback,
-                         params.mode == "gatk", CHUNK_PAIRS, CHUNK_BYTES, TRACE_CHUNK_BYTES)
+    q_lens, t_lens = np.diff(pairs.query_offsets), np.diff(pairs.target_offsets)
+    gatk = params.mode == "gatk"
+    trace_total = int(pair_traceback_bytes(q_lens, t_lens, params.traceback, gatk).sum())
+    device_ids, (chunk_pairs, chunk_bytes, trace_bytes) = plan_spread(
+        device_ids, (CHUNK_PAIRS, n), (CHUNK_BYTES, int(pairs.query_offsets[-1]) + int(pairs.target_offsets[-1])),
+        (TRACE_CHUNK_BYTES, trace_total))
+    # Smaller chunks for several devices, but the same pairs for the CPU as on one device.
+    chunks = plan_chunks(q_lens, t_lens, params.traceback, gatk, chunk_pairs, chunk_bytes, trace_bytes,
+                         TRACE_CHUNK_BYTES)
     gpu_chunks = [c for c in chunks if c.on_gpu]
-    found = _RUNNERS.get().run(pairs, params, results.columns, gpu_chunks, cancelled) if gpu_chunks else []
-    by_start = {c.start: f for c, f in zip(gpu_chunks, found)}
-    for chunk in chunks:
-        if not chunk.on_gpu:
-            by_start[chunk.start] = _cpu_pair(pairs, params, results, chunk.start, threads)
+    found = spread(device_ids, gpu_chunks, lambda device, share: _runner(device).run(
+        pairs, params, results.columns, share, cancelled)) if gpu_chunks else []
+    on_cpu = [(c.start, _cpu_pair(pairs, params, results, c.start, threads)) for c in chunks if not c.on_gpu]
+    parts = in_order([*found, on_cpu])
     if not params.cigar:
         return None
-    parts = [by_start[c.start] for c in chunks]
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 

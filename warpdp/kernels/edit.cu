@@ -1,6 +1,7 @@
 /* Edit distance on NVIDIA GPUs: the same answers as the CPU backend (cython_cpu/edit_body.h).
  *
- * Compiled at run time through CuPy (NVRTC); warpdp/kernels/edit.py plans the chunks and
+ * Compiled ahead of time into fatbin/ (runtime/fatbin_build.py), else at run time by NVRTC;
+ * warpdp/kernels/edit.py plans the chunks and
  * launches these kernels, a thread or a warp per alignment:
  *
  *   - windowed_kernel<D>: Scrooge's windowed GenASM (SENE, DENT, early termination). A thread
@@ -10,8 +11,10 @@
  *     (interleaved by thread, so a warp's stores coalesce; L1/L2 hold them for the traceback).
  *     The window's distance is the first d whose row-0 vector reaches the corner (early
  *     termination, read off the registers). A window needing more than D edits gives the pair
- *     up: it goes to an overflow list that the next tier (a larger D) takes from the start, in
- *     the same stream; the last tier's D is 64, enough for any window.
+ *     up: it goes to an overflow list that the next tier (a larger D) takes, in the same
+ *     stream, carrying on from the window that needed more (the pair's state in a per-pair
+ *     resume record); the last tier's D is 64, enough for any window.
+ *   - compact_cigars: the CIGARs' runs packed together before they are copied back.
  *   - exact_kernel (a thread per pair, queries up to edit.py's WARP_MIN_QUERY) and
  *     exact_warp_kernel (a warp per pair, longer queries): the CPU backend's exact algorithm:
  *     Myers' bit-vector algorithm in Hyyrö's block form for the last DP row (the thread kernel
@@ -60,6 +63,7 @@ struct Params {
     u64 *words;                 // scratch: word w of slot s at w * slots + s
     int *ints;                  // exact scratch: slot s's from s * ints_per_slot
     u8 *bytes;                  // exact scratch: slot s's from s * bytes_per_slot
+    i64 *resume;                // windowed: where each pair a tier gave up on stands (RESUME values a pair)
     i64 k;
     i64 words_per_lane;         // exact_warp_kernel: scratch words of one lane
     i64 ints_per_slot;
@@ -72,6 +76,7 @@ struct Params {
     int window;
     int overlap;
     int trace_rows;             // windowed: rows kept per window, W - O + 1
+    int resume_in;              // windowed: this tier's pairs carry on from `resume` (every tier but the first)
 };
 
 extern "C" __global__ void edit_struct_sizes(unsigned long long *out) { out[0] = sizeof(Params); }
@@ -81,6 +86,13 @@ struct Slot {
     u64 *base;
     int stride;
     __device__ __forceinline__ u64 &operator[](i64 i) const { return base[i * stride]; }
+};
+
+// The same scratch as 32-bit words (a thread's word i at (u32 *)words + i * slots + slot).
+struct Slot32 {
+    u32 *base;
+    int stride;
+    __device__ __forceinline__ u32 &operator[](i64 i) const { return base[i * stride]; }
 };
 
 // CIGAR ops written run by run; the open run stays in a register (the CPU merges the same way).
@@ -449,20 +461,34 @@ __device__ bool all_acgt(const u8 *bases, i64 len)
 /* One window's bit-vectors R[i][d] (bit wm-1-j clear: pattern[j..wm) aligns to a prefix of
    text[i..wn) with at most d edits), text row by text row, d = 0..D in registers; rows 0..limit
    (DENT: all the traceback reads) go to the slot. Returns the window's distance, the first d
-   whose row 0 reaches the corner (early termination), or -1 when that is above D < wm. */
+   whose row 0 reaches the corner (early termination), or -1 when that is above D < wm.
+   The traceback reads only pattern columns j <= limit, bits wm-1-limit .. wm-1 of a vector: when
+   those fit 32 bits (limit < 32: W - O <= 31, both of Scrooge's configurations), the slot keeps
+   them alone as 32-bit words (s32, column j at bit limit - j), half the scratch traffic. */
 template <int D>
-__device__ int window_distance(const u8 *text, int wn, const u8 *pattern, int wm, int limit, const Slot &s)
+__device__ int window_distance(const u8 *text, int wn, const u8 *pattern, int wm, int limit, const Slot &s,
+                               const Slot32 &s32)
 {
-    u64 pm[4] = {~0ull, ~0ull, ~0ull, ~0ull};
-    for (int j = 0; j < wm; j++)
-        pm[base_code(pattern[j])] &= ~(1ull << (wm - 1 - j));
+    const bool narrow = limit < 32;
+    const int shift = wm - 1 - limit;  // narrow word = the vector shifted right by this (left if < 0)
+    // The pattern's masks in four registers (an array indexed by the base would live in local memory).
+    u64 pa = ~0ull, pc = ~0ull, pg = ~0ull, pt = ~0ull;
+    for (int j = 0; j < wm; j++) {
+        const int code = base_code(pattern[j]);
+        const u64 bit = 1ull << (wm - 1 - j);
+        pa &= code == 0 ? ~bit : ~0ull;
+        pc &= code == 1 ? ~bit : ~0ull;
+        pg &= code == 2 ? ~bit : ~0ull;
+        pt &= code == 3 ? ~bit : ~0ull;
+    }
     u64 r[D + 1];  // R[i][0..D] of the text row being computed
 #pragma unroll
     for (int d = 0; d <= D; d++)
         r[d] = d == 0 ? ~0ull : (d >= 64 ? 0ull : ~0ull << d);
     for (int i = wn;; i--) {
         if (i < wn) {
-            const u64 eq = pm[base_code(text[i])];
+            const int code = base_code(text[i]);
+            const u64 eq = code == 0 ? pa : code == 1 ? pc : code == 2 ? pg : pt;
             u64 above = r[0];  // R[i+1][d-1] for the next d
             r[0] = (r[0] << 1) | eq;
 #pragma unroll
@@ -472,7 +498,11 @@ __device__ int window_distance(const u8 *text, int wn, const u8 *pattern, int wm
                 above = old;
             }
         }
-        if (i <= limit) {
+        if (i <= limit && narrow) {
+#pragma unroll
+            for (int d = 0; d <= D; d++)
+                s32[(i64)i * (D + 1) + d] = (u32)(shift >= 0 ? r[d] >> shift : r[d] << -shift);
+        } else if (i <= limit) {
 #pragma unroll
             for (int d = 0; d <= D; d++)
                 s[(i64)i * (D + 1) + d] = r[d];
@@ -491,11 +521,15 @@ __device__ int window_distance(const u8 *text, int wn, const u8 *pattern, int wm
 /* Scrooge's traceback from (0, 0) with d = wed edits, until the pattern ends or i or j reaches
    limit (W - O); the edits left are returned, the position in i and j. */
 template <int D>
-__device__ int window_traceback(const Slot &s, int wn, int wm, int limit, int wed, Cigar &c, int &i, int &j)
+__device__ int window_traceback(const Slot &s, const Slot32 &s32, int wn, int wm, int limit, int wed, Cigar &c,
+                                int &i, int &j)
 {
     int d = wed;
     i = j = 0;
-#define ZERO_AT(I, DD, J) (!((s[(i64)(I) * (D + 1) + (DD)] >> (wm - 1 - (J))) & 1))
+    const bool narrow = limit < 32;  // as window_distance stored them
+#define ZERO_AT(I, DD, J)                                                                                    \
+    (narrow ? !((s32[(i64)(I) * (D + 1) + (DD)] >> (limit - (J))) & 1u)                                      \
+            : !((s[(i64)(I) * (D + 1) + (DD)] >> (wm - 1 - (J))) & 1))
     while (j < wm && i < limit && j < limit) {
         bool can_ins, can_del, can_sub;
         if (j < wm - 1) {
@@ -531,15 +565,18 @@ __device__ int window_traceback(const Slot &s, int wn, int wm, int limit, int we
 }
 
 /* Windows of one pair with at most D edits each (any window when D >= its pattern length).
-   Returns false when a window needs more than D (the pair then goes to the next tier). */
+   Returns false when a window needs more than D: the pair's position (the windows done, their
+   edits, the CIGAR so far and its open run) is left in p.resume for the next tier, which carries
+   on from that window (a window's answer does not depend on D once D covers it). */
+enum { RESUME_Q, RESUME_T, RESUME_TOTAL, RESUME_N_CIGAR, RESUME_RUN, RESUME };
 template <int D>
-__device__ bool windowed_pair(const Params &p, int pair, const Slot &s)
+__device__ bool windowed_pair(const Params &p, int pair, const Slot &s, const Slot32 &s32)
 {
     const i64 q_at = p.query_offsets[pair], t_at = p.target_offsets[pair];
     const u8 *q = p.query + q_at, *t = p.target + t_at;
     const i64 m = p.query_offsets[pair + 1] - q_at, n = p.target_offsets[pair + 1] - t_at;
     const i64 n_chunk = p.n_chunk;
-    if (!all_acgt(q, m) || !all_acgt(t, n)) {  // edit.py raises the CPU backend's error for it
+    if (!p.resume_in && (!all_acgt(q, m) || !all_acgt(t, n))) {  // edit.py raises the CPU's error for it
         p.out[OUT_DISTANCE * n_chunk + pair] = BAD_BASE;
         p.out[OUT_N_LOCATIONS * n_chunk + pair] = 0;
         p.out[OUT_N_CIGAR * n_chunk + pair] = 0;
@@ -548,13 +585,21 @@ __device__ bool windowed_pair(const Params &p, int pair, const Slot &s)
     const int w = p.window, limit = p.window - p.overlap;
     Cigar c = {p.task == TASK_PATH ? p.cigar + q_at + t_at : 0, 0, 0};
     i64 t0 = 0, q0 = 0, total = 0;
+    i64 *state = p.resume + (i64)RESUME * pair;
+    if (p.resume_in) {
+        q0 = state[RESUME_Q], t0 = state[RESUME_T], total = state[RESUME_TOTAL];
+        c.n = state[RESUME_N_CIGAR], c.run = (u32)state[RESUME_RUN];
+    }
     while (q0 < m) {
         const int wn = (int)(n - t0 < w ? n - t0 : w), wm = (int)(m - q0 < w ? m - q0 : w);
-        const int wed = window_distance<D>(t + t0, wn, q + q0, wm, limit, s);
-        if (wed < 0)
+        const int wed = window_distance<D>(t + t0, wn, q + q0, wm, limit, s, s32);
+        if (wed < 0) {
+            state[RESUME_Q] = q0, state[RESUME_T] = t0, state[RESUME_TOTAL] = total;
+            state[RESUME_N_CIGAR] = c.n, state[RESUME_RUN] = c.run;
             return false;
+        }
         int i, j;
-        const int left = window_traceback<D>(s, wn, wm, limit, wed, c, i, j);
+        const int left = window_traceback<D>(s, s32, wn, wm, limit, wed, c, i, j);
         total += wed - left;
         t0 += i;
         q0 += j;
@@ -578,11 +623,31 @@ __global__ void __launch_bounds__(128) windowed_kernel(const Params *params)
     const Params &p = *params;
     const int slot = blockIdx.x * blockDim.x + threadIdx.x;
     const Slot s = {p.words + slot, p.slots};
+    const Slot32 s32 = {(u32 *)p.words + slot, p.slots};
     const int count = *p.count;
     for (int i = slot; i < count; i += p.slots) {
         const int pair = p.order[i];
-        if (!windowed_pair<D>(p, pair, s))
+        if (!windowed_pair<D>(p, pair, s, s32))
             p.overflow[atomicAdd(p.overflow_count, 1)] = pair;
+    }
+}
+
+/* ---------------------------------------------------------------- copy back */
+
+// The chunk's CIGARs made contiguous for the copy back (each pair's room is query + target
+// long, its runs a fraction of that): pair p's runs, dst_offsets[p + 1] - dst_offsets[p] of
+// them (its n_cigar), from cigar + query_offsets[p] + target_offsets[p] to dst + dst_offsets[p].
+// A warp per pair.
+__global__ void __launch_bounds__(128) compact_cigars(const u32 *cigar, const i64 *query_offsets,
+                                                      const i64 *target_offsets, const i64 *dst_offsets, u32 *dst,
+                                                      int n)
+{
+    const int lane = threadIdx.x % 32, warps = gridDim.x * blockDim.x / 32;
+    for (int p = (blockIdx.x * blockDim.x + threadIdx.x) / 32; p < n; p += warps) {
+        const u32 *src = cigar + query_offsets[p] + target_offsets[p];
+        const i64 at = dst_offsets[p], count = dst_offsets[p + 1] - at;
+        for (i64 i = lane; i < count; i += 32)
+            dst[at + i] = src[i];
     }
 }
 

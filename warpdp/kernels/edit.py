@@ -5,11 +5,13 @@ and calls :func:`edit`, which gives the CPU backend's answers exactly. This modu
 
 * cuts the pairs into chunks of consecutive pairs (bounded pairs and bases), copied through
   pinned host buffers, two chunks in flight on their own streams, cancellation checked between
-  chunks (the shared runtime's chunk loop);
+  chunks (the shared runtime's chunk loop), spread over several GPUs when given a device list
+  (runtime.devices), the results merged in input order;
 * windowed method: one launch per tier of ``windowed_kernel<D>`` (D = 8, 24, 64 edits per
   window); a chunk's pairs, longest query first, go to the first tier, and a pair one of whose
   windows needs more than D edits goes on to the next tier (an overflow list in device memory,
-  so the tiers follow each other on the stream without the host);
+  so the tiers follow each other on the stream without the host), which carries it on from the
+  window that needed more;
 * exact method: pairs sorted by length, longest first, in groups whose lengths are within a
   factor of two; one launch per group, ``exact_kernel`` (a thread per pair) or, when the group's
   longest query passes WARP_MIN_QUERY, ``exact_warp_kernel`` (a warp per pair), each thread's or
@@ -25,6 +27,7 @@ CuPy is imported only when a GPU function runs, so importing this module needs n
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -33,14 +36,16 @@ import numpy as np
 
 from ..plugin.cancel import CancelCheck
 from ..plugin.core.packed import offsets_of
+from .host_copy import copy_arrays
+from .runtime.devices import in_order, plan_spread, resolve_devices, spread
 from .runtime.launch_params import POINTER, launch_struct, set_row, struct_rows
 from .runtime.layout import sections
 from .runtime.module_cache import ModuleSpec, load_module
 from .runtime.runner import ChunkRunner, CopyOut, Runners, new_stream, pinned_allocator
 from .runtime.slots import ChunkSlot
 
-__all__ = ["edit", "cpu_fallback_pairs", "ChunkPlan", "split_chunks", "WINDOW_TIERS", "EXACT_KERNEL",
-           "EXACT_WARP_KERNEL"]
+__all__ = ["edit", "cpu_fallback_pairs", "ChunkPlan", "plan_chunk", "split_chunks", "WINDOW_TIERS", "EXACT_KERNEL",
+           "EXACT_WARP_KERNEL", "COMPACT_KERNEL"]
 
 logger = logging.getLogger("warpdp")
 
@@ -49,15 +54,17 @@ WINDOW_TIERS = (8, 24, 64)        # edits per window each windowed tier keeps in
 TIER_SLOTS = (1 << 16, 1 << 14, 1 << 12)  # threads of each tier's launch (its scratch follows)
 EXACT_KERNEL = "warpdp_edit::exact_kernel"            # a thread per pair
 EXACT_WARP_KERNEL = "warpdp_edit::exact_warp_kernel"  # a warp per pair: queries over WARP_MIN_QUERY
+COMPACT_KERNEL = "warpdp_edit::compact_cigars"        # the CIGARs packed together for the copy back
 WARP_MIN_QUERY = 512
 MAX_EXACT_SLOTS = 1 << 16         # threads of one exact launch
 SCRATCH_BUDGET = 2 << 30          # bytes of scratch of one exact launch
 GPU_MAX_BLOCK_CELLS = 1 << 27     # ceil(m / 64) * n of a pair above this (x32 for a warp): the CPU backend
 MAX_SLOT_BYTES = 64 << 20         # one exact thread's scratch above this: the CPU backend
 OUT_COLUMNS = 5                   # distance, target_begin, target_end, n_locations, n_cigar
+RESUME_VALUES = 5                 # int64s of a windowed pair's resume record (edit.cu: RESUME)
 BAD_BASE = -2                     # the windowed kernel's distance of a pair with a byte not ACGT
 _CHUNK_PAIRS = 1 << 18
-_CHUNK_BASES = 48 << 20
+_CHUNK_BASES = 128 << 20          # long reads: enough pairs in flight (BENCHMARKS.md, edit GPU speed)
 _SLOTS = 2
 
 
@@ -69,12 +76,13 @@ def window_kernel_name(d: int) -> str:
 PARAMS = launch_struct([
     *((name, POINTER) for name in (
         "query", "target", "query_offsets", "target_offsets", "order", "count", "overflow", "overflow_count",
-        "symbols", "out", "loc_begin", "loc_end", "cigar", "words", "ints", "bytes")),
+        "symbols", "out", "loc_begin", "loc_end", "cigar", "words", "ints", "bytes", "resume")),
     ("k", np.int64), ("words_per_lane", np.int64), ("ints_per_slot", np.int64), ("bytes_per_slot", np.int64),
     *((name, np.int32) for name in (
-        "n_chunk", "slots", "alphabet", "mode", "task", "window", "overlap", "trace_rows"))])
+        "n_chunk", "slots", "alphabet", "mode", "task", "window", "overlap", "trace_rows", "resume_in"))])
 MODULE = ModuleSpec("edit", ("-std=c++17",),
-                    tuple(window_kernel_name(d) for d in WINDOW_TIERS) + (EXACT_KERNEL, EXACT_WARP_KERNEL),
+                    tuple(window_kernel_name(d) for d in WINDOW_TIERS) + (EXACT_KERNEL, EXACT_WARP_KERNEL,
+                                                                          COMPACT_KERNEL),
                     (("Params", PARAMS),))
 _MODES = ("nw", "shw", "hw")
 _TASKS = ("distance", "locations", "path")
@@ -136,6 +144,15 @@ class _Launch:
     bytes_per_slot: int = 0
     trace_rows: int = 0
     words_per_lane: int = 0
+    resume_in: int = 0  # windowed tiers after the first carry their pairs on from the resume records
+
+
+def longest_first(size: np.ndarray) -> np.ndarray:
+    """Indices that sort ``size`` (non-negative) in decreasing order, ties in index order; as 16-bit
+    keys when they fit (numpy sorts those by radix: short reads' lengths, several times faster)."""
+    top = int(size.max()) if len(size) else 0
+    key = (top - size).astype(np.uint16) if top < 1 << 16 else -size
+    return np.argsort(key, kind="stable").astype(np.int32)
 
 
 def _group_by_size(size: np.ndarray) -> list[tuple[int, int]]:
@@ -170,16 +187,17 @@ class ChunkPlan:
         self.want_cigar = params.task == "path"
         self.launches: list[_Launch] = []
         if params.method == "windowed":
-            self.order = np.argsort(-m, kind="stable").astype(np.int32)
+            self.order = longest_first(m)
             rows = params.window - params.overlap + 1
             for tier, d in enumerate(WINDOW_TIERS):
                 slots = min(TIER_SLOTS[tier], -(-self.n // THREADS) * THREADS)
                 last = tier == len(WINDOW_TIERS) - 1
                 self.launches.append(_Launch(window_kernel_name(d), tier, slots // THREADS, slots,
                                              "order" if tier == 0 else f"list{tier}", 0, tier,
-                                             None if last else f"list{tier + 1}", rows * (d + 1), trace_rows=rows))
+                                             None if last else f"list{tier + 1}", rows * (d + 1), trace_rows=rows,
+                                             resume_in=int(tier > 0)))
             self.counts = np.array([self.n, 0, 0], np.int32)
-            lists = (("list1", 4 * self.n), ("list2", 4 * self.n))
+            lists = (("list1", 4 * self.n), ("list2", 4 * self.n), ("resume", 8 * RESUME_VALUES * self.n))
         else:
             queries = pairs.query_bases[self.q0:self.q1]
             present = np.bincount(queries, minlength=256) > 0
@@ -187,7 +205,7 @@ class ChunkPlan:
             self.symbols[present] = np.arange(1, self.alphabet + 1, dtype=np.uint16)
             gpu = np.flatnonzero(on_gpu)
             size = (m + n)[gpu]
-            sorted_here = np.argsort(-size, kind="stable")
+            sorted_here = longest_first(size)
             self.order = gpu[sorted_here].astype(np.int32)
             size = size[sorted_here]
             counts = []
@@ -213,8 +231,10 @@ class ChunkPlan:
             start=self.blob_bytes, min_size=1)
         self.at.update(device_at)
         self.loc_room, self.cigar_room = loc_room, cigar_room
-        # What comes back: the columns, the locations and the CIGARs (contiguous from "out").
+        # What comes back: the columns, the locations and the CIGARs (contiguous from "out"); the
+        # device runner copies the columns and locations (head_bytes), then the CIGARs packed.
         self.out_bytes = self.at["cigar"] + 4 * cigar_room - self.at["out"]
+        self.head_bytes = self.at["cigar"] - self.at["out"] if self.want_cigar else self.out_bytes
 
     def _exact_launch(self, m: np.ndarray, n: np.ndarray, a: int, b: int, counter: int) -> _Launch:
         """The launch of order[a:b]: a warp per pair when the longest query passes
@@ -237,8 +257,8 @@ class ChunkPlan:
         at, p = self.at, self.params
         blob[at["counts"]:at["counts"] + 4 * len(self.counts)].view(np.int32)[:] = self.counts
         blob[at["symbols"]:at["symbols"] + 512].view(np.uint16)[:] = self.symbols
-        blob[at["query"]:at["query"] + self.q1 - self.q0] = pairs.query_bases[self.q0:self.q1]
-        blob[at["target"]:at["target"] + self.t1 - self.t0] = pairs.target_bases[self.t0:self.t1]
+        copy_arrays([(blob[at["query"]:at["query"] + self.q1 - self.q0], pairs.query_bases[self.q0:self.q1]),
+                     (blob[at["target"]:at["target"] + self.t1 - self.t0], pairs.target_bases[self.t0:self.t1])])
         blob[at["qoff"]:at["qoff"] + 8 * (self.n + 1)].view(np.int64)[:] = self.qoff
         blob[at["toff"]:at["toff"] + 8 * (self.n + 1)].view(np.int64)[:] = self.toff
         blob[at["order"]:at["order"] + 4 * len(self.order)].view(np.int32)[:] = self.order
@@ -256,6 +276,7 @@ class ChunkPlan:
                 "loc_end": base + at["loc_end"] if self.want_locations else 0,
                 "cigar": base + at["cigar"] if self.want_cigar else 0,
                 "words": base + at["words"], "ints": base + at["ints"], "bytes": base + at["bytes"],
+                "resume": base + at["resume"] if "resume" in at else 0, "resume_in": launch.resume_in,
                 "k": p.k, "words_per_lane": launch.words_per_lane, "ints_per_slot": launch.ints_per_slot,
                 "bytes_per_slot": launch.bytes_per_slot,
                 "n_chunk": self.n, "slots": launch.slots, "alphabet": self.alphabet, "mode": _MODES.index(p.mode),
@@ -265,14 +286,21 @@ class ChunkPlan:
     def params_address(self, base: int, launch: _Launch) -> int:
         return base + self.at["params"] + PARAMS.itemsize * launch.index
 
-    def decode(self, out: np.ndarray) -> Any:
-        """The chunk's EditResults from the bytes that came back (``out_bytes`` from "out");
-        pairs left to the CPU have placeholders (no locations, no CIGAR)."""
+    def table(self, out: np.ndarray) -> np.ndarray:
+        """The result columns (OUT_COLUMNS x n) from the bytes that came back; zeros for the pairs
+        left to the CPU."""
+        table = out[:8 * OUT_COLUMNS * self.n].view(np.int64).reshape(OUT_COLUMNS, self.n).copy()
+        table[:, self.skip] = 0
+        return table
+
+    def decode(self, out: np.ndarray, cigar_ops: np.ndarray | None = None) -> Any:
+        """The chunk's EditResults from the bytes that came back (``out_bytes`` from "out", or
+        ``head_bytes`` and the CIGARs' runs already packed in pair order, ``cigar_ops``); pairs
+        left to the CPU have placeholders (no locations, no CIGAR)."""
         from ..plugin.edit import EditResults
 
         n, at0 = self.n, self.at["out"]
-        table = out[:8 * OUT_COLUMNS * n].view(np.int64).reshape(OUT_COLUMNS, n).copy()
-        table[:, self.skip] = 0
+        table = self.table(out)
         columns = {"distance": table[0], "target_begin": table[1], "target_end": table[2]}
         locations = ops = offsets = None
         if self.want_locations:
@@ -283,7 +311,9 @@ class ChunkPlan:
             loc_begin, loc_offsets = compact(begin, starts, table[3])
             loc_end, _ = compact(end, starts, table[3])
             locations = (loc_begin, loc_end, loc_offsets)
-        if self.want_cigar:
+        if self.want_cigar and cigar_ops is not None:
+            ops, offsets = cigar_ops, offsets_of(table[4])
+        elif self.want_cigar:
             cigar_at = self.at["cigar"] - at0
             ops, offsets = compact(out[cigar_at:cigar_at + 4 * self.cigar_room].view(np.uint32),
                                    self.qoff[:n] + self.toff[:n], table[4])
@@ -368,48 +398,83 @@ class _Runner(ChunkRunner):
         for launch in plan.launches:
             self.kernels[launch.kernel]((launch.grid,), (THREADS,), (np.uint64(plan.params_address(base, launch)),),
                                         stream=stream)
-        runtime.memcpyAsync(slot.pinned_out.ctypes.data, base + plan.at["out"], plan.out_bytes, 2, stream.ptr)
+        runtime.memcpyAsync(slot.pinned_out.ctypes.data, base + plan.at["out"], plan.head_bytes, 2, stream.ptr)
         slot.done = cupy.cuda.Event(block=False, disable_timing=True)
         slot.done.record(stream)
 
-    def run(self, pairs: Any, params: Any, skip: np.ndarray, cancelled: CancelCheck | None) -> list[Any]:
-        chunks = split_chunks(pairs.query_offsets, pairs.target_offsets, _CHUNK_PAIRS, _CHUNK_BASES)
-
-        def plan(chunk: tuple[int, int]) -> ChunkPlan:
-            start, stop = chunk
-            here = skip[(skip >= start) & (skip < stop)] - start
-            return ChunkPlan(pairs, params, start, stop, here)
+    def run(self, pairs: Any, params: Any, skip: np.ndarray, chunks: Iterable[tuple[int, int]],
+            cancelled: CancelCheck | None) -> list[tuple[int, Any]]:
+        """Each chunk's first pair and EditResults (pairs in ``skip`` left as placeholders)."""
 
         def enqueue(chunk_plan: ChunkPlan, index: int, slot: ChunkSlot) -> CopyOut:
             self.grow(slot, chunk_plan.blob_bytes, chunk_plan.out_bytes, chunk_plan.device_bytes)
             chunk_plan.fill(slot.pinned_in, pairs, int(slot.device.ptr))
             self._enqueue(slot, chunk_plan)
-            return partial(_copy_out, chunk_plan)
+            return partial(self._copy_out, chunk_plan)
 
-        return self.run_chunks(chunks, plan, enqueue, cancelled)
+        return self.run_chunks(chunks, partial(plan_chunk, pairs, params, skip), enqueue, cancelled)
+
+    def _copy_out(self, plan: ChunkPlan, slot: ChunkSlot) -> tuple[int, Any]:
+        """The chunk's first pair and results, its kernels done and its head copied back: the
+        CIGARs' runs are packed on the device (COMPACT_KERNEL) and only those copied back."""
+        head = slot.pinned_out[:plan.head_bytes]
+        if not plan.want_cigar:
+            return plan.start, plan.decode(head)
+        offsets = offsets_of(plan.table(head)[4])
+        total = int(offsets[-1])
+        if total == 0:
+            return plan.start, plan.decode(head, np.zeros(0, np.uint32))
+        runtime, stream, base = self.cupy.cuda.runtime, slot.stream, int(slot.device.ptr)
+        packed = self.cupy.cuda.alloc(8 * len(offsets) + 4 * total)
+        runtime.memcpyAsync(packed.ptr, offsets.ctypes.data, 8 * len(offsets), 1, stream.ptr)
+        self.kernels[COMPACT_KERNEL]((min(-(-plan.n * 32 // THREADS), 1 << 16),), (THREADS,), (
+            np.uint64(base + plan.at["cigar"]), np.uint64(base + plan.at["qoff"]), np.uint64(base + plan.at["toff"]),
+            np.uint64(packed.ptr), np.uint64(packed.ptr + 8 * len(offsets)), np.int32(plan.n)), stream=stream)
+        runtime.memcpyAsync(slot.pinned_out.ctypes.data + plan.head_bytes, packed.ptr + 8 * len(offsets), 4 * total,
+                            2, stream.ptr)
+        stream.synchronize()
+        ops = slot.pinned_out[plan.head_bytes:plan.head_bytes + 4 * total].view(np.uint32).copy()
+        return plan.start, plan.decode(head, ops)
 
 
-def _copy_out(plan: ChunkPlan, slot: ChunkSlot) -> Any:
-    return plan.decode(slot.pinned_out[:plan.out_bytes])
+def plan_chunk(pairs: Any, params: Any, skip: np.ndarray, chunk: tuple[int, int]) -> ChunkPlan:
+    """The plan of pairs start..stop-1, those of ``skip`` (indices into all pairs) left to the CPU."""
+    start, stop = chunk
+    return ChunkPlan(pairs, params, start, stop, skip[(skip >= start) & (skip < stop)] - start)
 
 
-_RUNNERS: Runners[_Runner] = Runners(_Runner)
+_RUNNERS: Runners[_Runner] = Runners(lambda device_id: _Runner())
+
+
+def _runner(device_id: int | None = None) -> _Runner:
+    return _RUNNERS.on_device(device_id)  # one per device (default: the current one)
 
 
 def edit(pairs: Any, params: Any, *, threads: int = 1, cancelled: CancelCheck | None = None,
-         runner: Any = None) -> Any:
+         devices: Sequence[int] | None = None, runner: Any = None) -> Any:
     """EditResults of every pair (validated :class:`~warpdp.plugin.edit.EditPairs` and
     :class:`~warpdp.plugin.edit.EditParams`), exactly the CPU backend's. Exact pairs too large
     for the GPU kernel run on the CPU backend with ``threads`` (logged). ``cancelled`` is checked
-    before each chunk is enqueued (JobCancelled). ``runner``: anything with the runner's ``run``
-    (tests run the kernels' host build through it); default the device's."""
+    before each chunk is enqueued (JobCancelled). ``devices`` lists the GPUs to spread the
+    chunks over (default: every GPU this process sees; see runtime.devices). ``runner``:
+    anything with the runner's ``run``, run on this thread for every chunk instead of the
+    devices' runners (tests run the kernels' host build through it)."""
     from ..plugin.edit import EditResults
 
     skip = cpu_fallback_pairs(pairs.query_offsets, pairs.target_offsets, params)
     if len(skip):
         logger.info("warpdp edit: %d pair(s) too large for one GPU thread run on the CPU backend", len(skip))
-    runner = runner if runner is not None else _RUNNERS.get()
-    parts = runner.run(pairs, params, skip, cancelled) if pairs.n_pairs else []
+    device_ids = resolve_devices(devices) if runner is None else [0]
+    device_ids, (chunk_pairs, chunk_bases) = plan_spread(
+        device_ids, (_CHUNK_PAIRS, pairs.n_pairs),
+        (_CHUNK_BASES, int(pairs.query_offsets[-1]) + int(pairs.target_offsets[-1])))
+    chunks = split_chunks(pairs.query_offsets, pairs.target_offsets, chunk_pairs, chunk_bases)
+    if runner is not None:
+        found = [runner.run(pairs, params, skip, chunks, cancelled)]
+    else:
+        found = spread(device_ids, chunks, lambda device, share: _runner(device).run(
+            pairs, params, skip, share, cancelled)) if chunks else []
+    parts = in_order(found)
     results = parts[0] if len(parts) == 1 else EditResults.concat(parts) if parts else _empty(params)
     bad = np.flatnonzero(results.distance == BAD_BASE) if params.method == "windowed" else ()
     if len(bad):

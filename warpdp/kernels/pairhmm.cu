@@ -1,6 +1,7 @@
 /* Pair-HMM forward algorithm (GATK / Intel GKL numerics) on NVIDIA GPUs.
  *
- * Compiled at run time through CuPy (NVRTC); warpdp/kernels/pairhmm.py picks the template
+ * Compiled ahead of time into fatbin/ (runtime/fatbin_build.py), else at run time by NVRTC;
+ * warpdp/kernels/pairhmm.py picks the template
  * configurations by name and launches them. The design follows the gpuPairHMM paper
  * (Schmidt et al., 2024); the code is this project's own.
  *

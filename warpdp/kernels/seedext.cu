@@ -1,6 +1,7 @@
 /* Seed extension with BWA's ksw_extend2 semantics on NVIDIA GPUs.
  *
- * Compiled at run time through CuPy (NVRTC); warpdp/kernels/seedext.py picks the template
+ * Compiled ahead of time into fatbin/ (runtime/fatbin_build.py), else at run time by NVRTC;
+ * warpdp/kernels/seedext.py picks the template
  * configurations by name and launches them. Two kernels:
  *   - extend_kernel: intra-query parallelism after SALoBa (one subwarp of G lanes per
  *     extension, each lane a contiguous block of C columns of a tile held in registers, C odd

@@ -1,6 +1,7 @@
 /* Gapped X-drop seed extension (SeqAn 2 extendSeed(..., GappedXDrop()) semantics) on NVIDIA GPUs.
  *
- * Compiled at run time through CuPy (NVRTC); warpdp/kernels/xdrop.py picks the template
+ * Compiled ahead of time into fatbin/ (runtime/fatbin_build.py), else at run time by NVRTC;
+ * warpdp/kernels/xdrop.py picks the template
  * configurations by name and launches them. The semantics, the windows and what is reported are
  * those of the CPU backend (warpdp/cython_cpu/xdrop_body.h), which documents them; this file
  * computes the same values and must stay in step with it.

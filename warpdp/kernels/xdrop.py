@@ -94,7 +94,8 @@ _WIDE_MAX_H = 1 << 30          # the wide kernel counts anti-diagonals in int32
 # memory per warp than its longest item needs; longer flanks go to the other kernels.
 SHARED_FLANK_BINS = np.array([256, 512, 1024, 1536, 2048, 2560, 3072, 3584, 4096, 6144, 8192, 12288],
                              dtype=np.int64)
-SHARED_KERNEL_NAME = "extend_shared_kernel"
+SHARED_KERNEL_NAME = "warpdp_xdrop::extend_shared_kernel"  # extern "C"
+CHECK_KERNEL_NAME = "warpdp_xdrop::check_bases"  # extern "C"; flags a base other than ACGTN
 _SHARED_PAD = 8                # SHARED_PAD in xdrop.cu
 _INT16_LIMIT = 16000           # every value the shared kernel handles lies in [-16000, 16000]
 # Items go to the shared kernel when their window is expected to span at least this many columns.
@@ -380,7 +381,8 @@ class _ChunkPlan:
 
 
 def module_spec(configs: Sequence[tuple[int, int, int, int]]) -> ModuleSpec:
-    return ModuleSpec("xdrop", NVRTC_OPTIONS, tuple(all_kernel_names(configs)), (("Params", PARAMS),))
+    return ModuleSpec("xdrop", NVRTC_OPTIONS, (*all_kernel_names(configs), CHECK_KERNEL_NAME, SHARED_KERNEL_NAME),
+                      (("Params", PARAMS),))
 
 
 class _Runner(ChunkRunner):
@@ -398,7 +400,7 @@ class _Runner(ChunkRunner):
             self.kernels: dict[Any, Any] = {size: self.module.get_function(name) for size, name in KERNEL_NAMES.items()}
             for row, (_, w, t, blocks) in enumerate(configs):
                 self.kernels["wide", row] = self.module.get_function(wide_kernel_name(w, t, blocks))
-            self.check = self.module.get_function("check_bases")
+            self.check = self.module.get_function(CHECK_KERNEL_NAME)
             self.kernels["shared"] = self.module.get_function(SHARED_KERNEL_NAME)
             self.kernels["shared"].max_dynamic_shared_size_bytes = shared_bytes(int(SHARED_FLANK_BINS[-1]) + 16)
             self._shared_resident: dict[int, int] = {}

@@ -46,7 +46,7 @@ Memory: a CIGAR needs one byte per DP cell of a pair; pairs over ``max_traceback
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,7 +54,7 @@ import numpy as np
 
 from .cancel import CancelCheck
 from .core import cigar as cigar_ops
-from .core.backend import choose_backend, resolve_cpu_isa, resolve_threads
+from .core.backend import check_devices, choose_backend, resolve_cpu_isa, resolve_threads
 from .core.packed import QueryTargetPairs, SequenceInput, check_array, check_int, check_offsets
 from .core.params import Params
 from .core.results import Results
@@ -250,6 +250,7 @@ def align(
     threads: int | None = None,
     cpu_isa: str | None = None,
     out: AlignResults | None = None,
+    devices: Sequence[int] | None = None,
     cancelled: CancelCheck | None = None,
     **keywords: Any,
 ) -> AlignResults:
@@ -257,10 +258,13 @@ def align(
     (``align(pairs, mode="local", cigar=True)``). ``backend``: "auto" (GPU if usable, else CPU), "cpu" or
     "gpu" (the same results on each). ``cpu_isa``: only "scalar" exists for this family so far.
     ``out``: an AlignResults of n_pairs whose columns are filled in place (its CIGAR is replaced).
-    ``cancelled`` is checked between GPU chunks (see warpdp.plugin.cancel)."""
+    ``devices`` lists the GPUs to spread the pairs over (default: every GPU this process sees;
+    the CPU backend ignores it). ``cancelled`` is checked between GPU chunks (see
+    warpdp.plugin.cancel)."""
     params = AlignParams.from_kwargs(params, **keywords)
     packed = _as_pairs(pairs)
     n_threads = resolve_threads(threads)
+    device_ids = check_devices(devices)
     check_lengths(packed, params)
     check_traceback(packed, params)
     if out is None:
@@ -279,7 +283,7 @@ def align(
     if choose_backend(backend, "align") == "gpu":
         from ..kernels import align as gpu_align
 
-        found = gpu_align.run(packed, params, results, threads=n_threads, cancelled=cancelled)
+        found = gpu_align.run(packed, params, results, threads=n_threads, cancelled=cancelled, devices=device_ids)
     else:
         from ..cython_cpu import align as cpu_align
 

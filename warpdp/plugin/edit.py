@@ -40,7 +40,7 @@ import numpy as np
 
 from .cancel import CancelCheck
 from .core import cigar as core_cigar
-from .core.backend import choose_backend, resolve_cpu_isa, resolve_threads
+from .core.backend import check_devices, choose_backend, resolve_cpu_isa, resolve_threads
 from .core.packed import QueryTargetPairs, SequenceInput, check_int, check_offsets, offsets_of
 from .core.params import Params
 from .core.results import Results
@@ -219,6 +219,7 @@ def edit(
     threads: int | None = None,
     cpu_isa: str | None = None,
     out: None = None,
+    devices: Sequence[int] | None = None,
     cancelled: CancelCheck | None = None,
     **keywords: Any,
 ) -> EditResults:
@@ -229,7 +230,8 @@ def edit(
     is reserved (results are ragged, so they are always allocated here). ``cancelled`` is
     checked between GPU chunks (see warpdp.plugin.cancel). The GPU backend
     (warpdp/kernels/edit.py) gives the CPU's answers exactly; exact pairs too large for one GPU
-    thread run on the CPU backend (logged)."""
+    thread run on the CPU backend (logged). ``devices`` lists the GPUs to spread the pairs over
+    (default: every GPU this process sees; the CPU backend ignores it)."""
     params = EditParams.from_kwargs(params, **keywords)
     if isinstance(pairs, EditPairs):
         pairs.validate()
@@ -238,6 +240,7 @@ def edit(
     if out is not None:
         raise TypeError("out is not supported by edit (its results are ragged)")
     n_threads = resolve_threads(threads)
+    device_ids = check_devices(devices)
     chosen = choose_backend(backend, "edit")
     from ..cython_cpu import edit as cpu_edit
 
@@ -245,7 +248,7 @@ def edit(
     if chosen == "gpu":
         from ..kernels import edit as gpu_edit
 
-        return gpu_edit.edit(pairs, params, threads=n_threads, cancelled=cancelled)
+        return gpu_edit.edit(pairs, params, threads=n_threads, cancelled=cancelled, devices=device_ids)
     # The backend's ragged scratch (CIGAR and location room) grows with the bases it is handed,
     # so a large job runs in chunks of consecutive pairs and the parts are joined.
     ends = np.cumsum(np.diff(pairs.query_offsets) + np.diff(pairs.target_offsets))  # bases up to each pair

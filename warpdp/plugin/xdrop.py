@@ -156,8 +156,11 @@ class XdropPairs:
         for field, offsets in (("h_bases", self.h_offsets), ("v_bases", self.v_offsets)):
             bases = getattr(self, field)
             # bytes.translate scans several times faster than a NumPy table lookup (a server
-            # checks every request's bases); the lookup runs only to name a bad byte.
-            if not memoryview(np.ascontiguousarray(bases, dtype=np.uint8)).tobytes().translate(None, _BASES):
+            # checks every request's bases); the lookup runs only to name a bad byte. It takes
+            # bytes: blocks are copied out one at a time, in cache, not the whole array at once.
+            view = memoryview(np.ascontiguousarray(bases, dtype=np.uint8))
+            if not any(view[at:at + _CHECK_BLOCK].tobytes().translate(None, _BASES)
+                       for at in range(0, len(view), _CHECK_BLOCK)):
                 continue
             bad = np.flatnonzero(~_IS_BASE[bases])
             if len(bad):
@@ -170,6 +173,7 @@ class XdropPairs:
 
 
 _BYTE_FIELDS = ("h_bases", "v_bases")
+_CHECK_BLOCK = 1 << 16  # bytes per block of check_bases's scan
 _INT_FIELDS = ("h_offsets", "v_offsets", "h_pos", "v_pos")
 
 

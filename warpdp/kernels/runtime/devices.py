@@ -25,8 +25,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Generic, TypeVar
 
-__all__ = ["CHUNKS_PER_DEVICE", "SharedChunks", "check_device_list", "chunk_limit", "current_device", "device_count",
-           "plan_spread", "resolve_devices", "spread", "use_devices"]
+__all__ = ["CHUNKS_PER_DEVICE", "SharedChunks", "chunk_limit", "current_device", "device_count", "in_order", "plan_spread", "resolve_devices", "spread", "use_devices"]
 
 # A job spread over several devices is cut into at least this many chunks per device (when it
 # is large enough), so that the devices finish about together: the last chunk each takes is
@@ -38,6 +37,7 @@ MIN_CHUNK_SHARE = 16
 
 C = TypeVar("C")  # a chunk
 T = TypeVar("T")  # what a device's run returns
+R = TypeVar("R")  # a chunk's result
 
 
 def device_count() -> int:
@@ -54,53 +54,33 @@ def current_device() -> int:
     return int(cupy.cuda.runtime.getDevice())
 
 
-def check_device_list(devices: object) -> list[int] | None:
-    """``devices`` as a list of ints (None stays None), its shape checked without a GPU:
-    TypeError/ValueError naming ``devices`` otherwise."""
-    if devices is None:
-        return None
-    if isinstance(devices, (str, bytes)) or not isinstance(devices, Iterable):
-        raise TypeError(f"devices must be a list of GPU ids or None, not {type(devices).__name__}")
-    ids = []
-    for device in devices:
-        if isinstance(device, bool) or not hasattr(device, "__index__"):
-            raise TypeError(f"devices must hold ints, not {type(device).__name__} ({device!r})")
-        device = int(device.__index__())
-        if device < 0:
-            raise ValueError(f"devices: {device} is not a GPU id (ids are 0 and up)")
-        ids.append(device)
-    if not ids:
-        raise ValueError("devices must name at least one GPU (or be None for all of them)")
-    return ids
-
-
 _DEFAULT_DEVICES: ContextVar[list[int] | None] = ContextVar("warpdp_default_devices", default=None)
 
 
 @contextmanager
 def use_devices(devices: Sequence[int]) -> Iterator[None]:
-    """Within the block, calls of this thread (context) with ``devices=None`` run on ``devices``."""
-    token = _DEFAULT_DEVICES.set(check_device_list(devices))
+    """Within the block, calls of this thread (context) with ``devices=None`` run on ``devices``
+    (ids as core.backend.check_devices returns them)."""
+    token = _DEFAULT_DEVICES.set(list(devices))
     try:
         yield
     finally:
         _DEFAULT_DEVICES.reset(token)
 
 
-def resolve_devices(devices: object) -> list[int]:
+def resolve_devices(devices: Sequence[int] | None) -> list[int]:
     """The GPU ids a call runs on: for None, those :func:`use_devices` set, else every device
-    this process sees; else ``devices`` checked (ValueError naming an id this process does not
-    see). An id listed twice gets two host threads, which share that device's runner."""
-    ids = check_device_list(devices)
-    if ids is None:
-        ids = _DEFAULT_DEVICES.get()
+    this process sees; else ``devices`` (ids as the entries' core.backend.check_devices returns
+    them), each checked against the devices there are (ValueError naming an id this process
+    does not see). An id listed twice gets two host threads, which share that device's runner."""
+    ids = _DEFAULT_DEVICES.get() if devices is None else list(devices)
     count = device_count()
     if ids is None:
         if count < 1:
             raise ValueError("no CUDA device is visible to this process")
         return list(range(count))
     for device in ids:
-        if device >= count:
+        if not 0 <= device < count:
             raise ValueError(f"devices: there is no GPU {device} here (this process sees {count}: "
                              f"ids 0..{count - 1})")
     return ids
@@ -189,3 +169,10 @@ def spread(device_ids: Sequence[int], chunks: Iterable[C], run_device: Callable[
     if errors:
         raise errors[0]
     return [future.result() for future in futures]
+
+
+def in_order(per_device: Iterable[Iterable[tuple[int, R]]]) -> list[R]:
+    """The chunk results each device's run returned, as (the chunk's first item, result), merged
+    into input order: for results a launcher cannot write into place (ragged ones, CIGARs)."""
+    return [result for _, result in sorted((item for results in per_device for item in results),
+                                           key=lambda item: item[0])]

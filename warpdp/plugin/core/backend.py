@@ -5,6 +5,7 @@ import functools
 import importlib.util
 import logging
 import os
+from collections.abc import Iterable
 
 logger = logging.getLogger("warpdp")
 
@@ -71,10 +72,23 @@ def check_devices(devices: object) -> list[int] | None:
     """A family entry's ``devices=`` (the GPU ids to spread a job over; None: every GPU this
     process sees) as a list of ints, its shape checked whichever backend runs: TypeError /
     ValueError naming ``devices``. Ids are checked against the devices there are when the GPU
-    backend runs (ValueError naming the id); the CPU backend ignores them."""
-    from ...kernels.runtime.devices import check_device_list
-
-    return check_device_list(devices)
+    backend runs (warpdp.kernels.runtime.devices.resolve_devices, ValueError naming the id);
+    the CPU backend ignores them."""
+    if devices is None:
+        return None
+    if isinstance(devices, (str, bytes)) or not isinstance(devices, Iterable):
+        raise TypeError(f"devices must be a list of GPU ids or None, not {type(devices).__name__}")
+    ids = []
+    for device in devices:
+        if isinstance(device, bool) or not hasattr(device, "__index__"):
+            raise TypeError(f"devices must hold ints, not {type(device).__name__} ({device!r})")
+        device = int(device.__index__())
+        if device < 0:
+            raise ValueError(f"devices: {device} is not a GPU id (ids are 0 and up)")
+        ids.append(device)
+    if not ids:
+        raise ValueError("devices must name at least one GPU (or be None for all of them)")
+    return ids
 
 
 def resolve_threads(threads: int | None) -> int:

@@ -12,23 +12,10 @@ import java.util.Objects;
  * <p>The constructor checks the layout ({@link IllegalArgumentException}); the arrays are used as given,
  * not copied. {@link #builder()} packs single pairs.
  */
-public final class QueryTargetPairs {
-    private final byte[] query;
-    private final long[] queryOffsets;
-    private final byte[] target;
-    private final long[] targetOffsets;
-
+public final class QueryTargetPairs extends PackedSequencePairs {
     public QueryTargetPairs(byte[] query, long[] queryOffsets, byte[] target, long[] targetOffsets) {
-        this.query = Objects.requireNonNull(query, "query");
-        this.target = Objects.requireNonNull(target, "target");
-        Objects.requireNonNull(queryOffsets, "queryOffsets");
-        int n = queryOffsets.length - 1;
-        if (n < 0) {
-            throw new IllegalArgumentException("queryOffsets must hold n_pairs + 1 values, not none");
-        }
-        this.queryOffsets = PackedArrays.offsets("queryOffsets", queryOffsets, n, query.length);
-        this.targetOffsets = PackedArrays.offsets("targetOffsets", targetOffsets, n, target.length);
-        for (int i = 0; i < n; i++) {
+        super(query, queryOffsets, target, targetOffsets, pairsOf(queryOffsets));
+        for (int i = 0; i < nPairs(); i++) {
             if (queryLength(i) == 0 || targetLength(i) == 0) {
                 throw new IllegalArgumentException("pair " + i + ": the " + (queryLength(i) == 0 ? "query" : "target")
                         + " is empty");
@@ -36,36 +23,17 @@ public final class QueryTargetPairs {
         }
     }
 
+    // The pairs queryOffsets holds (it has n_pairs + 1 values).
+    private static int pairsOf(long[] queryOffsets) {
+        int n = Objects.requireNonNull(queryOffsets, "queryOffsets").length - 1;
+        if (n < 0) {
+            throw new IllegalArgumentException("queryOffsets must hold n_pairs + 1 values, not none");
+        }
+        return n;
+    }
+
     public static Builder builder() {
         return new Builder();
-    }
-
-    public byte[] query() {
-        return query;
-    }
-
-    public long[] queryOffsets() {
-        return queryOffsets;
-    }
-
-    public byte[] target() {
-        return target;
-    }
-
-    public long[] targetOffsets() {
-        return targetOffsets;
-    }
-
-    public int nPairs() {
-        return queryOffsets.length - 1;
-    }
-
-    public long queryLength(int i) {
-        return queryOffsets[i + 1] - queryOffsets[i];
-    }
-
-    public long targetLength(int i) {
-        return targetOffsets[i + 1] - targetOffsets[i];
     }
 
     /** The longest query or target. */
@@ -79,9 +47,10 @@ public final class QueryTargetPairs {
 
     /** Pairs {@code from .. to-1} as a new packed set (copies). */
     public QueryTargetPairs select(int from, int to) {
-        return new QueryTargetPairs(PackedArrays.slice(query, queryOffsets, from, to),
-                PackedArrays.sliceOffsets(queryOffsets, from, to), PackedArrays.slice(target, targetOffsets, from, to),
-                PackedArrays.sliceOffsets(targetOffsets, from, to));
+        return new QueryTargetPairs(PackedArrays.slice(query(), queryOffsets(), from, to),
+                PackedArrays.sliceOffsets(queryOffsets(), from, to),
+                PackedArrays.slice(target(), targetOffsets(), from, to),
+                PackedArrays.sliceOffsets(targetOffsets(), from, to));
     }
 
     /** Query x target: the DP cells pair {@code i} counts against the server's limits. */
@@ -92,11 +61,6 @@ public final class QueryTargetPairs {
     /** Bytes pair {@code i} adds to a request message: its bases and two int64 offsets. */
     long requestBytes(int i) {
         return queryLength(i) + targetLength(i) + 16;
-    }
-
-    @Override
-    public String toString() {
-        return "QueryTargetPairs[" + nPairs() + " pairs, " + query.length + " + " + target.length + " bases]";
     }
 
     /** Appends pairs: {@code add(query, target)}, then {@link #build()}. */

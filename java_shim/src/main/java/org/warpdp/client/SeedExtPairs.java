@@ -12,22 +12,15 @@ import java.util.Objects;
  * <p>The constructor checks the layout ({@link IllegalArgumentException}); the arrays are used as given,
  * not copied. {@link #builder()} packs single pairs.
  */
-public final class SeedExtPairs {
+public final class SeedExtPairs extends PackedSequencePairs {
     /** Largest h0 (and score) ksw_extend2's arithmetic allows. */
     public static final int MAX_SCORE = 1 << 30;
 
-    private final byte[] query;
-    private final long[] queryOffsets;
-    private final byte[] target;
-    private final long[] targetOffsets;
     private final int[] h0;
 
     public SeedExtPairs(byte[] query, long[] queryOffsets, byte[] target, long[] targetOffsets, int[] h0) {
-        this.h0 = Objects.requireNonNull(h0, "h0");
-        this.query = Objects.requireNonNull(query, "query");
-        this.target = Objects.requireNonNull(target, "target");
-        this.queryOffsets = PackedArrays.offsets("queryOffsets", queryOffsets, h0.length, query.length);
-        this.targetOffsets = PackedArrays.offsets("targetOffsets", targetOffsets, h0.length, target.length);
+        super(query, queryOffsets, target, targetOffsets, Objects.requireNonNull(h0, "h0").length);
+        this.h0 = h0;
         for (int i = 0; i < h0.length; i++) {
             if (h0[i] < 0 || h0[i] > MAX_SCORE) {
                 throw new IllegalArgumentException("h0 of pair " + i + " must be within 0.." + MAX_SCORE + ", not "
@@ -40,55 +33,23 @@ public final class SeedExtPairs {
         return new Builder();
     }
 
-    public byte[] query() {
-        return query;
-    }
-
-    public long[] queryOffsets() {
-        return queryOffsets;
-    }
-
-    public byte[] target() {
-        return target;
-    }
-
-    public long[] targetOffsets() {
-        return targetOffsets;
-    }
-
     public int[] h0() {
         return h0;
-    }
-
-    public int nPairs() {
-        return h0.length;
-    }
-
-    public long queryLength(int i) {
-        return queryOffsets[i + 1] - queryOffsets[i];
-    }
-
-    public long targetLength(int i) {
-        return targetOffsets[i + 1] - targetOffsets[i];
     }
 
     /** Pairs {@code from .. to-1} as a new packed set (copies). */
     public SeedExtPairs select(int from, int to) {
         int[] h = new int[to - from];
         System.arraycopy(h0, from, h, 0, h.length);
-        return new SeedExtPairs(PackedArrays.slice(query, queryOffsets, from, to),
-                PackedArrays.sliceOffsets(queryOffsets, from, to), PackedArrays.slice(target, targetOffsets, from, to),
-                PackedArrays.sliceOffsets(targetOffsets, from, to), h);
+        return new SeedExtPairs(PackedArrays.slice(query(), queryOffsets(), from, to),
+                PackedArrays.sliceOffsets(queryOffsets(), from, to),
+                PackedArrays.slice(target(), targetOffsets(), from, to),
+                PackedArrays.sliceOffsets(targetOffsets(), from, to), h);
     }
 
     /** Bytes pair {@code i} adds to a request message: its bases and three int64 values. */
     long requestBytes(int i) {
         return queryLength(i) + targetLength(i) + 24;
-    }
-
-    @Override
-    public String toString() {
-        return "SeedExtPairs[" + nPairs() + " pairs, " + query.length + " + " + target.length + " bases]";
     }
 
     /** Appends pairs: {@code add(query, target, h0)}, then {@link #build()}. */

@@ -10,10 +10,10 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Supplier;
 import java.util.logging.Logger;
 
 import org.broadinstitute.gatk.nativebindings.NativeLibrary;
-import org.broadinstitute.gatk.nativebindings.pairhmm.PairHMMNativeBinding;
 
 /**
  * Intel GKL's own native Pair-HMM and Smith-Waterman, for when the warpdp server cannot be reached: our jar takes GKL's class
@@ -59,11 +59,18 @@ public final class GklFallback {
     }
 
     /**
-     * GKL's {@code className} (IntelPairHmm or IntelPairHmmOMP), loaded and with its native library in place,
-     * or null (with a warning) when GKL is not on the class path or its native code does not load here.
+     * What a stand-in for GKL's {@code className} runs on: {@code server} (warpdp's binding of {@code kernel})
+     * when {@code connect} reaches the server (returns null; else it returns why not), else GKL's own
+     * {@code className} ({@link #load}, null when it does not load here). With the fallback off
+     * ({@code warpdp.fallback=none}), the server's own {@code load} alone decides: {@code server}, or null.
      */
-    public static PairHMMNativeBinding load(String className, File tempDir, String reason) {
-        return load(PairHMMNativeBinding.class, "Pair-HMM", className, tempDir, reason);
+    public static <T extends NativeLibrary> T serverOrGkl(Class<T> type, String kernel, String className,
+                                                          File tempDir, T server, Supplier<String> connect) {
+        if (!enabled()) {
+            return server.load(tempDir) ? server : null;
+        }
+        String failure = connect.get();
+        return failure == null ? server : load(type, kernel, className, tempDir, failure);
     }
 
     /**

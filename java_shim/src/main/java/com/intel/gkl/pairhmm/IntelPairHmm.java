@@ -35,17 +35,10 @@ public class IntelPairHmm implements PairHMMNativeBinding {
      * {@code warpdp.fallback=none}). False when neither works. */
     @Override
     public synchronized boolean load(File tempDir) {
-        if (active != null) {
-            return true;
+        if (active == null) {
+            active = GklFallback.serverOrGkl(PairHMMNativeBinding.class, "Pair-HMM", gklClassName(), tempDir,
+                                             warpdp, warpdp::connect);
         }
-        if (!GklFallback.enabled()) {
-            if (warpdp.load(tempDir)) {
-                active = warpdp;
-            }
-            return active != null;
-        }
-        String failure = warpdp.connect();
-        active = failure == null ? warpdp : GklFallback.load(gklClassName(), tempDir, failure);
         return active != null;
     }
 

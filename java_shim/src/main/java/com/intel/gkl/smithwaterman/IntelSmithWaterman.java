@@ -31,22 +31,12 @@ public class IntelSmithWaterman implements SWAlignerNativeBinding {
      * implementation. False when nothing that was asked for works. */
     @Override
     public synchronized boolean load(File tempDir) {
-        if (active != null) {
-            return true;
+        if (active == null) {
+            active = WarpdpSmithWaterman.requested()
+                    ? GklFallback.serverOrGkl(SWAlignerNativeBinding.class, "Smith-Waterman", GKL_CLASS, tempDir,
+                                              warpdp, warpdp::connect)
+                    : GklFallback.load(SWAlignerNativeBinding.class, "Smith-Waterman", GKL_CLASS, tempDir, null);
         }
-        if (!WarpdpSmithWaterman.requested()) {
-            active = GklFallback.load(SWAlignerNativeBinding.class, "Smith-Waterman", GKL_CLASS, tempDir, null);
-            return active != null;
-        }
-        if (!GklFallback.enabled()) {
-            if (warpdp.load(tempDir)) {
-                active = warpdp;
-            }
-            return active != null;
-        }
-        String failure = warpdp.connect();
-        active = failure == null ? warpdp
-                : GklFallback.load(SWAlignerNativeBinding.class, "Smith-Waterman", GKL_CLASS, tempDir, failure);
         return active != null;
     }
 
