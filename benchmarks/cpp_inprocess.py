@@ -14,13 +14,16 @@ each figure is the fastest of --repeats calls after a warm-up. With --threads 1 
 thread's CPU time is reported too (all the work then runs on it): on a shared machine it leaves
 out the time other processes held the core. With
 --server, the harness also times a client handle (warpdp_open_client) on a CPU warpdp server
-started here on loopback (one unary RPC per call, no shared memory). Prints a markdown table for
-BENCHMARKS.md.
+started here on loopback (same host: arrays and results through shared memory), the server's
+kernels on --threads threads as the in-process calls'; with --cpu-calls N, also the CPU time one
+call costs in process and through the server (every thread of the client and the server), which
+a busy shared machine disturbs less than wall time. Prints a markdown table for BENCHMARKS.md.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -143,6 +146,25 @@ def c_seconds(harness: str, family: str, arrays: dict, params: dict, threads: in
         return float(values["seconds"]), float(values["thread_cpu_seconds"])
 
 
+def children_cpu() -> float:
+    """CPU seconds (user + system, every thread) of this process's children that have ended."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def cpu_per_call(harness: str, family: str, arrays: dict, params: dict, threads: int, calls: int,
+                 server: str | None = None) -> float:
+    """CPU seconds one call costs in all, every thread of the harness and, with a server (in this
+    process), of the server: the difference between a harness run of 1 + calls calls and one of
+    1 call (process start, reading the arrays, opening the handle cancel out), over calls. On a
+    machine shared with other work this is steadier than wall time, which waits for cores."""
+    def total(n: int) -> float:
+        start, own = children_cpu(), time.process_time()
+        c_seconds(harness, family, arrays, params, threads, n, server)
+        return children_cpu() - start + (time.process_time() - own if server else 0.0)
+    return (total(1 + calls) - total(1)) / calls
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--harness", required=True, help="warpdp_harness of a Release build of clients/cpp")
@@ -151,17 +173,24 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--families", nargs="+", default=list(WORKLOADS), choices=list(WORKLOADS))
     parser.add_argument("--server", action="store_true", help="also time a client handle on a local CPU server")
+    parser.add_argument("--cpu-calls", type=int, default=0,
+                        help="with --server: also the CPU seconds per call, in process and through the "
+                             "server (all threads of both processes), from runs of this many calls")
     args = parser.parse_args()
     server = None
     if args.server:
         from warpdp.grpc import Server, ServerConfig
 
-        server = Server(ServerConfig(port=0, backend="cpu", host="127.0.0.1", max_message_mb=1024)).start()
+        # The server runs its kernels on as many threads as the in-process calls.
+        server = Server(ServerConfig(port=0, backend="cpu", host="127.0.0.1", max_message_mb=1024,
+                                     threads=args.threads)).start()
     print(f"CPU: {cpu_name()}, threads {args.threads}, variant {best_isa()} (align, edit: scalar), "
           f"commit {commit()}, pairs {args.pairs}, fastest of {args.repeats}\n")
     cpu = args.threads == 1
     extra = (" Python CPU (s) | C CPU (s) | C / Python, CPU |" if cpu else "") + \
-        (" C API via server (s) | server / in-process |" if server else "")
+        (" C API via server (s) | server / in-process |" if server else "") + \
+        (" CPU per call, in-process (s) | CPU per call, via server (s) | server / in-process, CPU |"
+         if server and args.cpu_calls else "")
     print("| family | pairs | Python API (s) | C API in-process (s) | C / Python |" + extra)
     print("|---|---:|---:|---:|---:|" + ("---:|" * extra.count("|")))
     for family in args.families:
@@ -182,6 +211,11 @@ def main() -> None:
         if server is not None:
             remote = c_seconds(args.harness, family, arrays, params, args.threads, args.repeats, server.address)[0]
             row += f" {remote:.4f} | {remote / c:.3f} |"
+            if args.cpu_calls:
+                local_cpu = cpu_per_call(args.harness, family, arrays, params, args.threads, args.cpu_calls)
+                remote_cpu = cpu_per_call(args.harness, family, arrays, params, args.threads, args.cpu_calls,
+                                          server.address)
+                row += f" {local_cpu:.4f} | {remote_cpu:.4f} | {remote_cpu / local_cpu:.3f} |"
         print(row)
     if server is not None:
         server.stop()

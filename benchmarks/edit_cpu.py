@@ -2,6 +2,7 @@
 
     python benchmarks/edit_cpu.py [--data PATH] [--synthetic-long 40] [--synthetic-short 3000]
                                   [--modes nw shw hw] [--tasks distance locations path] [--repeats 3]
+                                  [--isa scalar|avx2|avx512]
 
 Sets: the long (>= 1 kb query) and short pairs of the reference data file (default
 /work/shared/data/edit/pairs-400.tsv, skipped when absent; the short ones repeated
@@ -12,7 +13,7 @@ their reference window (the read's span plus 0-10% on each side), and short read
 with 1-5% errors (substitutions 80%) against a window 0-5 bp wider on each side.
 
 For each set, mode and task, warpdp (``warpdp.plugin.edit.edit``, CPU backend, one thread, from
-packed pairs) and edlib (``edlib.align`` of the same pairs one by one, as bytes) are timed in
+packed pairs, the CPU variant ``--isa``: default $WARPDP_CPU_ISA, else the best this CPU runs) and edlib (``edlib.align`` of the same pairs one by one, as bytes) are timed in
 alternation, ``--repeats`` times each; each figure is the median process CPU time (what the
 process itself used, so other processes on a shared machine count for little), and every run's
 distances are checked equal to edlib's. Prints a markdown table for BENCHMARKS.md.
@@ -20,6 +21,7 @@ distances are checked equal to edlib's. Prints a markdown table for BENCHMARKS.m
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -30,7 +32,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_common import commit, cpu_name  # noqa: E402
-from warpdp.plugin.edit import EditPairs, edit, pack_edit_pairs  # noqa: E402
+from warpdp.plugin.edit import EditPairs, edit, edit_cpu_isas, pack_edit_pairs  # noqa: E402
 
 DATA = Path("/work/shared/data/edit/pairs-400.tsv")
 BASES = np.frombuffer(b"ACGT", dtype=np.uint8)
@@ -84,9 +86,9 @@ def synthetic(rng: np.random.Generator, count: int, lengths: tuple[int, int], ra
     return pairs
 
 
-def time_warpdp(packed: EditPairs, mode: str, task: str) -> tuple[float, np.ndarray]:
+def time_warpdp(packed: EditPairs, mode: str, task: str, isa: str | None) -> tuple[float, np.ndarray]:
     start = time.process_time()
-    result = edit(packed, mode=mode, task=task, threads=1, backend="cpu")
+    result = edit(packed, mode=mode, task=task, threads=1, backend="cpu", cpu_isa=isa)
     return time.process_time() - start, result.distance
 
 
@@ -98,14 +100,15 @@ def time_edlib(pairs: list[Pair], mode: str, task: str) -> tuple[float, np.ndarr
     return time.process_time() - start, np.array(distances, dtype=np.int64)
 
 
-def measure(name: str, pairs: list[Pair], modes: list[str], tasks: list[str], repeats: int) -> list[str]:
+def measure(name: str, pairs: list[Pair], modes: list[str], tasks: list[str], repeats: int,
+            isa: str | None) -> list[str]:
     packed = pack_edit_pairs(pairs)
     rows = []
     for mode in modes:
         for task in tasks:
             ours, theirs = [], []
             for _ in range(repeats):  # alternate, so a noisy neighbour hits both about equally
-                seconds, mine = time_warpdp(packed, mode, task)
+                seconds, mine = time_warpdp(packed, mode, task, isa)
                 ours.append(seconds)
                 seconds, reference = time_edlib(pairs, mode, task)
                 theirs.append(seconds)
@@ -129,6 +132,8 @@ def main() -> None:
     parser.add_argument("--tasks", nargs="+", default=["distance", "locations", "path"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=27)
+    parser.add_argument("--isa", choices=edit_cpu_isas(), default=None,
+                        help="warpdp's CPU variant (default: $WARPDP_CPU_ISA, else the best this CPU runs)")
     args = parser.parse_args()
     sets: list[tuple[str, list[Pair]]] = []
     if args.data.exists():
@@ -143,11 +148,13 @@ def main() -> None:
     if args.synthetic_short:
         sets.append(("synthetic short", synthetic(rng, args.synthetic_short, (100, 250), (0.01, 0.05),
                                                   0.80, 0.10, 0.0, 5)))
-    print(f"CPU: {cpu_name()}; commit {commit()}; one thread, process CPU time, median of {args.repeats}")
+    isa = args.isa or os.environ.get("WARPDP_CPU_ISA") or edit_cpu_isas()[-1]
+    print(f"CPU: {cpu_name()}; commit {commit()}; warpdp variant {isa}; one thread, process CPU time, "
+          f"median of {args.repeats}")
     print("| set | pairs | mode | task | edlib s | warpdp s | speed-up |")
     print("|---|---|---|---|---|---|---|")
     for name, pairs in sets:
-        measure(name, pairs, args.modes, args.tasks, args.repeats)
+        measure(name, pairs, args.modes, args.tasks, args.repeats, isa)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,13 @@
 """The benchmark scripts still run (tiny settings, CPU): they use the client's internals."""
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -52,3 +56,43 @@ def test_align_benchmark_runs_its_cpu_rows():
     assert run.returncode == 0, run.stderr[-3000:]
     assert "| 60 | CPU, 1 thread (scalar) | score only | 20 |" in run.stdout
     assert "| 60 | CPU, 1 thread (scalar) | CIGAR | 20 |" in run.stdout
+
+
+def test_parsing_benchmark_times_every_reader(tmp_path):
+    run = subprocess.run([sys.executable, str(REPO / "benchmarks" / "parsing.py"), "--mb", "1", "1", "1",
+                          "--repeats", "1", "--dir", str(tmp_path)],
+                         cwd=REPO, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert run.returncode == 0, run.stderr[-3000:]
+    for fmt in ("logan", "seedext", "pairhmm"):
+        assert f"| {fmt} | 1 | C scanner |" in run.stdout and f"| {fmt} | 1 | line by line (before) |" in run.stdout
+
+
+def test_xdrop_cli_times_whole_processes_on_the_cpu():
+    run = subprocess.run([sys.executable, str(REPO / "benchmarks" / "xdrop_cli.py"), "--backend", "cpu",
+                          "--threads", "1", "--pairs", "30", "--x", "10", "100", "--repeats", "1",
+                          "--check-pairs", "5"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "workload: 30 pairs" in run.stdout
+    assert re.search(r"^\| 10 \| [0-9.]+ \| [0-9.]+ \| - \|", run.stdout, re.MULTILINE)
+    assert re.search(r"^\| 100 \| [0-9.]+ \| [0-9.]+ \| - \|", run.stdout, re.MULTILINE)
+    assert "scores: not compared" in run.stdout
+
+
+def test_xdrop_cli_writes_the_workload_as_logan_text_the_cli_reads_back(tmp_path):
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        from xdrop import SEED_LENGTH, make_workload
+        from xdrop_cli import write_logan_text
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    from warpdp.plugin.xdrop_io import read_logan_text
+
+    pairs = make_workload(7, seed=3, min_len=40, max_len=90)
+    path = tmp_path / "pairs.txt"
+    write_logan_text(pairs, path)
+    lines = path.read_bytes().split(b"\n")
+    assert lines[-1] == b"" and all(line.count(b"\t") == 4 and line.endswith(b"\tn") for line in lines[:-1])
+    back = read_logan_text(path, k=SEED_LENGTH)
+    for name in ("h_bases", "h_offsets", "v_bases", "v_offsets", "h_pos", "v_pos"):
+        assert np.array_equal(getattr(back, name), getattr(pairs, name)), name

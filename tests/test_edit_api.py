@@ -93,9 +93,12 @@ def test_results_slice_and_concat_keep_locations() -> None:
 
 
 def test_isas() -> None:
-    assert edit_cpu_isas() == ["scalar"]
+    isas = edit_cpu_isas()
+    assert isas[0] == "scalar" and set(isas) <= {"scalar", "avx2", "avx512"}
+    for isa in isas:
+        assert edit([("ACGT", "AGT")], backend="cpu", cpu_isa=isa).distance[0] == 1
     with pytest.raises(ValueError, match="cpu_isa"):
-        edit([("A", "A")], backend="cpu", cpu_isa="avx2")
+        edit([("A", "A")], backend="cpu", cpu_isa="sse2")
 
 
 @pytest.mark.parametrize(("fields", "name"), [

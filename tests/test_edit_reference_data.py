@@ -5,7 +5,7 @@ import pytest
 
 from helpers.data import shared_file
 from references.edit import rescore
-from warpdp.plugin.edit import EditPairs, edit, pack_edit_pairs
+from warpdp.plugin.edit import EditPairs, edit, edit_cpu_isas, pack_edit_pairs
 
 
 def _pairs() -> tuple[list[tuple[str, str]], EditPairs]:
@@ -17,11 +17,12 @@ def _lines(name: str) -> list[list[str]]:
     return [line.split() for line in shared_file("edit", name).read_text().splitlines()]
 
 
+@pytest.mark.parametrize("isa", edit_cpu_isas())
 @pytest.mark.parametrize("mode", ["nw", "shw", "hw"])
-def test_exact_equals_edlib(mode: str) -> None:
+def test_exact_equals_edlib(mode: str, isa: str) -> None:
     text, pairs = _pairs()
     expected = _lines(f"pairs-400.{mode}.edlib.out")
-    results = edit(pairs, mode=mode, task="path", backend="cpu", threads=2)
+    results = edit(pairs, mode=mode, task="path", backend="cpu", threads=2, cpu_isa=isa)
     for i, (query, target) in enumerate(text):
         dist, t_start, t_end, _, locs = expected[i]
         want = [(int(b), int(e) + 1) for b, e in (loc.split("-") for loc in locs.split(","))]

@@ -36,6 +36,7 @@ from helpers.xdrop import K, assert_xdrop_equal, local_xdrop, make_xdrop_pairs
 from warpdp.grpc import Client, ServiceError, client as client_module, server as server_module, warpdp_pb2
 from warpdp.grpc import _shm_client, _shm_protocol, _shm_server
 from warpdp.grpc._algorithms import PAIRHMM, SEEDEXT, XDROP, XdropKey
+from warpdp.grpc._edit import EDIT
 from warpdp.grpc._packing import concat_pairhmm as _packing_concat
 from warpdp.grpc._shm_client import SharedFilePool, is_local_address
 from warpdp.grpc._shm_server import MappedFiles, Region, SharedFileRejected, is_local_peer, read_arrays
@@ -169,6 +170,60 @@ def test_all_three_algorithms_through_shared_memory(small_shared_jobs, shared_se
         assert shared_server.shared_memory.registered()[0] == len(pool._free)  # noqa: SLF001
         assert in_dev_shm(os.getpid()) == []  # no names anywhere
     wait_for(lambda: nothing_registered(shared_server), "all dropped after close()")
+
+
+def test_align_cigars_come_back_through_shared_memory(small_shared_jobs, shared_server, regions_read,
+                                                     results_written):
+    rng = np.random.default_rng(29)
+    sequences = []
+    for _ in range(150):
+        target = rng.choice(list(b"ACGT"), int(rng.integers(20, 120))).astype(np.uint8).tobytes()
+        query = bytearray(target)
+        for _ in range(len(query) // 10):  # substitutions and a deletion now and then
+            at = int(rng.integers(0, len(query)))
+            query[at] = int(rng.choice(list(b"ACGT")))
+        sequences.append((bytes(query[: len(query) - int(rng.integers(0, 3))]), target))
+    pairs = warpdp.AlignPairs.from_sequences(sequences)
+    with Client(shared_server.address, timeout=WAIT) as client:
+        for mode in ("global", "local"):
+            got = client.call("align", pairs, {"mode": mode, "cigar": True})
+            assert got == warpdp.align(pairs, mode=mode, cigar=True, backend="cpu")
+        # Several chunks, each CIGAR written into its memfd, none in a reply message.
+        assert len(regions_read) >= 4
+        assert [handle for handle, _ in results_written] == regions_read
+        assert all(written for _, written in results_written)
+        # Without a CIGAR the results are small: this client takes them from the message.
+        read, written = len(regions_read), len(results_written)
+        plain = client.call("align", pairs, {"mode": "local"})
+        assert plain == warpdp.align(pairs, mode="local", backend="cpu")
+        assert len(regions_read) > read and len(results_written) == written
+
+
+def test_edit_file_layout_columns_locations_then_cigar():
+    pairs = warpdp.pack_edit_pairs([(b"ACGTAC", b"TTACGAACTT"), (b"GGA", b"GGAGGA")])
+    for task in ("distance", "locations", "path"):
+        found = warpdp.edit(pairs, mode="hw", task=task, backend="cpu")
+        raw = np.concatenate([a.view(np.uint8) for a in EDIT.file_arrays(found)])
+        ops_bytes = 4 * len(found.cigar_ops) if task == "path" else 0
+        data = raw[:len(raw) - ops_bytes].view("<i8")  # everything before the uint32 ops
+        n = found.n_pairs
+        for c, name in enumerate(("distance", "target_begin", "target_end")):
+            np.testing.assert_array_equal(data[c * n:(c + 1) * n], found.columns[name])
+        at = 3 * n
+        if task == "distance":
+            assert len(data) == at
+            continue
+        begin, end, offsets = found.locations
+        n_loc = int(offsets[-1])
+        np.testing.assert_array_equal(data[at:at + n + 1], offsets)
+        np.testing.assert_array_equal(data[at + n + 1:at + n + 1 + n_loc], begin)
+        np.testing.assert_array_equal(data[at + n + 1 + n_loc:at + n + 1 + 2 * n_loc], end)
+        at += n + 1 + 2 * n_loc
+        if task == "path":
+            np.testing.assert_array_equal(data[at:at + n + 1], found.cigar_offsets)
+            at += n + 1
+            np.testing.assert_array_equal(raw[8 * at:].view("<u4"), found.cigar_ops)
+        assert len(data) == at
 
 
 def test_small_jobs_and_remote_servers_use_messages(shared_server, regions_read):
@@ -446,8 +501,9 @@ def test_local_peers_and_addresses():
         assert not is_local_address(address), address
 
 
-@pytest.mark.parametrize("total_mib", [0.5, 5.3])  # read by one thread, and in parts by several
-def test_read_arrays_reads_every_byte_where_it_belongs(total_mib):
+@pytest.mark.parametrize("total_mib", [0.5, 9.3])  # read by one thread, and in parts by several
+def test_read_arrays_reads_every_byte_where_it_belongs(total_mib, monkeypatch):
+    monkeypatch.setattr(_shm_server, "_CORES", 4)  # parts as on a machine with cores to spare
     rng = np.random.default_rng(3)
     sizes = [int(total_mib * 2**20 * share) for share in (0.31, 0.05, 0.2, 0.44)] + [13, 0, 8]
     arrays = [rng.integers(0, 256, size, dtype=np.uint8) for size in sizes]

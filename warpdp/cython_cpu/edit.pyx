@@ -1,5 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""CPU backend of edit distance (exact bit-parallel and Scrooge's windowed GenASM; scalar only so far).
+"""CPU backend of edit distance (exact bit-parallel and Scrooge's windowed GenASM; scalar, AVX2 and
+AVX-512 variants, the SIMD ones with inter-pair lanes for short exact pairs).
 
 Inputs are the packed arrays of :class:`warpdp.plugin.edit.EditPairs`, validated by the plugin
 layer; the C driver checks offsets and every parameter again before it reads through them.
@@ -13,12 +14,11 @@ EDIT_FIELDS = ("threads", "mode", "k", "task", "method", "window", "overlap", "q
 MODES = ("nw", "shw", "hw")
 TASKS = ("distance", "locations", "path")
 METHODS = ("exact", "windowed")
-# No SIMD body yet: the scalar build is the only variant of this family.
-ISAS = ("scalar",)
 
 
 def edit_isas() -> list[str]:
-    return list(ISAS)
+    """The variants this CPU can run, slowest first."""
+    return available_isas()
 
 
 def _compact(values, starts, counts):
@@ -38,7 +38,7 @@ def run(pairs, params, out, *, threads=0, str isa=None):
     -1 or the first pair the windowed method refused (a byte other than ACGT); locations is
     (begin, end, offsets) and cigar (ops, offsets), or None when the task does not ask for them.
     """
-    cdef int code = 0 if isa is None else ISA_NAMES.index(isa)
+    cdef int code = isa_code(isa)
     cdef int n_threads = threads_arg(threads)
     cdef const uint8_t[::1] q_bases = pairs.query_bases
     cdef const uint8_t[::1] t_bases = pairs.target_bases
@@ -102,8 +102,8 @@ def run(pairs, params, out, *, threads=0, str isa=None):
     if status == -1:
         raise MemoryError("warpdp: out of memory during edit distance")
     if status == -2:
-        raise ValueError(f"warpdp: the edit family has no {ISA_NAMES[code]!r} CPU variant yet "
-                         f"(available: {', '.join(ISAS)})")
+        raise ValueError(f"warpdp: the {ISA_NAMES[code]!r} CPU variant cannot run on this CPU "
+                         f"(available: {', '.join(available_isas())})")
     locations = cigar = None
     if want_locations:
         starts = np.asarray(t_offsets[:n], dtype=np.int64) + np.arange(n, dtype=np.int64)

@@ -1,4 +1,5 @@
-/* The edit-distance body, included once per ISA build with EDIT_PAIR naming its entry point.
+/* The edit-distance body, included once per ISA build with EDIT_PAIR and EDIT_PATH_ENTRY naming its
+   entry points.
 
    Exact (edit_exact.h): Myers' bit-vector algorithm in Hyyrö's block form (one 64-bit word per
    64 query bases, a horizontal delta carried from block to block), which yields the last DP row
@@ -165,4 +166,13 @@ int EDIT_PAIR(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, const ed
         return windowed_pair(q, m, t, n, p, distance, t_begin, t_end, loc_begin, loc_end, n_locations, cigar,
                              n_cigar);
     return exact_pair(q, m, t, n, p, distance, t_begin, t_end, loc_begin, loc_end, n_locations, cigar, n_cigar);
+}
+
+int EDIT_PATH_ENTRY(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, int64_t cost, uint32_t *cigar,
+                    int64_t *n_cigar)
+{
+    cigar_buf c = {cigar, 0};
+    const int status = hirschberg(q, m, t, n, cost, &c);
+    *n_cigar = c.n;
+    return status;
 }

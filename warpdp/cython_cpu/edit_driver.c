@@ -1,5 +1,7 @@
-/* Runs edit distance over packed pairs: checks every argument, then spreads pairs over OpenMP
-   threads. Each pair writes only its own slices of the ragged outputs (see edit_kernel.h). */
+/* Runs edit distance over packed pairs: checks every argument, picks the variant, then spreads
+   pairs over OpenMP threads (edit_lanes.c: the SIMD variants' lanes, the per-pair body for the
+   rest and for the scalar variant). Each pair writes only its own slices of the ragged outputs
+   (see edit_kernel.h). */
 #include <stdint.h>
 #include <omp.h>
 #include "cpu_common.h"
@@ -40,40 +42,35 @@ static int check_arguments(const edit_pairs *pairs, const edit_params *p, int th
 int edit_run(const edit_pairs *pairs, const edit_params *p, edit_outputs *out, int threads, int isa,
              int64_t *bad_pair, warpdp_bad_argument *bad)
 {
-    edit_pair_kernel kernel;
+    edit_lanes_kernel lanes_kernel = NULL;
+    int lanes = 1;
     switch (isa) {
     case WARPDP_ISA_SCALAR:
-        kernel = edit_pair_scalar;
         break;
-    default: /* no SIMD variant of this family yet */
+#if WARPDP_X86_SIMD
+    case WARPDP_ISA_AVX2:
+        lanes_kernel = edit_lanes_avx2;
+        lanes = EDIT_LANES_AVX2;
+        break;
+    case WARPDP_ISA_AVX512:
+        lanes_kernel = edit_lanes_avx512;
+        lanes = EDIT_LANES_AVX512;
+        break;
+#endif
+    default:
         return -2;
     }
+    if (!warpdp_cpu_supports(isa))
+        return -2;
     *bad_pair = -1;
     if (check_arguments(pairs, p, threads, bad) != 0)
         return WARPDP_BAD_ARGUMENT;
     if (pairs->n_pairs == 0)
         return 0;
-    int failed = 0;
     int64_t first_bad = INT64_MAX;
     if (threads < 1)
         threads = omp_get_max_threads();
-    #pragma omp parallel for num_threads(threads) schedule(dynamic, 1) reduction(| : failed) \
-        reduction(min : first_bad)
-    for (int64_t i = 0; i < pairs->n_pairs; i++) {
-        const int64_t qo = pairs->query_offsets[i], to = pairs->target_offsets[i];
-        const int64_t m = pairs->query_offsets[i + 1] - qo, n = pairs->target_offsets[i + 1] - to;
-        int64_t *loc_begin = out->loc_begin == NULL ? NULL : out->loc_begin + to + i;
-        int64_t *loc_end = out->loc_end == NULL ? NULL : out->loc_end + to + i;
-        uint32_t *cigar = out->cigar_ops == NULL ? NULL : out->cigar_ops + qo + to;
-        const int status = kernel(pairs->query_bases + qo, m, pairs->target_bases + to, n, p, &out->distance[i],
-                                  &out->t_begin[i], &out->t_end[i], loc_begin, loc_end, &out->n_locations[i],
-                                  cigar, &out->n_cigar[i]);
-        if (status == -3) /* a refused pair: the lowest is reported, none is a failure */
-            first_bad = i < first_bad ? i : first_bad;
-        else if (status != 0)
-            failed = 1;
-    }
-    if (failed)
+    if (edit_run_lanes(pairs, p, out, threads, lanes_kernel, lanes, &first_bad) != 0)
         return -1;
     if (first_bad != INT64_MAX)
         *bad_pair = first_bad;

@@ -1,5 +1,6 @@
 """The align family's service description (see _algorithm.Algorithm): independent (query, target)
-pairs in, five int64 columns and, when asked for, a ragged CIGAR out (AlignRequest/AlignReply)."""
+pairs in, five int64 columns and, when asked for, a ragged CIGAR out (AlignRequest/AlignReply; in
+the request's shared file, laid out as _packing.ragged_file_arrays says, when the client left room)."""
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterator, Mapping
@@ -39,6 +40,7 @@ class AlignAlgorithm(PairsAlgorithm):
     columns = COLUMNS
     reply_bytes_per_pair = 8 * len(COLUMNS) + 8
     ragged = True
+    result_columns = tuple((name, "<i8") for name in COLUMNS)  # then the CIGAR (_packing.ragged_file_arrays)
 
     def key_of(self, request: warpdp_pb2.AlignRequest) -> AlignParams:
         fields = {name: getattr(request, name) for name in PARAMETERS if request.HasField(name)}
@@ -65,9 +67,14 @@ class AlignAlgorithm(PairsAlgorithm):
         # Columns, plus at most len_q + len_t + 2 ops of 4 bytes per pair and the offsets.
         pairs: AlignPairs = job.payload
         total = self.reply_bytes_per_pair * job.n_pairs
-        if getattr(job.key, "traceback", False):
+        if job.key.cigar:
             total += 4 * (len(pairs.query_bases) + len(pairs.target_bases) + 2 * job.n_pairs) + 8
         return total
+
+    def reply_bound(self, payload: AlignPairs, key: AlignParams) -> int:
+        # This client reads CIGAR results from a shared file (store_results); without a CIGAR
+        # they are small and come in the message.
+        return super().reply_bound(payload, key) if key.cigar else 0
 
     def rows(self, payload: AlignPairs, key: AlignParams, backend: str, threads: int,
              cancelled: CancelCheck | None = None) -> AlignResults:
@@ -81,7 +88,7 @@ class AlignAlgorithm(PairsAlgorithm):
         return fields
 
     def result_arrays(self, rows: Any) -> list[np.ndarray]:
-        raise AssertionError("ragged results never go into a shared file")
+        raise AssertionError("ragged results go into a shared file as file_arrays lays them out")
 
     def warmup_jobs(self) -> list[tuple[Any, Hashable]]:
         return [(AlignPairs.from_sequences([("ACGTACGT", "ACGTTACGT")]), AlignParams())]
@@ -123,8 +130,11 @@ class AlignAlgorithm(PairsAlgorithm):
     def results_in_message(self, reply: Any) -> bool:
         return reply.n_pairs == 0 or len(reply.score) > 0
 
+    def store_results(self, results: Any, out: _Collected, start: int, stop: int) -> None:
+        out.parts[start] = AlignResults(results.columns, results.cigar_ops, results.cigar_offsets)
+
     def _store_arrays(self, data: np.ndarray, out: Any, start: int, stop: int) -> None:
-        raise AssertionError("ragged results never go into a shared file")
+        raise AssertionError("ragged results come from a shared file through store_results")
 
     def results(self, out: _Collected) -> AlignResults:
         if not out.parts:

@@ -1,5 +1,6 @@
 """The edit family's service description (registry entry "edit"): EditRequest in, EditReply out,
-ragged CIGARs and locations in the reply message (never in a shared file)."""
+ragged CIGARs and locations in the reply message, or in the request's shared file (laid out as
+_packing.ragged_file_arrays says) when the client left room for them."""
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterator
@@ -9,7 +10,7 @@ import numpy as np
 
 from . import warpdp_pb2
 from ._algorithm import Algorithm, InvalidRequest, Job
-from ._packing import REQUEST_FRAMING_BYTES, CellLimit, int64_array
+from ._packing import REQUEST_FRAMING_BYTES, CellLimit, int64_array, ragged_file_arrays
 from ..plugin.core.packed import offsets_of
 from ..plugin.edit import EditPairs, EditParams, EditResults, check_windowed_bases, edit, edit_cpu_isas
 
@@ -40,6 +41,7 @@ class EditAlgorithm(Algorithm):
     sequences = (("query_bases", "query_offsets"), ("target_bases", "target_offsets"))
     reply_bytes_per_pair = 3 * 8
     ragged = True
+    result_columns = tuple((name, "<i8") for name in EditResults.COLUMNS)
 
     def key_fields(self, key: EditParams) -> dict[str, Any]:
         return {name: getattr(key, name) for name in EditParams.field_names()}
@@ -78,9 +80,11 @@ class EditAlgorithm(Algorithm):
         return 24 * job.n_pairs + 4 * bases + 16 * (len(job.payload.target_bases) + job.n_pairs) + 16 * (job.n_pairs + 1)
 
     def reply_bound(self, payload: EditPairs, key: Hashable) -> int:
-        # The shared-file result layout (_packing.ragged_file_arrays) holds columns and a CIGAR,
-        # not edit's locations: the client leaves no room, so results come in the message.
+        # This client reads edit's results from the message (the C client reads them from the file).
         return 0
+
+    def file_arrays(self, rows: EditResults) -> list[np.ndarray]:
+        return ragged_file_arrays(rows, self.result_columns, rows.locations)
 
     def merge(self, payloads: list[EditPairs]) -> EditPairs:
         def joined(bases: str, offsets: str) -> tuple[np.ndarray, np.ndarray]:
@@ -110,7 +114,7 @@ class EditAlgorithm(Algorithm):
         return fields
 
     def result_arrays(self, rows: EditResults) -> list[np.ndarray]:
-        raise AssertionError("ragged results never go into a shared file")
+        raise AssertionError("ragged results go into a shared file as file_arrays lays them out")
 
     def warmup_jobs(self) -> list[tuple[Any, Hashable]]:
         from ..plugin.edit import pack_edit_pairs
@@ -149,7 +153,7 @@ class EditAlgorithm(Algorithm):
         return reply.n_pairs == 0 or len(reply.distance) > 0
 
     def _store_arrays(self, data: np.ndarray, out: Any, start: int, stop: int) -> None:
-        raise AssertionError("ragged results never go into a shared file")
+        raise AssertionError("this client reads edit's results from the message")
 
     def results(self, out: _Collected) -> EditResults:
         if not out.parts:

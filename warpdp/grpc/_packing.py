@@ -332,19 +332,26 @@ def plan_pair_ranges(cells: np.ndarray, request_bytes: np.ndarray, reply_bytes: 
     return ranges
 
 
-# Ragged results (columns + CIGAR) in a shared file: the columns, each n_pairs values of its
-# little-endian dtype, then the CIGAR's n_pairs + 1 int64 offsets, then its uint32 ops. The
-# offsets come before the ops so a reader learns the ops' count from them.
+# Ragged results in a shared file (SharedFile.reply_offset): the columns, each n_pairs values of
+# its little-endian dtype; then, where the results have them, each ragged array as its n_pairs + 1
+# int64 offsets followed by its values (edit's locations: offsets, begins, ends); the CIGAR
+# (offsets, then uint32 ops) last. Offsets come before their values so a reader learns the
+# values' count from them. Results with no ragged part are their columns only.
 
 
-def ragged_file_arrays(results: Results, columns: Sequence[tuple[str, str]]) -> list[np.ndarray]:
+def ragged_file_arrays(results: Results, columns: Sequence[tuple[str, str]],
+                       locations: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> list[np.ndarray]:
     """The arrays a server writes back to back for ragged results (``columns``: name and
-    little-endian dtype of each column, in order)."""
-    if results.cigar_ops is None or results.cigar_offsets is None:
-        raise ValueError("ragged results carry a CIGAR")
+    little-endian dtype of each column, in order; ``locations``: edit's (begins, ends, offsets))."""
     arrays = [np.ascontiguousarray(results.columns[name], dtype=dtype) for name, dtype in columns]
-    return arrays + [np.ascontiguousarray(results.cigar_offsets, dtype="<i8"),
-                     np.ascontiguousarray(results.cigar_ops, dtype="<u4")]
+    if locations is not None:
+        begin, end, offsets = locations
+        arrays += [np.ascontiguousarray(offsets, dtype="<i8"), np.ascontiguousarray(begin, dtype="<i8"),
+                   np.ascontiguousarray(end, dtype="<i8")]
+    if results.cigar_ops is not None and results.cigar_offsets is not None:
+        arrays += [np.ascontiguousarray(results.cigar_offsets, dtype="<i8"),
+                   np.ascontiguousarray(results.cigar_ops, dtype="<u4")]
+    return arrays
 
 
 def ragged_file_bytes(n_pairs: int, n_ops: int, columns: Sequence[tuple[str, str]]) -> int:
@@ -353,8 +360,8 @@ def ragged_file_bytes(n_pairs: int, n_ops: int, columns: Sequence[tuple[str, str
 
 
 def ragged_from_file(data: np.ndarray, n_pairs: int, columns: Sequence[tuple[str, str]]) -> Results:
-    """Results of n_pairs pairs read from the bytes :func:`ragged_file_arrays` wrote (copies);
-    ValueError when they do not hold such results."""
+    """Results of n_pairs pairs with a CIGAR (and no locations) read from the bytes
+    :func:`ragged_file_arrays` wrote (copies); ValueError when they do not hold such results."""
     at, found = 0, {}
     for name, dtype in columns:
         size = n_pairs * np.dtype(dtype).itemsize

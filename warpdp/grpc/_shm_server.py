@@ -50,9 +50,12 @@ from ._shm_registry import (  # noqa: F401 (re-exported: the server's shared-mem
 
 # Buffers one preadv() call fills at most (Linux's IOV_MAX); it moves at most 2 GiB - 4 KiB.
 _IOV_MAX = 1024
-# A request's arrays are read by up to _READ_THREADS threads, each taking at least _READ_PART_BYTES.
+# A request's arrays are read by up to _READ_THREADS threads (no more than the cores this
+# process may run on), each taking at least _READ_PART_BYTES: below that, handing a part to a
+# thread costs more than reading it (BENCHMARKS.md, C/C++ section).
 _READ_THREADS = 4
-_READ_PART_BYTES = 1 << 20
+_READ_PART_BYTES = 4 << 20
+_CORES = len(os.sched_getaffinity(0))
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 _MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0)  # map the pages at once, not at first touch
@@ -97,7 +100,7 @@ def read_arrays(region: Region, sizes: Sequence[int], fields: Sequence[str], max
     # The memfd holds the arrays back to back. One thread reads slower than a GPU scores, so
     # large requests are read in parts by several threads at once.
     joined = [a for a in arrays.values() if len(a)]
-    parts = min(_READ_THREADS, total // _READ_PART_BYTES)
+    parts = min(_READ_THREADS, _CORES, total // _READ_PART_BYTES)
     try:
         if parts < 2:
             _read_range(region, joined, 0, total)

@@ -40,7 +40,7 @@ import numpy as np
 
 from .cancel import CancelCheck
 from .core import cigar as core_cigar
-from .core.backend import check_devices, choose_backend, resolve_threads
+from .core.backend import check_devices, choose_backend, resolve_cpu_isa, resolve_threads
 from .core.packed import QueryTargetPairs, SequenceInput, check_int, check_offsets
 from .core.params import Params
 from .core.results import Results, join_offsets
@@ -224,7 +224,8 @@ def edit(
 ) -> EditResults:
     """Edit distance of every pair (see the module doc); ``params`` or its fields as keywords
     (``edit(pairs, mode="hw", task="path")``). ``pairs`` is :class:`EditPairs` or an iterable of
-    ``(query, target)``. ``cpu_isa``: "scalar" (this family's only CPU variant so far). ``out``
+    ``(query, target)``. ``cpu_isa`` forces a CPU variant ("scalar", "avx2", "avx512"; default: the
+    environment variable ``WARPDP_CPU_ISA`` if set, else the best one this CPU supports). ``out``
     is reserved (results are ragged, so they are always allocated here). ``cancelled`` is
     checked between GPU chunks (see warpdp.plugin.cancel). The GPU backend
     (warpdp/kernels/edit.py) gives the CPU's answers exactly; exact pairs too large for one GPU
@@ -242,8 +243,7 @@ def edit(
     chosen = choose_backend(backend, "edit")
     from ..cython_cpu import edit as cpu_edit
 
-    if cpu_isa is not None and cpu_isa not in cpu_edit.ISAS:
-        raise ValueError(f"cpu_isa must be one of {', '.join(cpu_edit.ISAS)} for edit, not {cpu_isa!r}")
+    cpu_isa = resolve_cpu_isa(cpu_isa, cpu_edit.ISA_NAMES)
     if chosen == "gpu":
         from ..kernels import edit as gpu_edit
 
@@ -256,7 +256,7 @@ def edit(
         done = int(ends[start - 1]) if start else 0
         stop = max(start + 1, int(np.searchsorted(ends, done + CHUNK_BASES, side="right")))
         stop = min(stop, pairs.n_pairs)
-        parts.append(_run_cpu(cpu_edit, pairs.select(start, stop), params, n_threads, start))
+        parts.append(_run_cpu(cpu_edit, pairs.select(start, stop), params, n_threads, cpu_isa, start))
         start = stop
     if len(parts) == 1:
         return parts[0]
@@ -269,14 +269,15 @@ def edit(
 CHUNK_BASES = 1 << 24
 
 
-def _run_cpu(cpu_edit: Any, pairs: EditPairs, params: EditParams, threads: int, first: int) -> EditResults:
+def _run_cpu(cpu_edit: Any, pairs: EditPairs, params: EditParams, threads: int, cpu_isa: str | None,
+             first: int) -> EditResults:
     n = pairs.n_pairs
     columns = {name: np.zeros(n, dtype=np.int64) for name in EditResults.COLUMNS}
 
     class _Out:
         distance, t_begin, t_end = columns["distance"], columns["target_begin"], columns["target_end"]
 
-    bad, locations, cigar = cpu_edit.run(pairs, params, _Out, threads=threads, isa="scalar")
+    bad, locations, cigar = cpu_edit.run(pairs, params, _Out, threads=threads, isa=cpu_isa)
     if bad >= 0:
         raise ValueError(f"pair {first + bad} has a byte other than A, C, G, T (the windowed method takes only those)")
     ops, offsets = cigar if cigar is not None else (None, None)
@@ -284,7 +285,7 @@ def _run_cpu(cpu_edit: Any, pairs: EditPairs, params: EditParams, threads: int, 
 
 
 def edit_cpu_isas() -> list[str]:
-    """CPU variants of the edit family (scalar only: no SIMD body yet)."""
+    """CPU variants this machine can run for edit distance, slowest first (the last is the default)."""
     from ..cython_cpu import edit as cpu_edit
 
     return cpu_edit.edit_isas()

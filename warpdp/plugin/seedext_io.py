@@ -15,11 +15,12 @@ from __future__ import annotations
 import io
 import os
 import re
+from collections.abc import Iterable
 
 import numpy as np
 
 from .core.packed import offsets_of
-from .core.text import PathOrFile, open_text, require_pysam
+from .core.text import PathOrFile, open_text, require_pysam, whole_input
 from .seedext import MAX_SCORE, SeedExtPairs, SeedExtResults
 
 _H0_WORD = re.compile(r"(?:^|\s)h0=(\S+)")
@@ -45,21 +46,32 @@ def _parse_h0(text: str, where: str) -> int:
 
 
 def read_seedext_tsv(source: PathOrFile) -> SeedExtPairs:
-    """Read ``query <TAB> target <TAB> h0`` lines into packed pairs."""
+    """Read ``query <TAB> target <TAB> h0`` lines into packed pairs.
+
+    The C scanner reads them (warpdp/cython_cpu/parse_seedext.c); where it declines (a malformed
+    line, an unusual byte), the line-by-line reader below does, and names the fault."""
+    with whole_input(source) as text:
+        arrays = text.scanned("seedext", MAX_SCORE)
+        if arrays is not None:
+            return SeedExtPairs.from_arrays(**arrays)
+        with text.lines() as (lines, name):
+            return _seedext_lines(lines, name)
+
+
+def _seedext_lines(lines: Iterable[str], name: str) -> SeedExtPairs:
     queries, targets, h0s = [], [], []
-    with open_text(source) as (stream, name):
-        for number, line in enumerate(stream, 1):
-            line = line.rstrip("\r\n")
-            if not line.strip() or line.startswith("#"):
-                continue
-            fields = line.split("\t") if "\t" in line else line.split()
-            where = f"{name}, line {number}"
-            if len(fields) != 3:
-                raise ValueError(f"{where}: expected 3 fields (query, target, h0), found {len(fields)}")
-            query, target, h0 = fields
-            queries.append(query.strip().encode("ascii", errors="replace"))
-            targets.append(target.strip().encode("ascii", errors="replace"))
-            h0s.append(_parse_h0(h0.strip(), where))
+    for number, line in enumerate(lines, 1):
+        line = line.rstrip("\r\n")
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split("\t") if "\t" in line else line.split()
+        where = f"{name}, line {number}"
+        if len(fields) != 3:
+            raise ValueError(f"{where}: expected 3 fields (query, target, h0), found {len(fields)}")
+        query, target, h0 = fields
+        queries.append(query.strip().encode("ascii", errors="replace"))
+        targets.append(target.strip().encode("ascii", errors="replace"))
+        h0s.append(_parse_h0(h0.strip(), where))
     return _packed(queries, targets, h0s)
 
 

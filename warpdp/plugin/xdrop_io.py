@@ -17,12 +17,12 @@ single spaces (the layout of ``*.seqan.out``).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 
 from .core.packed import offsets_of
-from .core.text import PathOrFile, open_text, require_pysam
+from .core.text import PathOrFile, open_text, require_pysam, whole_input
 from .xdrop import XdropPairs, XdropResults, check_k
 
 _COMPLEMENT = bytes.maketrans(b"ACGTNacgtn", b"TGCANtgcan")
@@ -72,19 +72,30 @@ class _Pairs:
 
 
 def read_logan_text(source: PathOrFile, *, k: int) -> XdropPairs:
-    """Parse LOGAN's text format (see the module doc) into packed pairs; blank lines are skipped."""
+    """Parse LOGAN's text format (see the module doc) into packed pairs; blank lines are skipped.
+
+    The C scanner reads it (warpdp/cython_cpu/parse_logan.c); where it declines (a malformed
+    line, an unusual byte), the line-by-line reader below does, and names the fault."""
     k = check_k(k)
+    with whole_input(source) as text:
+        arrays = text.scanned("logan", k)
+        if arrays is not None:
+            return XdropPairs.from_arrays(**arrays)
+        with text.lines() as (lines, name):
+            return _logan_lines(lines, name, k)
+
+
+def _logan_lines(lines: Iterable[str], name: str, k: int) -> XdropPairs:
     pairs = _Pairs(k)
-    with open_text(source) as (stream, name):
-        for number, line in enumerate(stream, start=1):
-            fields = line.split()
-            if not fields:
-                continue
-            where = f"{name}, line {number}"
-            if len(fields) != 5:
-                raise ValueError(f"{where}: expected 5 fields (seqV posV seqH posH strand), found {len(fields)}")
-            pairs.add(fields[0].encode("ascii", errors="replace"), fields[1],
-                      fields[2].encode("ascii", errors="replace"), fields[3], fields[4], where)
+    for number, line in enumerate(lines, start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        where = f"{name}, line {number}"
+        if len(fields) != 5:
+            raise ValueError(f"{where}: expected 5 fields (seqV posV seqH posH strand), found {len(fields)}")
+        pairs.add(fields[0].encode("ascii", errors="replace"), fields[1],
+                  fields[2].encode("ascii", errors="replace"), fields[3], fields[4], where)
     return pairs.packed()
 
 

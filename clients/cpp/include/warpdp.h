@@ -85,10 +85,13 @@ typedef struct {
 } warpdp_client_options;
 
 /* Opens a handle on a warpdp server (gRPC, the warpdp.v1 service) and checks that it answers
-   (ServerInfo). Each call is one unary RPC: a batch must fit the server's message limit
-   (--max-message-mb, 64 MB by default). On the server's own host (a loopback address or a Unix
-   socket) a request's arrays of 64 KiB or more go through shared memory (a sealed memfd) when
-   the server offers it, and so do X-drop's, seed extension's and Pair-HMM's results. The server checks what it receives as the in-process
+   (ServerInfo). Each call is one unary RPC when the batch fits the server's message limit
+   (--max-message-mb, 64 MB by default); a larger batch goes as several, of consecutive pairs
+   (Pair-HMM: batches) within the limit, and one the server refuses as too large (its cell limit,
+   or its memory budget) is halved and sent again; the results come back in order either way. On
+   the server's own host (a loopback address or a Unix socket) a request's arrays of 64 KiB or
+   more go through shared memory (a sealed memfd) when the server offers it, and so do the
+   results (every family's). The server checks what it receives as the in-process
    library does, and its errors come back as the same codes with the server's message;
    max_traceback_cells is the server's own. WARPDP_ERR_UNSUPPORTED when the library was built
    without gRPC (WARPDP_WITH_GRPC=OFF). */

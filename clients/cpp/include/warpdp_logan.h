@@ -4,7 +4,7 @@
  * for CPU callers (warpdp::extendSeed, warpdp::XdropBatcher). C++17.
  *
  * The names, members and argument lists are LOGAN's (github.com/PASSIONLab/LOGAN, the
- * 11-argument extendSeedL). Semantics, as LOGAN's: query = V, target = H; seed i starts at
+ * 11-argument extendSeedL, and the 10-argument one of the LOGAN copy BELLA calls). Semantics, as LOGAN's: query = V, target = H; seed i starts at
  * (beginPositionH, beginPositionV) and ends at (endPositionH, endPositionV); the left extension
  * starts from the begin positions, the right one from the end positions; res[i] = left score +
  * right score + kmer_length; the seed's begin positions become those of the left extension and its
@@ -100,11 +100,20 @@ inline void setUpperDiagonal(SeedL &s, int const value) { s.upperDiagonal = valu
 inline void setBeginDiagonal(SeedL &s, int const value) { s.beginDiagonal = value; }
 inline void setEndDiagonal(SeedL &s, int const value) { s.endDiagonal = value; }
 
+/* LOGAN's result record (logan.cuh), which BELLA's GPU path fills from res and the seeds. */
+struct loganResult {
+    int score;
+    std::string strand;
+    SeedL seed;
+};
+
 /* LOGAN's batch call: extends seeds[0 .. numAlignments) (H = target[i], V = query[i]) with
-   penalties[0] and X-drop XDrop; fills res[0 .. numAlignments) and updates the seeds (see above). */
+   penalties[0] and X-drop XDrop; fills res[0 .. numAlignments) and updates the seeds (see above).
+   n_threads may be left out: LOGAN's own repository has the 11-argument form, the copy in BELLA
+   (loganGPU/functions.cuh) the 10-argument one BELLA calls. */
 void extendSeedL(std::vector<SeedL> &seeds, ExtensionDirectionL direction, std::vector<std::string> &target,
                  std::vector<std::string> &query, std::vector<ScoringSchemeL> &penalties, int const &XDrop,
-                 int const &kmer_length, int *res, int numAlignments, int ngpus, int n_threads);
+                 int const &kmer_length, int *res, int numAlignments, int ngpus, int n_threads = 0);
 
 namespace warpdp {
 

@@ -1,8 +1,9 @@
 // Client handles: each family's call as one unary RPC of the warpdp.v1 service (warpdp.proto),
-// packed arrays in (through shared memory when the server is on this host and offers it), the
-// reply's columns copied into the caller's buffers.
+// packed arrays in and results out (both through shared memory when the server is on this host
+// and offers it), the results copied into the caller's buffers.
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "client_calls.h"
 #include "internal.h"
 #include "shared_memory.h"
 #include "warpdp.grpc.pb.h"
@@ -22,6 +24,7 @@ struct wd_client {
     std::unique_ptr<v1::Warpdp::Stub> stub;
     std::string token;
     double timeout_seconds;
+    int64_t max_message_bytes;  // the server's limit on a request (and a reply), 0: none given
     std::unique_ptr<wd::SharedMemory> shared;  // NULL: the server is elsewhere or does not offer it
 };
 
@@ -73,34 +76,40 @@ wd::Array array(const char *field, const void *data, int64_t n, size_t size)
     return {field, data, n > 0 ? size_t(n) * size : 0};
 }
 
-// Copies a reply column of n values of type T into out (n == 0: nothing); false when its size is wrong.
-template <typename T>
-bool column(const std::string &field, int64_t n, T *out)
-{
-    if (field.size() != size_t(n) * sizeof(T))
-        return false;
-    if (n > 0)
-        std::memcpy(out, field.data(), field.size());
-    return true;
-}
+// One RPC's outcome. Its results are in the reply message or, when the server wrote them into
+// the request's memfd (SharedFile.reply_offset), there: the memfd is held until this goes.
+struct Call {
+    grpc::Status status;
+    wd::SharedMemory *shared = nullptr;
+    wd::SharedFile *file = nullptr;
+    uint64_t reply_offset = 0;
+    Call() = default;
+    Call(const Call &) = delete;
+    Call &operator=(const Call &) = delete;
+    ~Call()
+    {
+        if (file != nullptr)
+            shared->release(file);
+    }
+};
 
 // One RPC; the request's packed arrays go through shared memory where the client has it, and
-// with reply_bytes > 0 (the family's bound of result bytes, fixed-width results only) the
-// server may write the results into that memory too: they are then moved into the reply.
+// with reply_bytes > 0 (the family's bound of result bytes, see SharedFile.reply_offset) the
+// server may write the results into that memory too (read them with Results).
 template <typename Request, typename Reply, typename Packed>
-grpc::Status rpc(wd_client *c, Request &request, Packed *packed, const wd::Arrays &arrays, Reply *reply,
-                 size_t reply_bytes,
-                 grpc::Status (v1::Warpdp::Stub::*method)(grpc::ClientContext *, const Request &, Reply *))
+void rpc(wd_client *c, Request &request, Packed *packed, const wd::Arrays &arrays, Reply *reply,
+         size_t reply_bytes, grpc::Status (v1::Warpdp::Stub::*method)(grpc::ClientContext *, const Request &, Reply *),
+         Call *call)
 {
     wd::SharedFile *file = c->shared ? c->shared->share(request, *packed, arrays, reply_bytes) : nullptr;
     if (file == nullptr)
         wd::pack(*packed, arrays);
     grpc::ClientContext context;
     prepare(c, context);
-    grpc::Status status = (c->stub.get()->*method)(&context, request, reply);
+    call->status = (c->stub.get()->*method)(&context, request, reply);
     if (file == nullptr)
-        return status;
-    if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+        return;
+    if (call->status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
         // The server could not use the memfd (a kept one it no longer knows, after a restart):
         // the memfds go, and the call is made once more with the arrays in the message.
         wd::unshare(request, *packed, arrays);
@@ -108,31 +117,100 @@ grpc::Status rpc(wd_client *c, Request &request, Packed *packed, const wd::Array
         reply->Clear();
         grpc::ClientContext again;
         prepare(c, again);
-        return (c->stub.get()->*method)(&again, request, reply);
+        call->status = (c->stub.get()->*method)(&again, request, reply);
+        return;
     }
-    if (status.ok())
-        wd::take_results(*file, request.shared_file().reply_offset(), *reply);
-    c->shared->release(file);
-    return status;
+    call->shared = c->shared.get();
+    call->file = file;
+    call->reply_offset = request.shared_file().reply_offset();
+}
+
+// A reply's result fields, read in the family's order: each from its field of the message, or,
+// when the server wrote them into the memfd, back to back from the reply offset (the layout of
+// SharedFile.reply_offset).
+class Results {
+public:
+    // first: the reply's first result field (empty with pairs: the results are in the memfd).
+    Results(const Call &call, uint64_t n_pairs, const std::string &first)
+    {
+        if (call.file != nullptr && call.reply_offset > 0 && n_pairs > 0 && first.empty() &&
+            call.reply_offset <= call.file->capacity) {
+            at_ = call.file->map + call.reply_offset;
+            left_ = call.file->capacity - call.reply_offset;
+        }
+    }
+
+    // Copies the next field, n values of type T, into out (NULL: skipped); false when the field
+    // (in the message) has another size or (in the memfd) would run past its end.
+    template <typename T>
+    bool column(const std::string &field, int64_t n, T *out)
+    {
+        const char *data = take(field, size_t(n) * sizeof(T));
+        if (data == nullptr)
+            return false;
+        if (out != nullptr && n > 0)
+            std::memcpy(out, data, size_t(n) * sizeof(T));
+        return true;
+    }
+
+    // A ragged array of n pairs: its n + 1 offsets into out_offsets, then its values (at most
+    // capacity) into out; false unless the offsets run from 0 up to a count within capacity.
+    template <typename T>
+    bool ragged(const std::string &values, const std::string &offsets, int64_t n, T *out, int64_t capacity,
+                int64_t *out_offsets)
+    {
+        if (!column(offsets, n + 1, out_offsets) || out_offsets[0] != 0)
+            return false;
+        for (int64_t i = 0; i < n; i++)
+            if (out_offsets[i + 1] < out_offsets[i])
+                return false;
+        return out_offsets[n] <= capacity && column(values, out_offsets[n], out);
+    }
+
+    // The next field's bytes (size of them), or NULL.
+    const char *take(const std::string &field, size_t size)
+    {
+        if (at_ == nullptr)
+            return field.size() == size ? field.data() : nullptr;
+        if (size > left_)
+            return nullptr;
+        const char *data = at_;
+        at_ += size;
+        left_ -= size;
+        return data;
+    }
+
+private:
+    const char *at_ = nullptr;  // NULL: the results are in the message
+    size_t left_ = 0;
+};
+
+// Room for results in the memfd: n_pairs values of `columns` int64 columns, plus ragged arrays
+// of at most the given numbers of values (their offsets included).
+size_t columns_bytes(int64_t n_pairs, int columns)
+{
+    return size_t(n_pairs) * 8 * size_t(columns);
+}
+
+// The same for a fixed-width family's reply: every bytes field of it is a result column.
+template <typename Reply>
+size_t fixed_reply_bytes(int64_t n_pairs)
+{
+    const google::protobuf::Descriptor *d = Reply::descriptor();
+    int columns = 0;
+    for (int i = 0; i < d->field_count(); i++)
+        columns += d->field(i)->type() == google::protobuf::FieldDescriptor::TYPE_BYTES;
+    return columns_bytes(n_pairs, columns);
+}
+
+size_t ragged_bytes(int64_t n_pairs, int64_t values, size_t value_size)
+{
+    return size_t(n_pairs + 1) * 8 + size_t(values) * value_size;
 }
 
 int malformed(const char *family)
 {
     return wd_fail(WARPDP_ERR_RPC, "warpdp %s: the server's reply does not match the request", family);
-}
-
-// A ragged reply (values + n_pairs + 1 offsets) into the caller's buffers (capacity checked).
-template <typename T>
-bool ragged(const std::string &values, const std::string &offsets, int64_t n, T *out, int64_t capacity,
-            int64_t *out_offsets)
-{
-    if (offsets.size() != size_t(n + 1) * 8 || values.size() % sizeof(T) != 0 ||
-        int64_t(values.size() / sizeof(T)) > capacity)
-        return false;
-    std::memcpy(out_offsets, offsets.data(), offsets.size());
-    if (!values.empty())
-        std::memcpy(out, values.data(), values.size());
-    return out_offsets[0] == 0 && out_offsets[n] == int64_t(values.size() / sizeof(T));
 }
 
 std::string read_file(const char *path, bool *ok)
@@ -177,6 +255,7 @@ int wd_client_open(const warpdp_client_options *options, wd_client **client)
     const grpc::Status s = made->stub->ServerInfo(&context, v1::ServerInfoRequest(), &info);
     if (!s.ok())
         return status_of(s, "client");
+    made->max_message_bytes = int64_t(std::min<uint64_t>(info.limits().max_message_bytes(), uint64_t(1) << 62));
     if (info.shared_files().enabled() && !info.shared_files().socket().empty() &&
         wd::is_local_target(options->address))
         made->shared = std::make_unique<wd::SharedMemory>(info.shared_files().socket());
@@ -189,7 +268,14 @@ void wd_client_free(wd_client *client)
     delete client;
 }
 
-int wd_client_xdrop(wd_client *c, const warpdp_xdrop_pairs *p, const warpdp_xdrop_params *params,
+namespace wd {
+
+int64_t max_message_bytes(const wd_client *c)
+{
+    return c->max_message_bytes;
+}
+
+int xdrop_rpc(wd_client *c, const warpdp_xdrop_pairs *p, const warpdp_xdrop_params *params,
                     const warpdp_xdrop_results *r)
 {
     v1::XdropRequest request;
@@ -207,18 +293,21 @@ int wd_client_xdrop(wd_client *c, const warpdp_xdrop_pairs *p, const warpdp_xdro
     request.set_gap(params->gap);
     request.set_report(params->report == WARPDP_XDROP_REPORT_BEST ? v1::XDROP_REPORT_BEST : v1::XDROP_REPORT_LONGEST);
     v1::XdropReply reply;
-    const grpc::Status s =
-        rpc(c, request, request.mutable_pairs(), arrays, &reply, size_t(n) * 6 * 8, &v1::Warpdp::Stub::Xdrop);
-    if (!s.ok())
-        return status_of(s, "xdrop");
-    if (!column(reply.score(), n, r->score) || !column(reply.begin_h(), n, r->begin_h) ||
-        !column(reply.end_h(), n, r->end_h) || !column(reply.begin_v(), n, r->begin_v) ||
-        !column(reply.end_v(), n, r->end_v) || (r->cells != nullptr && !column(reply.cells(), n, r->cells)))
+    Call call;
+    rpc(c, request, request.mutable_pairs(), arrays, &reply, fixed_reply_bytes<v1::XdropReply>(n),
+        &v1::Warpdp::Stub::Xdrop, &call);
+    if (!call.status.ok())
+        return status_of(call.status, "xdrop");
+    Results from(call, reply.n_pairs(), reply.score());
+    if (reply.n_pairs() != uint64_t(n) || !from.column(reply.score(), n, r->score) ||
+        !from.column(reply.begin_h(), n, r->begin_h) || !from.column(reply.end_h(), n, r->end_h) ||
+        !from.column(reply.begin_v(), n, r->begin_v) || !from.column(reply.end_v(), n, r->end_v) ||
+        (r->cells != nullptr && !from.column(reply.cells(), n, r->cells)))
         return malformed("xdrop");
     return wd_ok();
 }
 
-int wd_client_seedext(wd_client *c, const warpdp_seedext_pairs *p, const warpdp_seedext_params *params,
+int seedext_rpc(wd_client *c, const warpdp_seedext_pairs *p, const warpdp_seedext_params *params,
                       warpdp_seedext_result *results)
 {
     v1::SeedExtendRequest request;
@@ -238,25 +327,30 @@ int wd_client_seedext(wd_client *c, const warpdp_seedext_pairs *p, const warpdp_
     request.set_end_bonus(params->end_bonus);
     request.set_zdrop(params->zdrop);
     v1::SeedExtendReply reply;
-    const grpc::Status s = rpc(c, request, request.mutable_pairs(), arrays, &reply, size_t(n) * 6 * 8,
-                                 &v1::Warpdp::Stub::SeedExtend);
-    if (!s.ok())
-        return status_of(s, "seedext");
+    Call call;
+    rpc(c, request, request.mutable_pairs(), arrays, &reply, fixed_reply_bytes<v1::SeedExtendReply>(n),
+        &v1::Warpdp::Stub::SeedExtend, &call);
+    if (!call.status.ok())
+        return status_of(call.status, "seedext");
+    Results from(call, reply.n_pairs(), reply.score());
     const std::string *fields[] = {&reply.score(), &reply.qle(), &reply.tle(), &reply.gtle(), &reply.gscore(),
                                    &reply.max_off()};
-    for (const std::string *f : fields)
-        if (f->size() != size_t(n) * 8)
+    const char *columns[6];
+    for (int f = 0; f < 6; f++)
+        if ((columns[f] = from.take(*fields[f], size_t(n) * 8)) == nullptr)
             return malformed("seedext");
+    if (reply.n_pairs() != uint64_t(n))
+        return malformed("seedext");
     for (int64_t i = 0; i < n; i++) {
         int64_t v[6];
         for (int f = 0; f < 6; f++)
-            std::memcpy(&v[f], fields[f]->data() + size_t(i) * 8, 8);
+            std::memcpy(&v[f], columns[f] + size_t(i) * 8, 8);
         results[i] = {int32_t(v[0]), int32_t(v[1]), int32_t(v[2]), int32_t(v[3]), int32_t(v[4]), int32_t(v[5])};
     }
     return wd_ok();
 }
 
-int wd_client_pairhmm(wd_client *c, const warpdp_pairhmm_batches *b, int use_double, double *out, int64_t n_out)
+int pairhmm_rpc(wd_client *c, const warpdp_pairhmm_batches *b, int use_double, double *out, int64_t n_out)
 {
     v1::PairHmmRequest request;
     const wd::Arrays arrays = {array("read_bases", b->read_bases, b->n_read_bases, 1),
@@ -271,11 +365,13 @@ int wd_client_pairhmm(wd_client *c, const warpdp_pairhmm_batches *b, int use_dou
                                array("batch_haps", b->batch_haps, b->n_batches + 1, 8)};
     request.set_use_double(use_double != 0);
     v1::PairHmmReply reply;
-    const grpc::Status s = rpc(c, request, request.mutable_batches(), arrays, &reply, size_t(n_out) * 8,
-                                 &v1::Warpdp::Stub::PairHmm);
-    if (!s.ok())
-        return status_of(s, "pairhmm");
-    if (!column(reply.log10_likelihoods(), n_out, out))
+    Call call;
+    rpc(c, request, request.mutable_batches(), arrays, &reply, fixed_reply_bytes<v1::PairHmmReply>(n_out),
+        &v1::Warpdp::Stub::PairHmm, &call);
+    if (!call.status.ok())
+        return status_of(call.status, "pairhmm");
+    Results from(call, reply.n_pairs(), reply.log10_likelihoods());
+    if (reply.n_pairs() != uint64_t(n_out) || !from.column(reply.log10_likelihoods(), n_out, out))
         return malformed("pairhmm");
     return wd_ok();
 }
@@ -292,7 +388,7 @@ wd::Arrays seq_arrays(const warpdp_seq_pairs *p)
 
 }  // namespace
 
-int wd_client_align(wd_client *c, const warpdp_seq_pairs *p, const warpdp_align_params *a,
+int align_rpc(wd_client *c, const warpdp_seq_pairs *p, const warpdp_align_params *a,
                     const warpdp_align_results *r)
 {
     static const char *const MODES[] = {"global", "semiglobal", "local", "extension", "gatk"};
@@ -319,21 +415,28 @@ int wd_client_align(wd_client *c, const warpdp_seq_pairs *p, const warpdp_align_
     request.set_overhang(OVERHANGS[a->overhang]);
     request.set_cigar(a->cigar != 0);
     v1::AlignReply reply;
-    const grpc::Status s = rpc(c, request, request.mutable_pairs(), arrays, &reply, 0, &v1::Warpdp::Stub::Align);
-    if (!s.ok())
-        return status_of(s, "align");
     const int64_t n = p->n_pairs;
-    if (!column(reply.score(), n, r->score) || !column(reply.query_begin(), n, r->query_begin) ||
-        !column(reply.query_end(), n, r->query_end) || !column(reply.target_begin(), n, r->target_begin) ||
-        !column(reply.target_end(), n, r->target_end))
+    // Room for the columns and a CIGAR as long as the caller's buffer (a longer one is an error
+    // anyway), or the longest the pairs can have.
+    const size_t reply_bytes =
+        columns_bytes(n, 5) +
+        (a->cigar ? ragged_bytes(n, std::min(r->cigar_capacity, p->query_total + p->target_total + 2 * n), 4) : 0);
+    Call call;
+    rpc(c, request, request.mutable_pairs(), arrays, &reply, reply_bytes, &v1::Warpdp::Stub::Align, &call);
+    if (!call.status.ok())
+        return status_of(call.status, "align");
+    Results from(call, reply.n_pairs(), reply.score());
+    if (reply.n_pairs() != uint64_t(n) || !from.column(reply.score(), n, r->score) ||
+        !from.column(reply.query_begin(), n, r->query_begin) || !from.column(reply.query_end(), n, r->query_end) ||
+        !from.column(reply.target_begin(), n, r->target_begin) || !from.column(reply.target_end(), n, r->target_end))
         return malformed("align");
-    if (a->cigar && !ragged(reply.cigar_ops(), reply.cigar_offsets(), n, r->cigar_ops, r->cigar_capacity,
-                            r->cigar_offsets))
+    if (a->cigar && !from.ragged(reply.cigar_ops(), reply.cigar_offsets(), n, r->cigar_ops, r->cigar_capacity,
+                                 r->cigar_offsets))
         return malformed("align");
     return wd_ok();
 }
 
-int wd_client_edit(wd_client *c, const warpdp_seq_pairs *p, const warpdp_edit_params *e,
+int edit_rpc(wd_client *c, const warpdp_seq_pairs *p, const warpdp_edit_params *e,
                    const warpdp_edit_results *r)
 {
     static const char *const MODES[] = {"nw", "shw", "hw"}, *const TASKS[] = {"distance", "locations", "path"},
@@ -349,19 +452,31 @@ int wd_client_edit(wd_client *c, const warpdp_seq_pairs *p, const warpdp_edit_pa
     request.set_window(e->window);
     request.set_overlap(e->overlap);
     v1::EditReply reply;
-    const grpc::Status s = rpc(c, request, request.mutable_pairs(), arrays, &reply, 0, &v1::Warpdp::Stub::Edit);
-    if (!s.ok())
-        return status_of(s, "edit");
     const int64_t n = p->n_pairs;
-    if (!column(reply.distance(), n, r->distance) || !column(reply.target_begin(), n, r->target_begin) ||
-        !column(reply.target_end(), n, r->target_end))
+    const bool locations = e->task >= WARPDP_EDIT_LOCATIONS, path = e->task == WARPDP_EDIT_PATH;
+    // Room for the columns, locations and a CIGAR as long as the caller's buffers, or the most
+    // the pairs can have (a location per target base and pair, an op per base).
+    const size_t reply_bytes =
+        columns_bytes(n, 3) +
+        (locations ? ragged_bytes(n, std::min(r->loc_capacity, p->target_total + n), 16) : 0) +
+        (path ? ragged_bytes(n, std::min(r->cigar_capacity, p->query_total + p->target_total + 2 * n), 4) : 0);
+    Call call;
+    rpc(c, request, request.mutable_pairs(), arrays, &reply, reply_bytes, &v1::Warpdp::Stub::Edit, &call);
+    if (!call.status.ok())
+        return status_of(call.status, "edit");
+    Results from(call, reply.n_pairs(), reply.distance());
+    if (reply.n_pairs() != uint64_t(n) || !from.column(reply.distance(), n, r->distance) ||
+        !from.column(reply.target_begin(), n, r->target_begin) || !from.column(reply.target_end(), n, r->target_end))
         return malformed("edit");
-    if (e->task >= WARPDP_EDIT_LOCATIONS &&
-        (!ragged(reply.loc_begin(), reply.loc_offsets(), n, r->loc_begin, r->loc_capacity, r->loc_offsets) ||
-         !column(reply.loc_end(), r->loc_offsets[n], r->loc_end)))
+    // In the memfd's order (SharedFile.reply_offset): locations, then the CIGAR.
+    if (locations && (!from.ragged(reply.loc_begin(), reply.loc_offsets(), n, r->loc_begin, r->loc_capacity,
+                                   r->loc_offsets) ||
+                      !from.column(reply.loc_end(), r->loc_offsets[n], r->loc_end)))
         return malformed("edit");
-    if (e->task == WARPDP_EDIT_PATH &&
-        !ragged(reply.cigar_ops(), reply.cigar_offsets(), n, r->cigar_ops, r->cigar_capacity, r->cigar_offsets))
+    if (path &&
+        !from.ragged(reply.cigar_ops(), reply.cigar_offsets(), n, r->cigar_ops, r->cigar_capacity, r->cigar_offsets))
         return malformed("edit");
     return wd_ok();
 }
+
+}  // namespace wd

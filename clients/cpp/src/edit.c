@@ -64,7 +64,7 @@ static int run(warpdp_handle *handle, const warpdp_seq_pairs *pairs, const warpd
                const warpdp_edit_results *results, edit_outputs *out)
 {
     int isa;
-    WD_TRY(wd_family_isa(handle, "edit", 1u << WARPDP_ISA_SCALAR, &isa));
+    WD_TRY(wd_family_isa(handle, "edit", 7u, &isa));
     const edit_pairs c_pairs = {pairs->query_bases, pairs->target_bases, pairs->query_offsets,
                                 pairs->target_offsets, pairs->n_pairs, pairs->query_total, pairs->target_total};
     const edit_params c_params = {p->mode, p->task, p->method, p->k, p->window, p->overlap};

@@ -4,12 +4,13 @@
 #define WARPDP_INTERNAL_H
 
 #include <stdint.h>
-#include "cpu_common.h"
 #include "warpdp.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+#include "cpu_common.h" /* C declarations: the kernels' shared helpers (warpdp_offsets_ok, ...) */
 
 typedef struct wd_client wd_client; /* client.cpp: a gRPC channel and stub */
 

@@ -1,6 +1,7 @@
 /* warpdp_seedext: BWA's ksw_extend2 over packed pairs (seedext_driver.c). */
 #include <stddef.h>
 #include "internal.h"
+#include "seq_pairs.h"
 #include "seedext_kernel.h"
 
 /* The driver's field codes (SEEDEXT_BAD_* in seedext_kernel.h), in order. */
@@ -21,13 +22,11 @@ warpdp_seedext_params warpdp_seedext_params_default(void)
 static int check_pairs(const warpdp_seedext_pairs *pairs)
 {
     WD_TRY(wd_check_pointer(pairs, "pairs", 1));
-    WD_TRY(wd_check_count(pairs->n_pairs, "pairs->n_pairs", WD_MAX_ITEMS));
-    WD_TRY(wd_check_count(pairs->query_total, "pairs->query_total", WD_MAX_BYTES));
-    WD_TRY(wd_check_count(pairs->target_total, "pairs->target_total", WD_MAX_BYTES));
-    WD_TRY(wd_check_pointer(pairs->query, "pairs->query", pairs->query_total > 0));
-    WD_TRY(wd_check_pointer(pairs->target, "pairs->target", pairs->target_total > 0));
-    WD_TRY(wd_check_pointer(pairs->query_offsets, "pairs->query_offsets", 1));
-    WD_TRY(wd_check_pointer(pairs->target_offsets, "pairs->target_offsets", 1));
+    const wd_sequences query = {pairs->query, pairs->query_total, pairs->query_offsets,
+                                "pairs->query", "pairs->query_total", "pairs->query_offsets"};
+    const wd_sequences target = {pairs->target, pairs->target_total, pairs->target_offsets,
+                                 "pairs->target", "pairs->target_total", "pairs->target_offsets"};
+    WD_TRY(wd_check_sequences(pairs->n_pairs, &query, &target));
     return wd_check_pointer(pairs->h0, "pairs->h0", pairs->n_pairs > 0);
 }
 

@@ -3,16 +3,25 @@
 #include "internal.h"
 #include "seq_pairs.h"
 
+int wd_check_sequences(int64_t n_pairs, const wd_sequences *a, const wd_sequences *b)
+{
+    WD_TRY(wd_check_count(n_pairs, "pairs->n_pairs", WD_MAX_ITEMS));
+    WD_TRY(wd_check_count(a->total, a->total_name, WD_MAX_BYTES));
+    WD_TRY(wd_check_count(b->total, b->total_name, WD_MAX_BYTES));
+    WD_TRY(wd_check_pointer(a->bases, a->bases_name, a->total > 0));
+    WD_TRY(wd_check_pointer(b->bases, b->bases_name, b->total > 0));
+    WD_TRY(wd_check_pointer(a->offsets, a->offsets_name, 1));
+    return wd_check_pointer(b->offsets, b->offsets_name, 1);
+}
+
 int wd_check_seq_pairs(const warpdp_seq_pairs *pairs)
 {
     WD_TRY(wd_check_pointer(pairs, "pairs", 1));
-    WD_TRY(wd_check_count(pairs->n_pairs, "pairs->n_pairs", WD_MAX_ITEMS));
-    WD_TRY(wd_check_count(pairs->query_total, "pairs->query_total", WD_MAX_BYTES));
-    WD_TRY(wd_check_count(pairs->target_total, "pairs->target_total", WD_MAX_BYTES));
-    WD_TRY(wd_check_pointer(pairs->query_bases, "pairs->query_bases", pairs->query_total > 0));
-    WD_TRY(wd_check_pointer(pairs->target_bases, "pairs->target_bases", pairs->target_total > 0));
-    WD_TRY(wd_check_pointer(pairs->query_offsets, "pairs->query_offsets", 1));
-    return wd_check_pointer(pairs->target_offsets, "pairs->target_offsets", 1);
+    const wd_sequences query = {pairs->query_bases, pairs->query_total, pairs->query_offsets,
+                                "pairs->query_bases", "pairs->query_total", "pairs->query_offsets"};
+    const wd_sequences target = {pairs->target_bases, pairs->target_total, pairs->target_offsets,
+                                 "pairs->target_bases", "pairs->target_total", "pairs->target_offsets"};
+    return wd_check_sequences(pairs->n_pairs, &query, &target);
 }
 
 /* The counts are bounded by wd_check_seq_pairs' limits, so these sums cannot overflow. */

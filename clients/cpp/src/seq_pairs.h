@@ -1,4 +1,4 @@
-/* Shared by align and edit: checks of warpdp_seq_pairs and packing of ragged outputs. */
+/* Shared by the families: checks of packed pairs; align's and edit's packing of ragged outputs. */
 #ifndef WARPDP_SEQ_PAIRS_H
 #define WARPDP_SEQ_PAIRS_H
 
@@ -6,7 +6,20 @@
 #include <stdint.h>
 #include "warpdp.h"
 
-/* Pointers and counts (the offsets' contents are the driver's to check). */
+/* One of a pair set's two packed sequence arrays, with its fields' names for error messages. */
+typedef struct {
+    const void *bases;
+    int64_t total; /* bytes in bases */
+    const int64_t *offsets;
+    const char *bases_name, *total_name, *offsets_name; /* "pairs->query_bases", ... */
+} wd_sequences;
+
+/* The checks every family's pairs share, pairs itself checked first: n_pairs and both totals
+   within the limits, each bases pointer present unless its total is 0, both offsets present (the
+   offsets' contents are the driver's to check). */
+int wd_check_sequences(int64_t n_pairs, const wd_sequences *a, const wd_sequences *b);
+
+/* wd_check_sequences for warpdp_seq_pairs (align, edit). */
 int wd_check_seq_pairs(const warpdp_seq_pairs *pairs);
 
 /* A caller's ragged output: values and offsets present, capacity >= needed. */

@@ -201,25 +201,6 @@ void unshare(google::protobuf::Message &request, google::protobuf::Message &pack
     pack(packed, arrays);
 }
 
-void take_results(const SharedFile &file, uint64_t offset, google::protobuf::Message &reply)
-{
-    const google::protobuf::Descriptor *d = reply.GetDescriptor();
-    const google::protobuf::Reflection *r = reply.GetReflection();
-    const uint64_t n = r->GetUInt64(reply, d->FindFieldByName("n_pairs"));
-    std::vector<const google::protobuf::FieldDescriptor *> fields;
-    for (int i = 0; i < d->field_count(); i++)
-        if (d->field(i)->type() == google::protobuf::FieldDescriptor::TYPE_BYTES)
-            fields.push_back(d->field(i));
-    if (offset == 0 || n == 0 || fields.empty() || !r->GetStringReference(reply, fields[0], nullptr).empty())
-        return;  // results in the message (or none)
-    if (offset > file.capacity || n > (file.capacity - offset) / 8 / fields.size())
-        return;
-    for (const google::protobuf::FieldDescriptor *f : fields) {
-        r->SetString(&reply, f, std::string(file.map + offset, size_t(n) * 8));
-        offset += n * 8;
-    }
-}
-
 bool is_local_target(const std::string &target)
 {
     if (target.rfind("unix:", 0) == 0 || target.rfind("unix-abstract:", 0) == 0)

@@ -71,12 +71,6 @@ private:
 // Clears `request`'s shared_file and puts the arrays into `packed` (pack).
 void unshare(google::protobuf::Message &request, google::protobuf::Message &packed, const Arrays &arrays);
 
-// If the server wrote a reply's results into `file` at `offset` (a reply with pairs whose
-// result fields are empty; see SharedFile.reply_offset), puts them into those fields:
-// every bytes field of the reply, in field-number order, 8 bytes per value, n_pairs values each.
-// Results that would not fit in the file are left out (the caller then finds the reply malformed).
-void take_results(const SharedFile &file, uint64_t offset, google::protobuf::Message &reply);
-
 // Requests whose arrays hold at least this many bytes go through shared memory.
 constexpr size_t SHARED_MIN_BYTES = 64 * 1024;
 

@@ -1,5 +1,6 @@
 /* warpdp_xdrop: gapped X-drop seed extension over packed pairs (xdrop_driver.c). */
 #include "internal.h"
+#include "seq_pairs.h"
 #include "xdrop_kernel.h"
 
 /* xdrop_run's field codes (XDROP_BAD_* in xdrop_kernel.h), in order. */
@@ -15,14 +16,12 @@ warpdp_xdrop_params warpdp_xdrop_params_default(int64_t k, int64_t x)
 static int check_pairs(const warpdp_xdrop_pairs *pairs)
 {
     WD_TRY(wd_check_pointer(pairs, "pairs", 1));
-    WD_TRY(wd_check_count(pairs->n_pairs, "pairs->n_pairs", WD_MAX_ITEMS));
-    WD_TRY(wd_check_count(pairs->h_total, "pairs->h_total", WD_MAX_BYTES));
-    WD_TRY(wd_check_count(pairs->v_total, "pairs->v_total", WD_MAX_BYTES));
+    const wd_sequences h = {pairs->h_bases, pairs->h_total, pairs->h_offsets,
+                            "pairs->h_bases", "pairs->h_total", "pairs->h_offsets"};
+    const wd_sequences v = {pairs->v_bases, pairs->v_total, pairs->v_offsets,
+                            "pairs->v_bases", "pairs->v_total", "pairs->v_offsets"};
+    WD_TRY(wd_check_sequences(pairs->n_pairs, &h, &v));
     const int any = pairs->n_pairs > 0;
-    WD_TRY(wd_check_pointer(pairs->h_bases, "pairs->h_bases", pairs->h_total > 0));
-    WD_TRY(wd_check_pointer(pairs->v_bases, "pairs->v_bases", pairs->v_total > 0));
-    WD_TRY(wd_check_pointer(pairs->h_offsets, "pairs->h_offsets", 1));
-    WD_TRY(wd_check_pointer(pairs->v_offsets, "pairs->v_offsets", 1));
     WD_TRY(wd_check_pointer(pairs->h_pos, "pairs->h_pos", any));
     return wd_check_pointer(pairs->v_pos, "pairs->v_pos", any);
 }

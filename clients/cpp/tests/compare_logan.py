@@ -70,7 +70,7 @@ def main() -> int:
             reference = [" ".join(line.split()) for line in seqan.read_text().splitlines() if line.strip()]
             if reference != want:
                 problems.append(f"{tsv.name} X={x}: the Python API differs from SeqAn's outputs")
-        for mode in ("logan", "seed", "batcher"):
+        for mode in ("logan", "bella", "seed", "batcher"):
             done = run(args.program, mode, tsv, x)
             if done.returncode != 0 or done.stdout.splitlines() != want:
                 problems.append(f"{tsv.name} X={x} {mode}: exit {done.returncode}, {done.stderr.strip()[:200]}; "

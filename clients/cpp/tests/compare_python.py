@@ -12,8 +12,8 @@ With --server the harness opens a client handle (warpdp_open_client) on a real w
 started here (warpdp.grpc.Server, what `warpdp serve` runs; CPU backend, loopback, a bearer
 token), and the same cases must give the same results through gRPC; a wrong token must be
 refused (WARPDP_ERR_UNAUTHENTICATED), and, where openssl is installed, one case runs over TLS.
-For the fixed-width families (xdrop, seedext, pairhmm) every case whose arrays are large enough
-for shared memory must get its results back through the memfd (SharedFile.reply_offset): the
+Every case whose arrays are large enough for shared memory must get its results back through
+the memfd (SharedFile.reply_offset; align's and edit's ragged CIGARs and locations too): the
 server, in this process, counts the results it writes there (the reply then carries none).
 """
 from __future__ import annotations
@@ -327,6 +327,14 @@ def edit_cases() -> list[Case]:
     cases += [edit_case(f"synthetic.{mode}", pairs, mode=mode, task="path") for mode in ("nw", "shw", "hw")]
     cases.append(edit_case("synthetic.windowed.locations", pairs, mode="shw", method="windowed", task="locations",
                            window=20, overlap=5))
+    # Large enough for a client handle's shared memory (MEMFD_MIN_BYTES), each task.
+    large = []
+    for _ in range(400):
+        t = random_dna(int(RNG.integers(200, 400)))
+        large.append((mutate(t, 0.1) or b"C", t))
+    pairs = warpdp.pack_edit_pairs(large)
+    cases += [edit_case(f"synthetic.large.hw.{task}", pairs, mode="hw", task=task, k=60 if task == "locations" else -1)
+              for task in ("distance", "locations", "path")]
     cases.append(edit_case("bad.windowed.N", warpdp.pack_edit_pairs([(b"ACGNT", b"ACGGT")]), mode="shw",
                            method="windowed"))
     return cases
@@ -350,10 +358,11 @@ def tls_files(work: Path) -> tuple[Path, Path] | None:
     return cert, key
 
 
-# Families whose client handle asks for its results in shared memory, and the input bytes from
-# which it must get them that way (its threshold is 64 KiB of packed arrays; the harness's files
-# are at most twice as wide as the packed arrays: seed extension's h0 goes from int32 to int64).
-REPLY_IN_MEMFD = ("xdrop", "seedext", "pairhmm")
+# Families whose client handle asks for its results in shared memory (every family: align's and
+# edit's ragged CIGARs and locations too), and the input bytes from which it must get them that
+# way (its threshold is 64 KiB of packed arrays; the harness's files are at most twice as wide as
+# the packed arrays: seed extension's h0 goes from int32 to int64).
+REPLY_IN_MEMFD = ("xdrop", "seedext", "pairhmm", "align", "edit")
 MEMFD_MIN_BYTES = 128 * 1024
 
 
@@ -421,6 +430,78 @@ def replace_name(case: Case, name: str) -> Case:
     return copy
 
 
+# A server limit (bytes of a request message, shared memory's arrays or a reply) that the large
+# cases exceed: the client handle must split them into requests within it (some through shared
+# memory, some in messages), and put the results together in order.
+SMALL_LIMIT_BYTES = 96 * 1024
+
+
+def count_requests(family: str) -> list[int]:
+    """Counts the requests this process's servers decode for the family."""
+    from warpdp import registry
+
+    algorithm = type(registry.family(family).algorithm())
+    counted = [0]
+    decode = algorithm.decode
+
+    def counting(self: Any, *args: Any, **kwargs: Any) -> Any:
+        counted[0] += 1
+        return decode(self, *args, **kwargs)
+
+    algorithm.decode = counting
+    return counted
+
+
+def run_in_chunks(family: str, cases: list[Case], harness: str, work: Path) -> list[str]:
+    """The cases over SMALL_LIMIT_BYTES on a server with that message limit: results equal, and
+    each took several requests."""
+    from warpdp.grpc import Server, ServerConfig
+
+    problems, chunked = [], 0
+    requests = count_requests(family)
+    server = Server(ServerConfig(port=0, backend="cpu", host="127.0.0.1",
+                                 max_message_mb=SMALL_LIMIT_BYTES / 2**20)).start()
+    try:
+        for case in cases:
+            if case.expected is None or sum(a.nbytes for a in case.arrays.values()) <= SMALL_LIMIT_BYTES:
+                continue
+            before = requests[0]
+            problems += run_case(family, replace_name(case, "small-limit"), harness, work / "chunks",
+                                 {"server": server.address})
+            chunked += 1
+            if requests[0] - before < 2:
+                problems.append(f"{case.name}: {requests[0] - before} request(s) on a server with a "
+                                f"{SMALL_LIMIT_BYTES}-byte limit")
+    finally:
+        server.stop()
+    print(f"{family}: {chunked} cases split for a server with a {SMALL_LIMIT_BYTES}-byte message limit")
+    if not chunked:
+        problems.append(f"no {family} case is large enough to be split for a {SMALL_LIMIT_BYTES}-byte limit")
+    if family == "align":  # cells are simplest to count for align: query length x target length
+        problems += run_over_cell_limit(family, [c for c in cases if c.expected is not None][0], harness, work,
+                                        requests)
+    return problems
+
+
+def run_over_cell_limit(family: str, case: Case, harness: str, work: Path, requests: list[int]) -> list[str]:
+    """A case on a server whose cell limit is a quarter of its cells: the server refuses the whole
+    batch (RESOURCE_EXHAUSTED) and the client handle must halve it until the server takes it."""
+    from warpdp.grpc import Server, ServerConfig
+
+    cells = np.diff(case.arrays["query_offsets"]) * np.diff(case.arrays["target_offsets"])
+    limit = max(int(cells.sum()) // 4, int(cells.max()))
+    server = Server(ServerConfig(port=0, backend="cpu", host="127.0.0.1", max_request_cells=limit)).start()
+    try:
+        before = requests[0]
+        problems = run_case(family, replace_name(case, "cell-limit"), harness, work / "chunks",
+                            {"server": server.address})
+    finally:
+        server.stop()
+    if requests[0] - before < 5:  # refused whole, refused halves, then at least four accepted
+        problems.append(f"{case.name}: {requests[0] - before} request(s) on a server with a limit of {limit} cells")
+    return problems
+
+
 def run_on_server(family: str, cases: list[Case], harness: str, work: Path) -> list[str]:
     from warpdp.grpc import Server, ServerConfig
 
@@ -476,6 +557,7 @@ def main() -> int:
     problems = []
     if args.server:
         problems = run_on_server(args.family, cases, args.harness, args.work)
+        problems += run_in_chunks(args.family, cases, args.harness, args.work)
     else:
         for case in cases:
             problems += run_case(args.family, case, args.harness, args.work)

@@ -1,6 +1,7 @@
 // Runs warpdp_logan.h's entry points on a LOGAN demo file, for compare_logan.py:
 //   warpdp_test_logan MODE INPUT.tsv K X
-// MODE: logan (extendSeedL on the whole file), seed (warpdp::extendSeed per pair), batcher
+// MODE: logan (extendSeedL on the whole file), bella (the same as BELLA calls it: 10 arguments,
+// results in loganResult), seed (warpdp::extendSeed per pair), batcher
 // (warpdp::XdropBatcher, batches of 7), directions (left-only and right-only extensions must
 // compose to the two-sided one), errors (bad input throws std::invalid_argument).
 // Prints "score beginH endH beginV endV" per pair (strand c handled as LOGAN's demo does).
@@ -135,6 +136,19 @@ int main(int argc, char **argv)
             extendSeedL(in.seeds, EXTEND_BOTHL, in.h, in.v, penalties, x, k, res.data(), int(in.seeds.size()), 1, 128);
             for (std::size_t i = 0; i < in.seeds.size(); i++)
                 print(res[i], in.seeds[i]);
+        } else if (mode == "bella") {
+            // As BELLA's GPU path (include/align.hpp, alignLogan) calls it: LOGAN's 10-argument
+            // form (no n_threads), the results kept in loganResult records.
+            std::vector<ScoringSchemeL> penalties{scoring};
+            std::vector<int> res(in.seeds.size());
+            extendSeedL(in.seeds, EXTEND_BOTHL, in.h, in.v, penalties, x, k, res.data(), int(in.seeds.size()), 1);
+            std::vector<loganResult> kept(in.seeds.size());
+            for (std::size_t i = 0; i < in.seeds.size(); i++) {
+                kept[i].score = res[i];
+                kept[i].seed = in.seeds[i];
+            }
+            for (const loganResult &r : kept)
+                print(r.score, r.seed);
         } else if (mode == "seed") {
             for (std::size_t i = 0; i < in.seeds.size(); i++) {
                 SeedL s = in.seeds[i];
