@@ -5,6 +5,7 @@ edlib (PyPI, one thread) on the long set.
     python benchmarks/edit_gpu.py [--long-pairs 10000] [--short-pairs 1000000]
                                   [--exact-long-pairs N] [--edlib-long 40] [--repeats 3]
                                   [--scrooge DIR] [--workdir DIR] [--cigar-sample 20000]
+                                  [--sets long,short] [--no-exact] [--windowed-tasks path,distance]
 
 Workloads (benchmarks/edit.py's generator, seeds 1 and 2): long reads of 5-20 kb with 5-15 %
 errors, PacBio-like indel-rich (30 % substitutions, 35 % insertions, 35 % deletions), each against
@@ -225,6 +226,10 @@ def windowed_rows(report: Report, name: str, pairs: EditPairs, w: int, o: int, a
     report.row(name, label, "warpdp GPU", n, n / t)
     t_kernels = kernel_seconds(lambda: warpdp.edit(padded, backend="gpu", **fields))
     report.row(name, label, "warpdp GPU kernels alone", n, n / t_kernels)
+    for task in filter(lambda task: task and task != "path", args.windowed_tasks.split(",")):
+        other = dict(fields, task=task)
+        t_task = seconds(lambda: warpdp.edit(padded, backend="gpu", **other), args.repeats)
+        report.row(name, f"windowed W{w}/O{o}, {task}", "warpdp GPU", n, n / t_task)
     for chunk_bases in filter(None, args.chunk_bases.split(",")):
         default, gpu_edit._CHUNK_BASES = gpu_edit._CHUNK_BASES, int(float(chunk_bases))
         t_chunk = seconds(lambda: warpdp.edit(padded, backend="gpu", **fields), args.repeats)
@@ -286,6 +291,10 @@ def main() -> int:
     parser.add_argument("--chunk-bases", default="", help="comma-separated bases per chunk to time the windowed "
                         "rows with as well (the launcher's _CHUNK_BASES; default: its own only)")
     parser.add_argument("--sets", default="long,short")
+    parser.add_argument("--exact", action=argparse.BooleanOptionalAction, default=True,
+                        help="time the exact rows too (--no-exact: the windowed rows only)")
+    parser.add_argument("--windowed-tasks", default="path", help="comma-separated tasks of the windowed rows "
+                        "(path: the full rows and Scrooge's; the others: warpdp's end-to-end row only)")
     args = parser.parse_args()
     rng = np.random.default_rng(27)
     report = Report()
@@ -296,7 +305,8 @@ def main() -> int:
         else:
             pairs = read_pairs(args.short_pairs, (100, 250), (0.01, 0.05), (0.8, 0.1, 0.1), seed=2)
             windowed_rows(report, name, pairs, 32, 17, args, rng)
-        exact_rows(report, name, pairs, args)
+        if args.exact:
+            exact_rows(report, name, pairs, args)
     report.print()
     return 0
 

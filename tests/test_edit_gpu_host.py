@@ -274,3 +274,27 @@ def test_benchmark_script_runs_on_the_cpu():
     assert run.returncode == 0, run.stderr[-3000:]
     assert "| long | exact NW, path | CPU 1 thread | 1 |" in run.stdout
     assert "| short | windowed W32/O17, path | CPU 1 thread | 30 |" in run.stdout
+
+
+def test_join_offsets_lays_ragged_parts_end_to_end():
+    """What the chunks' CIGAR and location offsets are merged with (Results.concat), against
+    offsets rebuilt from every run's length in plain Python."""
+    from warpdp.plugin.core.results import join_offsets
+
+    rng = np.random.default_rng(5)
+    parts = [offsets_of(rng.integers(0, 9, size)) for size in (0, 3, 1, 0, 7)]
+    lengths = [int(b - a) for offsets in parts for a, b in zip(offsets[:-1], offsets[1:])]
+    want = [0]
+    for length in lengths:
+        want.append(want[-1] + length)
+    assert join_offsets(parts).tolist() == want
+    assert join_offsets([np.zeros(1, np.int64)]).tolist() == [0]
+
+
+def test_windowed_chunks_with_and_without_locations_merge_exactly(runner):
+    """k = 0: some pairs have no location (above k), others one, across several chunks (the
+    decoder's one-location shortcut and its gather), against the CPU backend."""
+    pairs = random_pairs(8, 40, (30, 60), (0.0, 0.03))
+    for task in ("locations", "path"):
+        _same(runner, pairs, method="windowed", mode="shw", window=32, overlap=17, task=task, k=0)
+        _same(runner, pairs, method="windowed", mode="shw", window=32, overlap=17, task=task, k=-1)

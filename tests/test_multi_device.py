@@ -301,7 +301,7 @@ def test_edit_results_merge_in_order_over_devices(fake: tuple[int, list[tuple]],
             first_chunks.wait()
             super().__init__(*args)
 
-        def decode(self, out: np.ndarray, cigar_ops: np.ndarray | None = None) -> object:
+        def decode(self, out: np.ndarray, *found: object) -> object:
             return edit(pairs.select(self.start, self.stop), params, backend="cpu")
 
     monkeypatch.setattr(gpu_edit, "ChunkPlan", CpuAnswerPlan)

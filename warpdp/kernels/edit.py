@@ -178,9 +178,7 @@ class ChunkPlan:
         self.toff = to[start:stop + 1] - self.t0
         self.skip = skip  # chunk indices left to the CPU backend
         self.params = params
-        m, n = np.diff(self.qoff), np.diff(self.toff)
-        on_gpu = np.ones(self.n, bool)
-        on_gpu[skip] = False
+        m = np.diff(self.qoff)
         self.symbols = np.zeros(256, np.uint16)
         self.alphabet = 0
         self.want_locations = params.task != "distance"
@@ -199,6 +197,9 @@ class ChunkPlan:
             self.counts = np.array([self.n, 0, 0], np.int32)
             lists = (("list1", 4 * self.n), ("list2", 4 * self.n), ("resume", 8 * RESUME_VALUES * self.n))
         else:
+            n = np.diff(self.toff)
+            on_gpu = np.ones(self.n, bool)
+            on_gpu[skip] = False
             queries = pairs.query_bases[self.q0:self.q1]
             present = np.bincount(queries, minlength=256) > 0
             self.alphabet = int(present.sum())
@@ -293,31 +294,57 @@ class ChunkPlan:
         table[:, self.skip] = 0
         return table
 
-    def decode(self, out: np.ndarray, cigar_ops: np.ndarray | None = None) -> Any:
+    def cigar_offsets(self, out: np.ndarray) -> np.ndarray:
+        """The offsets of the chunk's CIGARs packed in pair order (from their run counts in the
+        bytes that came back; none for the pairs left to the CPU)."""
+        counts = out[8 * 4 * self.n:8 * 5 * self.n].view(np.int64)
+        if len(self.skip):
+            counts = counts.copy()
+            counts[self.skip] = 0
+        return offsets_of(counts)
+
+    def decode(self, out: np.ndarray, cigar_ops: np.ndarray | None = None,
+               cigar_offsets: np.ndarray | None = None) -> Any:
         """The chunk's EditResults from the bytes that came back (``out_bytes`` from "out", or
-        ``head_bytes`` and the CIGARs' runs already packed in pair order, ``cigar_ops``); pairs
-        left to the CPU have placeholders (no locations, no CIGAR)."""
+        ``head_bytes`` and the CIGARs' runs already packed in pair order, ``cigar_ops``, with
+        their :meth:`cigar_offsets` when known); pairs left to the CPU have placeholders (no
+        locations, no CIGAR). Copies what it keeps: ``out`` is a reused buffer."""
         from ..plugin.edit import EditResults
 
         n, at0 = self.n, self.at["out"]
-        table = self.table(out)
-        columns = {"distance": table[0], "target_begin": table[1], "target_end": table[2]}
+        # The three result columns in one copy (their views keep it); the counts are read in place.
+        columns_copy = out[:8 * 3 * n].view(np.int64).reshape(3, n).copy()
+        columns_copy[:, self.skip] = 0
+        columns = {"distance": columns_copy[0], "target_begin": columns_copy[1], "target_end": columns_copy[2]}
         locations = ops = offsets = None
         if self.want_locations:
-            starts = np.arange(n, dtype=np.int64) + (0 if self.one_location else self.toff[:n])
+            counts = out[8 * 3 * n:8 * 4 * n].view(np.int64)
+            if len(self.skip):
+                counts = counts.copy()
+                counts[self.skip] = 0
             begin_at, end_at = self.at["loc_begin"] - at0, self.at["loc_end"] - at0
             begin = out[begin_at:begin_at + 8 * self.loc_room].view(np.int64)
             end = out[end_at:end_at + 8 * self.loc_room].view(np.int64)
-            loc_begin, loc_offsets = compact(begin, starts, table[3])
-            loc_end, _ = compact(end, starts, table[3])
-            locations = (loc_begin, loc_end, loc_offsets)
+            locations = self._locations(begin, end, counts)
         if self.want_cigar and cigar_ops is not None:
-            ops, offsets = cigar_ops, offsets_of(table[4])
+            ops, offsets = cigar_ops, self.cigar_offsets(out) if cigar_offsets is None else cigar_offsets
         elif self.want_cigar:
             cigar_at = self.at["cigar"] - at0
             ops, offsets = compact(out[cigar_at:cigar_at + 4 * self.cigar_room].view(np.uint32),
-                                   self.qoff[:n] + self.toff[:n], table[4])
+                                   self.qoff[:n] + self.toff[:n], np.diff(self.cigar_offsets(out)))
         return EditResults(columns, ops, offsets, locations)
+
+    def _locations(self, begin: np.ndarray, end: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Every pair's locations, packed: (loc_begin, loc_end, loc_offsets)."""
+        if not self.one_location:
+            starts = np.arange(self.n, dtype=np.int64) + self.toff[:self.n]
+            loc_begin, loc_offsets = compact(begin, starts, counts)
+            return loc_begin, compact(end, starts, counts)[0], loc_offsets
+        # At most one location per pair, at the pair's index: no gather unless some pair has none.
+        if bool((counts == 1).all()):
+            return begin[:self.n].copy(), end[:self.n].copy(), np.arange(self.n + 1, dtype=np.int64)
+        found = counts > 0
+        return begin[:self.n][found], end[:self.n][found], offsets_of(found)
 
 
 def compact(values: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -420,10 +447,10 @@ class _Runner(ChunkRunner):
         head = slot.pinned_out[:plan.head_bytes]
         if not plan.want_cigar:
             return plan.start, plan.decode(head)
-        offsets = offsets_of(plan.table(head)[4])
+        offsets = plan.cigar_offsets(head)
         total = int(offsets[-1])
         if total == 0:
-            return plan.start, plan.decode(head, np.zeros(0, np.uint32))
+            return plan.start, plan.decode(head, np.zeros(0, np.uint32), offsets)
         runtime, stream, base = self.cupy.cuda.runtime, slot.stream, int(slot.device.ptr)
         packed = self.cupy.cuda.alloc(8 * len(offsets) + 4 * total)
         runtime.memcpyAsync(packed.ptr, offsets.ctypes.data, 8 * len(offsets), 1, stream.ptr)
@@ -434,7 +461,7 @@ class _Runner(ChunkRunner):
                             2, stream.ptr)
         stream.synchronize()
         ops = slot.pinned_out[plan.head_bytes:plan.head_bytes + 4 * total].view(np.uint32).copy()
-        return plan.start, plan.decode(head, ops)
+        return plan.start, plan.decode(head, ops, offsets)
 
 
 def plan_chunk(pairs: Any, params: Any, skip: np.ndarray, chunk: tuple[int, int]) -> ChunkPlan:

@@ -41,9 +41,9 @@ import numpy as np
 from .cancel import CancelCheck
 from .core import cigar as core_cigar
 from .core.backend import check_devices, choose_backend, resolve_cpu_isa, resolve_threads
-from .core.packed import QueryTargetPairs, SequenceInput, check_int, check_offsets, offsets_of
+from .core.packed import QueryTargetPairs, SequenceInput, check_int, check_offsets
 from .core.params import Params
-from .core.results import Results
+from .core.results import Results, join_offsets
 
 MODES = ("nw", "shw", "hw")
 TASKS = ("distance", "locations", "path")
@@ -195,8 +195,7 @@ class EditResults(Results):
         if all(isinstance(p, EditResults) and p.locations is not None for p in parts):
             begin = np.concatenate([p.locations[0] for p in parts])  # type: ignore[union-attr]
             end = np.concatenate([p.locations[1] for p in parts])  # type: ignore[union-attr]
-            counts = np.concatenate([np.diff(p.locations[2]) for p in parts])  # type: ignore[union-attr]
-            joined.locations = (begin, end, offsets_of(counts))
+            joined.locations = (begin, end, join_offsets([p.locations[2] for p in parts]))  # type: ignore[union-attr]
         return joined
 
     def __eq__(self, other: object) -> bool:

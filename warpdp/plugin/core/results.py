@@ -40,7 +40,7 @@ class Results:
         if len(offsets) != self.n_pairs + 1 or offsets[0] != 0 or offsets[-1] != len(ops):
             raise ValueError(f"cigar_offsets must hold n_pairs + 1 = {self.n_pairs + 1} offsets from 0 to "
                              f"len(cigar_ops) = {len(ops)}")
-        if np.any(np.diff(offsets) < 0):
+        if np.any(offsets[1:] < offsets[:-1]):  # no int64 temporary (results of 10^6 pairs and more)
             raise ValueError("cigar_offsets must not decrease")
 
     @property
@@ -110,8 +110,7 @@ class Results:
         if not first.has_cigar:
             return first._like(columns, None, None)
         ops = np.concatenate([part.cigar_ops for part in parts])  # type: ignore[misc]
-        counts = np.concatenate([np.diff(part.cigar_offsets) for part in parts])  # type: ignore[arg-type]
-        return first._like(columns, ops, cigar.offsets_of(counts))
+        return first._like(columns, ops, join_offsets([part.cigar_offsets for part in parts]))  # type: ignore[misc]
 
     def nbytes(self) -> int:
         """Bytes of the arrays (what a reply carries of them)."""
@@ -121,4 +120,15 @@ class Results:
         return total
 
 
-__all__ = ["Results"]
+def join_offsets(parts: Sequence[np.ndarray]) -> np.ndarray:
+    """The offsets of ragged parts laid end to end (each part's offsets from 0, n_i + 1 of them)."""
+    joined = np.empty(1 + sum(len(offsets) - 1 for offsets in parts), dtype=np.int64)
+    joined[0], at, base = 0, 1, 0
+    for offsets in parts:
+        np.add(offsets[1:], base, out=joined[at:at + len(offsets) - 1])
+        at += len(offsets) - 1
+        base += int(offsets[-1])
+    return joined
+
+
+__all__ = ["Results", "join_offsets"]
