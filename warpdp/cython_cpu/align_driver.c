@@ -1,6 +1,7 @@
 /* Runs the align kernels over packed pairs: checks every argument first, converts bases to codes
    (generic modes), spreads pairs over OpenMP threads. */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <omp.h>
 #include "cpu_common.h"
@@ -9,13 +10,11 @@
 typedef int (*pair_kernel)(const uint8_t *, int64_t, const uint8_t *, int64_t, const align_params *, align_result *,
                            uint32_t *, warpdp_workspace *);
 
-/* A, C, G, T in either case -> 0..3; every other byte -> 4 (N), scored as the matrix says. */
+/* Bases to codes (align_base_code). */
 static void to_codes(uint8_t *dst, const uint8_t *src, int64_t len)
 {
-    for (int64_t i = 0; i < len; i++) {
-        const uint8_t u = (uint8_t)(src[i] & 0xDF);
-        dst[i] = u == 'A' ? 0 : u == 'C' ? 1 : u == 'G' ? 2 : u == 'T' ? 3 : 4;
-    }
+    for (int64_t i = 0; i < len; i++)
+        dst[i] = align_base_code(src[i]);
 }
 
 static int32_t abs32(int32_t v)
@@ -23,8 +22,9 @@ static int32_t abs32(int32_t v)
     return v < 0 ? -v : v;
 }
 
+/* Checks every argument; *largest_out receives the largest |parameter| (at least 1). */
 static int check_arguments(const align_pairs *pairs, const align_params *p, const align_outputs *out, int threads,
-                           warpdp_bad_argument *bad)
+                           int32_t *largest_out, warpdp_bad_argument *bad)
 {
     const int64_t max_length = INT32_MAX; /* the plugin's MAX_SEQUENCE_LENGTH */
     if (threads < 0 || threads > WARPDP_MAX_THREADS)
@@ -67,6 +67,7 @@ static int check_arguments(const align_pairs *pairs, const align_params *p, cons
     }
     if (largest < 1)
         largest = 1;
+    *largest_out = largest;
     const int64_t n = pairs->n_pairs;
     int64_t at;
     if (n < 0 || !warpdp_offsets_ok(pairs->q_offsets, n, pairs->q_total, 1, max_length, &at))
@@ -94,72 +95,187 @@ static int check_arguments(const align_pairs *pairs, const align_params *p, cons
     return 0;
 }
 
+static void store_result(align_outputs *out, int64_t i, const align_result *res);
+
+/* One pair with the scalar kernel; 0, or -1 out of memory. ws: rows, traceback, codes. */
+static int run_pair(const align_pairs *pairs, const align_params *p, align_outputs *out, int64_t i,
+                    warpdp_workspace *ws)
+{
+    const int64_t m = pairs->q_offsets[i + 1] - pairs->q_offsets[i];
+    const int64_t n = pairs->t_offsets[i + 1] - pairs->t_offsets[i];
+    const uint8_t *q = pairs->q_bases + pairs->q_offsets[i], *t = pairs->t_bases + pairs->t_offsets[i];
+    const int gatk = p->mode == ALIGN_GATK;
+    if (!gatk) {
+        uint8_t *codes = warpdp_workspace_reserve(&ws[2], (size_t)(m + n));
+        if (codes == NULL)
+            return -1;
+        to_codes(codes, q, m);
+        to_codes(codes + m, t, n);
+        q = codes;
+        t = codes + m;
+    }
+    uint32_t scratch_ops[1]; /* unused when no CIGAR is written */
+    uint32_t *ops = out->ops != NULL ? out->ops + pairs->q_offsets[i] + pairs->t_offsets[i] + 2 * i : scratch_ops;
+    if (gatk && out->ops == NULL) {
+        /* GATK mode always traces back; without a CIGAR output it goes to scratch */
+        ops = warpdp_workspace_reserve(&ws[2], (size_t)(m + n + 2) * sizeof(uint32_t));
+        if (ops == NULL)
+            return -1;
+    }
+    align_result res;
+    if (align_pair_scalar(q, m, t, n, p, &res, ops, ws) != 0)
+        return -1;
+    store_result(out, i, &res);
+    return 0;
+}
+
+static void store_result(align_outputs *out, int64_t i, const align_result *res)
+{
+    out->score[i] = res->score;
+    out->query_begin[i] = res->q_begin;
+    out->query_end[i] = res->q_end;
+    out->target_begin[i] = res->t_begin;
+    out->target_end[i] = res->t_end;
+    if (out->ops_count != NULL)
+        out->ops_count[i] = out->ops != NULL ? res->n_ops : 0;
+}
+
+/* The SIMD variants' inter-pair path: which pairs take it, batched by similar lengths. */
+typedef int (*lanes_kernel)(align_lane_batch *, const align_params *, warpdp_workspace *);
+typedef struct {
+    lanes_kernel kernel;
+    int lanes;
+    int64_t *order;      /* pairs for the lanes, by length, then the others */
+    int64_t n_lane_pairs, n_batches;
+} lane_plan;
+
+static int lane_pair(const align_pairs *pairs, const align_params *p, int32_t largest, int isa, int64_t i)
+{
+    const int64_t m = pairs->q_offsets[i + 1] - pairs->q_offsets[i];
+    const int64_t n = pairs->t_offsets[i + 1] - pairs->t_offsets[i];
+    if (p->mode == ALIGN_GATK || !align_fits_int16(m, n, largest))
+        return 0;
+    if (p->cigar && (m + 1) * (n + 1) > ALIGN_LANE_TRACE_CELLS)
+        return 0;
+    if (isa == WARPDP_ISA_AVX2) /* its score lookup holds bytes */
+        for (int k = 0; k < 25; k++)
+            if (p->matrix[k] < -128 || p->matrix[k] > 127)
+                return 0;
+    return 1;
+}
+
+static int64_t pair_key(const align_pairs *pairs, int64_t i)
+{
+    return ((pairs->q_offsets[i + 1] - pairs->q_offsets[i]) << 32) | (pairs->t_offsets[i + 1] - pairs->t_offsets[i]);
+}
+
+static const align_pairs *sorting_pairs; /* qsort's comparison has no context argument */
+
+static int by_length(const void *a, const void *b)
+{
+    const int64_t ka = pair_key(sorting_pairs, *(const int64_t *)a), kb = pair_key(sorting_pairs, *(const int64_t *)b);
+    return ka < kb ? -1 : ka > kb ? 1 : 0;
+}
+
+/* 0, or -1 out of memory. Pairs the lanes cannot take come after the lanes' pairs in order. */
+static int plan_lanes(lane_plan *plan, const align_pairs *pairs, const align_params *p, int32_t largest, int isa)
+{
+    const int64_t n = pairs->n_pairs;
+    plan->order = malloc((size_t)n * sizeof(int64_t));
+    if (plan->order == NULL)
+        return -1;
+    int64_t front = 0, back = n;
+    for (int64_t i = 0; i < n; i++) {
+        if (lane_pair(pairs, p, largest, isa, i))
+            plan->order[front++] = i;
+        else
+            plan->order[--back] = i;
+    }
+    #pragma omp critical(align_sorting)
+    {
+        sorting_pairs = pairs;
+        qsort(plan->order, (size_t)front, sizeof(int64_t), by_length);
+    }
+    plan->n_lane_pairs = front;
+    plan->n_batches = (front + plan->lanes - 1) / plan->lanes;
+    return 0;
+}
+
+/* Batch k of the plan; 0, or -1 out of memory. */
+static int run_batch(const align_pairs *pairs, const align_params *p, align_outputs *out, const lane_plan *plan,
+                     int64_t k, warpdp_workspace *ws)
+{
+    align_lane_batch b;
+    const int64_t first = k * plan->lanes;
+    const int64_t end = first + plan->lanes < plan->n_lane_pairs ? first + plan->lanes : plan->n_lane_pairs;
+    b.count = (int)(end - first);
+    for (int l = 0; l < b.count; l++) {
+        const int64_t i = plan->order[first + l];
+        b.q[l] = pairs->q_bases + pairs->q_offsets[i];
+        b.t[l] = pairs->t_bases + pairs->t_offsets[i];
+        b.m[l] = pairs->q_offsets[i + 1] - pairs->q_offsets[i];
+        b.n[l] = pairs->t_offsets[i + 1] - pairs->t_offsets[i];
+        b.ops[l] = out->ops != NULL ? out->ops + pairs->q_offsets[i] + pairs->t_offsets[i] + 2 * i : NULL;
+    }
+    if (plan->kernel(&b, p, ws) != 0)
+        return -1;
+    for (int l = 0; l < b.count; l++)
+        store_result(out, plan->order[first + l], &b.res[l]);
+    return 0;
+}
+
 int align_run(const align_pairs *pairs, const align_params *p, align_outputs *out, int threads, int isa,
               warpdp_bad_argument *bad)
 {
-    /* Only the scalar variant exists so far; align.pyx lists only it. */
-    pair_kernel kernel;
-    if (isa != WARPDP_ISA_SCALAR)
+    lane_plan plan = {NULL, 1, NULL, 0, 0};
+    switch (isa) {
+    case WARPDP_ISA_SCALAR:
+        break;
+#if WARPDP_X86_SIMD
+    case WARPDP_ISA_AVX2:
+        plan.kernel = align_lanes_avx2;
+        plan.lanes = 16;
+        break;
+    case WARPDP_ISA_AVX512:
+        plan.kernel = align_lanes_avx512;
+        plan.lanes = 32;
+        break;
+#endif
+    default:
         return -2;
-    kernel = align_pair_scalar;
-    int status = check_arguments(pairs, p, out, threads, bad);
+    }
+    if (!warpdp_cpu_supports(isa))
+        return -2;
+    int32_t largest = 1;
+    int status = check_arguments(pairs, p, out, threads, &largest, bad);
     if (status != 0)
         return status;
     if (pairs->n_pairs == 0)
         return 0;
-    const int gatk = p->mode == ALIGN_GATK;
+    if (plan.kernel != NULL && plan_lanes(&plan, pairs, p, largest, isa) != 0)
+        return -1;
+    /* Work items: the batches, then every pair outside them, one at a time. */
+    const int64_t n_items = plan.n_batches + pairs->n_pairs - plan.n_lane_pairs;
     int failed = 0;
     if (threads < 1)
         threads = omp_get_max_threads();
     #pragma omp parallel num_threads(threads) reduction(| : failed)
     {
-        /* rows, traceback, base codes */
-        warpdp_workspace ws[3] = {{NULL, 0}, {NULL, 0}, {NULL, 0}};
-        uint32_t scratch_ops[1]; /* unused when no CIGAR is written */
+        warpdp_workspace ws[3] = {{NULL, 0}, {NULL, 0}, {NULL, 0}}; /* rows, traceback, codes */
         #pragma omp for schedule(dynamic, 1)
-        for (int64_t i = 0; i < pairs->n_pairs; i++) {
+        for (int64_t k = 0; k < n_items; k++) {
             if (failed)
                 continue;
-            const int64_t m = pairs->q_offsets[i + 1] - pairs->q_offsets[i];
-            const int64_t n = pairs->t_offsets[i + 1] - pairs->t_offsets[i];
-            const uint8_t *q = pairs->q_bases + pairs->q_offsets[i], *t = pairs->t_bases + pairs->t_offsets[i];
-            if (!gatk) {
-                uint8_t *codes = warpdp_workspace_reserve(&ws[2], (size_t)(m + n));
-                if (codes == NULL) {
-                    failed = 1;
-                    continue;
-                }
-                to_codes(codes, q, m);
-                to_codes(codes + m, t, n);
-                q = codes;
-                t = codes + m;
-            }
-            uint32_t *ops = out->ops != NULL ? out->ops + pairs->q_offsets[i] + pairs->t_offsets[i] + 2 * i : scratch_ops;
-            align_result res;
-            if (gatk && out->ops == NULL) {
-                /* GATK mode always traces back; without a CIGAR output it goes to scratch */
-                uint32_t *tmp = warpdp_workspace_reserve(&ws[2], (size_t)(m + n + 2) * sizeof(uint32_t));
-                if (tmp == NULL) {
-                    failed = 1;
-                    continue;
-                }
-                ops = tmp;
-            }
-            if (kernel(q, m, t, n, p, &res, ops, ws) != 0) {
-                failed = 1;
-                continue;
-            }
-            out->score[i] = res.score;
-            out->query_begin[i] = res.q_begin;
-            out->query_end[i] = res.q_end;
-            out->target_begin[i] = res.t_begin;
-            out->target_end[i] = res.t_end;
-            if (out->ops_count != NULL)
-                out->ops_count[i] = out->ops != NULL ? res.n_ops : 0;
+            if (k < plan.n_batches)
+                failed = run_batch(pairs, p, out, &plan, k, ws) != 0;
+            else
+                failed = run_pair(pairs, p, out, plan.order != NULL ? plan.order[plan.n_lane_pairs + k - plan.n_batches]
+                                                                    : k, ws) != 0;
         }
         warpdp_workspace_free(&ws[0]);
         warpdp_workspace_free(&ws[1]);
         warpdp_workspace_free(&ws[2]);
     }
+    free(plan.order);
     return failed ? -1 : 0;
 }
