@@ -36,13 +36,17 @@ static inline size_t round64(size_t bytes)
     return (bytes + 63) & ~(size_t)63;
 }
 
-static int lane_reserve(lane_work *w, const align_lane_batch *b, int track, int trace, warpdp_workspace *ws)
+static void lane_extent(lane_work *w, const align_lane_batch *b)
 {
     w->max_m = w->max_n = 0;
     for (int l = 0; l < b->count; l++) {
         w->max_m = b->m[l] > w->max_m ? b->m[l] : w->max_m;
         w->max_n = b->n[l] > w->max_n ? b->n[l] : w->max_n;
     }
+}
+
+static int lane_reserve(lane_work *w, int track, int trace, warpdp_workspace *ws)
+{
     const size_t rows = (size_t)w->max_m + 1, cols = (size_t)w->max_n + 1;
     const size_t codes = round64(rows * LANES * 2), tcodes = round64(cols * LANES * 2);
     const size_t bytes8 = round64(rows * LANES) + round64(cols * LANES), vecs = cols * sizeof(VEC);
@@ -153,21 +157,20 @@ static inline __attribute__((always_inline)) void lane_row(lane_work *w, int64_t
         if (track || trace) {
             const MASK f_opened = M_GE(f_open, f_ext), e_opened = M_GE(e_open, e_ext);
             const MASK is_d = M_EQ(h_raw, d), is_e = M_EQ(h_raw, e), stop = M_GE(zero, h_raw);
-            if (track) {
-                const VEC ui = w->oi[j], uj = w->oj[j];
-                const VEC fi = w->ofi[j] = V_BLEND(f_opened, w->ofi[j], ui);
+            if (track) { /* semi-global begins are all in row 0: only the columns are carried */
+                const VEC uj = w->oj[j];
                 const VEC fj = w->ofj[j] = V_BLEND(f_opened, w->ofj[j], uj);
-                oei = V_BLEND(e_opened, oei, oli);
                 oej = V_BLEND(e_opened, oej, olj);
-                VEC oi = V_BLEND(is_d, V_BLEND(is_e, fi, oei), odi);
                 VEC oj = V_BLEND(is_d, V_BLEND(is_e, fj, oej), odj);
                 if (local) {
-                    oi = V_BLEND(stop, oi, vi);
+                    const VEC ui = w->oi[j];
+                    const VEC fi = w->ofi[j] = V_BLEND(f_opened, w->ofi[j], ui);
+                    oei = V_BLEND(e_opened, oei, oli);
+                    oli = w->oi[j] = V_BLEND(stop, V_BLEND(is_d, V_BLEND(is_e, fi, oei), odi), vi);
+                    odi = ui;
                     oj = V_BLEND(stop, oj, vj);
                 }
-                odi = ui;
                 odj = uj;
-                oli = w->oi[j] = oi;
                 olj = w->oj[j] = oj;
             }
             if (trace) {
@@ -301,20 +304,25 @@ static void lane_finish(const lane_work *w, const lane_state *st, align_lane_bat
     for (int l = 0; l < b->count; l++) {
         align_result *r = &b->res[l];
         r->n_ops = 0;
-        if (!p->cigar || (mode == ALIGN_LOCAL && r->score == 0))
+        if (w->trace == NULL || (mode == ALIGN_LOCAL && r->score == 0))
             continue;
         const align_trace tr = {w->trace + l, w->qc + l, w->tc + l, (size_t)w->max_n + 1, LANES, LANES};
-        align_trace_back(&tr, mode, r->q_end, r->t_end, b->ops[l], r);
+        align_trace_back(&tr, mode, r->q_end, r->t_end, p->cigar ? b->ops[l] : NULL, r);
     }
 }
 
 int LANES_ENTRY(align_lane_batch *b, const align_params *p, warpdp_workspace *ws)
 {
-    const int mode = p->mode, local = mode == ALIGN_LOCAL, trace = p->cigar;
-    const int track = !trace && (local || mode == ALIGN_SEMIGLOBAL);
+    const int mode = p->mode, local = mode == ALIGN_LOCAL;
     lane_work w;
     lane_state st;
-    if (lane_reserve(&w, b, track, trace, ws) != 0)
+    lane_extent(&w, b);
+    /* Score-only begins: traced back where the batch's traceback fits the lanes' budget (faster
+       than carrying them cell by cell), else carried. */
+    const int begins = !p->cigar && (local || mode == ALIGN_SEMIGLOBAL);
+    const int trace = p->cigar || (begins && (w.max_m + 1) * (w.max_n + 1) <= ALIGN_LANE_TRACE_CELLS);
+    const int track = begins && !trace;
+    if (lane_reserve(&w, track, trace, ws) != 0)
         return -1;
     lane_codes(&w, b);
     lane_start(&w, &st, b, p, track);

@@ -10,9 +10,10 @@ typedef struct {
     int64_t n;
 } op_runs;
 
+/* ops == NULL: nothing recorded (a traceback run for its begin cell only). */
 static inline void push_op(op_runs *r, int op, int64_t length)
 {
-    if (length <= 0)
+    if (length <= 0 || r->ops == NULL)
         return;
     if (r->n > 0 && (int)(r->ops[r->n - 1] & 0xF) == op) {
         r->ops[r->n - 1] += (uint32_t)(length << 4);
