@@ -1,0 +1,117 @@
+"""The align family's SIMD variants (AVX2, AVX-512: pairs in int16 lanes, batched by length) give the
+scalar variant's results exactly: scores, coordinates and CIGARs, for random pairs and parameters of
+every generic mode, including parameters that put some pairs past the int16 lanes' bound (those take
+the scalar kernel) and pairs right at it. The scalar variant itself is checked against the independent
+reference (tests/references/align.py) in test_align_api.py and against parasail in
+test_align_reference_data.py; the same random pairs are checked against that reference here too."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from references import align as ref
+from warpdp.plugin.align import AlignParams, align, align_cpu_isas
+
+SIMD_ISAS = [isa for isa in align_cpu_isas() if isa != "scalar"]
+MODES = ("global", "semiglobal", "local", "extension")
+pytestmark = pytest.mark.skipif(not SIMD_ISAS, reason="this CPU runs only the scalar variant")
+
+bases = st.text(alphabet="ACGTN", min_size=1, max_size=50)
+
+
+@st.composite
+def related_pairs(draw, longest: int = 50) -> list[tuple[str, str]]:
+    """Pairs of unrelated sequences and of a sequence and a mutated copy (long matching runs,
+    gaps), in batches over a lane count or two."""
+    pairs = []
+    for _ in range(draw(st.integers(1, 70))):
+        query = draw(st.text(alphabet="ACGTN", min_size=1, max_size=longest))
+        if draw(st.booleans()):
+            edits = draw(st.lists(st.tuples(st.integers(0, len(query)), st.sampled_from(["", "A", "C", "GG"])),
+                                  max_size=4))
+            target = query
+            for at, text in edits:
+                target = target[:at] + text + target[at + 1:]
+            target = target or "T"
+        else:
+            target = draw(st.text(alphabet="ACGTN", min_size=1, max_size=longest))
+        pairs.append((query, target))
+    return pairs
+
+
+@st.composite
+def parameters(draw, largest: int = 12) -> AlignParams:
+    mode = draw(st.sampled_from(MODES))
+    fields = dict(mode=mode, gaps=draw(st.sampled_from(["affine", "linear"])),
+                  gap_open=draw(st.integers(0, largest)), gap_extend=draw(st.integers(0, largest)),
+                  gap_convention=draw(st.sampled_from(["L-1", "L"])))
+    if fields["gaps"] == "affine" and fields["gap_convention"] == "L-1" and fields["gap_open"] < fields["gap_extend"]:
+        fields["gap_open"] = fields["gap_extend"]
+    if draw(st.booleans()):
+        fields["matrix"] = draw(st.lists(st.lists(st.integers(-largest, largest), min_size=5, max_size=5),
+                                         min_size=5, max_size=5))
+    else:
+        fields["match"] = draw(st.integers(1, largest))
+        fields["mismatch"] = draw(st.integers(-largest, -1))
+    if mode == "extension" and draw(st.booleans()):
+        fields["zdrop"] = draw(st.integers(0, 3 * largest))
+    return AlignParams(**fields)
+
+
+def assert_variants_agree(pairs: list[tuple[str, str]], params: AlignParams) -> None:
+    for cigar in (False, True):
+        want = align(pairs, params.replace(cigar=cigar), backend="cpu", cpu_isa="scalar", threads=1)
+        for isa in SIMD_ISAS:
+            got = align(pairs, params.replace(cigar=cigar), backend="cpu", cpu_isa=isa, threads=2)
+            assert got == want, (isa, cigar, params, [k for k in range(len(pairs)) if got.row(k) != want.row(k)][:5])
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(pairs=related_pairs(), params=parameters())
+def test_simd_variants_equal_scalar(pairs: list[tuple[str, str]], params: AlignParams) -> None:
+    assert_variants_agree(pairs, params)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(pairs=related_pairs(longest=60), params=parameters(largest=300))
+def test_simd_variants_equal_scalar_near_the_int16_bound(pairs: list[tuple[str, str]], params: AlignParams) -> None:
+    # |parameters| up to 300 (and AVX2's byte score table past 127): some pairs fit the int16
+    # lanes ((m + n + 2) * largest <= 2^14) and some go to the scalar kernel, in one call
+    assert_variants_agree(pairs, params)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_extreme_scores_at_the_int16_bound(mode: str) -> None:
+    # identical and opposite sequences sized so that (m + n + 2) * largest is just at and just
+    # past 2^14: the highest and lowest values a lane can hold
+    match, mismatch, gap_open, gap_extend = 64, -64, 64, 64
+    at_bound = 2 ** 14 // 64 // 2 - 1  # m = n = 127: (127 + 127 + 2) * 64 = 2^14
+    pairs = []
+    for length in (at_bound - 1, at_bound, at_bound + 1):
+        pairs += [("A" * length, "A" * length), ("A" * length, "C" * length), ("A" * length, "C" * (length // 3))]
+    params = AlignParams(mode=mode, match=match, mismatch=mismatch, gap_open=gap_open, gap_extend=gap_extend)
+    assert_variants_agree(pairs * 12, params)
+    matrix = np.array(params.score_matrix())
+    first, ext = params.gap_costs()
+    got = align(pairs, params.replace(cigar=True), backend="cpu", threads=1)
+    for k, (query, target) in enumerate(pairs):
+        want = ref.align(query, target, matrix, first, ext, mode, -1)
+        assert tuple(got.row(k)[c] for c in ("score", "query_begin", "query_end", "target_begin",
+                                             "target_end")) == want[:5], k
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(pairs=related_pairs(longest=30), params=parameters())
+def test_simd_variants_equal_the_independent_reference(pairs: list[tuple[str, str]], params: AlignParams) -> None:
+    matrix = np.array(params.score_matrix())
+    first, ext = params.gap_costs()
+    zdrop = -1 if params.zdrop is None else params.zdrop
+    for isa in SIMD_ISAS:
+        got = align(pairs, params.replace(cigar=True), backend="cpu", cpu_isa=isa, threads=1)
+        for k, (query, target) in enumerate(pairs):
+            want = ref.align(query, target, matrix, first, ext, params.mode, zdrop)
+            row = got.row(k)
+            assert (row["score"], row["query_begin"], row["query_end"], row["target_begin"], row["target_end"],
+                    row["cigar"]) == (*want[:5], want[5] or "*"), (isa, k, query, target)
