@@ -1,4 +1,4 @@
-/* AVX2 variant: 16 pairs per batch, one per int16 lane (align_lanes_body.h). Its score lookup
+/* AVX2 variant, int16 cells: 16 pairs per batch, one per lane (align_lanes_body.h). Its score lookup
    holds the matrix in bytes, so the driver sends it only matrices within -128..127. */
 #include "cpu_common.h"
 #if WARPDP_X86_SIMD /* the whole file: x86 only (cpu_common.h) */
@@ -51,6 +51,8 @@ static inline void store_bytes_avx2(uint8_t *p, __m256i v)
 }
 
 #define LANES 16
+#define CELL int16_t
+#define CELL_NEG INT16_MIN
 #define VEC __m256i
 #define MASK __m256i
 #define SCORE_TABLE score_table

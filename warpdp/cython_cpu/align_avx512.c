@@ -1,4 +1,4 @@
-/* AVX-512 variant (AVX-512BW): 32 pairs per batch, one per int16 lane (align_lanes_body.h). */
+/* AVX-512 variant (AVX-512BW), int16 cells: 32 pairs per batch, one per lane (align_lanes_body.h). */
 #include "cpu_common.h"
 #if WARPDP_X86_SIMD /* the whole file: x86 only (cpu_common.h) */
 #pragma GCC target("avx512f,avx512bw")
@@ -15,6 +15,8 @@ static inline __m512i make_score_table(const align_params *p)
 }
 
 #define LANES 32
+#define CELL int16_t
+#define CELL_NEG INT16_MIN
 #define VEC __m512i
 #define MASK __mmask32
 #define SCORE_TABLE __m512i

@@ -140,28 +140,31 @@ static void store_result(align_outputs *out, int64_t i, const align_result *res)
         out->ops_count[i] = out->ops != NULL ? res->n_ops : 0;
 }
 
-/* The SIMD variants' inter-pair path: which pairs take it, batched by similar lengths. */
+/* The SIMD variants' inter-pair paths: which pairs take them, batched by similar lengths. */
 typedef int (*lanes_kernel)(align_lane_batch *, const align_params *, warpdp_workspace *);
+enum { CELLS_SCALAR = 0, CELLS_INT16 = 1, CELLS_INT32 = 2 }; /* where a pair goes */
 typedef struct {
-    lanes_kernel kernel;
-    int lanes;
-    int64_t *order;      /* pairs for the lanes, by length, then the others */
-    int64_t n_lane_pairs, n_batches;
+    lanes_kernel kernel[3];  /* by CELLS_*; NULL for the scalar variant */
+    int lanes[3];
+    int64_t *order;          /* int16 pairs by length, int32 pairs by length, then scalar pairs */
+    int64_t first[4];        /* order[first[c] .. first[c + 1]) holds class c's pairs (c = 1, 2) */
+    int64_t batch_start[3];  /* work items: int16 batches from batch_start[1], int32 from [2] */
+    int64_t n_batches;
 } lane_plan;
 
-static int lane_pair(const align_pairs *pairs, const align_params *p, int32_t largest, int isa, int64_t i)
+static int pair_cells(const align_pairs *pairs, const align_params *p, int32_t largest, int isa, int64_t i)
 {
     const int64_t m = pairs->q_offsets[i + 1] - pairs->q_offsets[i];
     const int64_t n = pairs->t_offsets[i + 1] - pairs->t_offsets[i];
-    if (p->mode == ALIGN_GATK || !align_fits_int16(m, n, largest))
-        return 0;
-    if (p->cigar && (m + 1) * (n + 1) > ALIGN_LANE_TRACE_CELLS)
-        return 0;
-    if (isa == WARPDP_ISA_AVX2) /* its score lookup holds bytes */
+    if (p->mode == ALIGN_GATK || (p->cigar && (m + 1) * (n + 1) > ALIGN_LANE_TRACE_CELLS))
+        return CELLS_SCALAR;
+    if (!align_fits_int16(m, n, largest))
+        return CELLS_INT32;
+    if (isa == WARPDP_ISA_AVX2) /* its int16 score lookup holds bytes */
         for (int k = 0; k < 25; k++)
             if (p->matrix[k] < -128 || p->matrix[k] > 127)
-                return 0;
-    return 1;
+                return CELLS_INT32;
+    return CELLS_INT16;
 }
 
 static int64_t pair_key(const align_pairs *pairs, int64_t i)
@@ -177,37 +180,46 @@ static int by_length(const void *a, const void *b)
     return ka < kb ? -1 : ka > kb ? 1 : 0;
 }
 
-/* 0, or -1 out of memory. Pairs the lanes cannot take come after the lanes' pairs in order. */
+/* 0, or -1 out of memory. */
 static int plan_lanes(lane_plan *plan, const align_pairs *pairs, const align_params *p, int32_t largest, int isa)
 {
     const int64_t n = pairs->n_pairs;
-    plan->order = malloc((size_t)n * sizeof(int64_t));
-    if (plan->order == NULL)
+    plan->order = malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+    uint8_t *cells = malloc((size_t)(n > 0 ? n : 1));
+    if (plan->order == NULL || cells == NULL) {
+        free(cells);
         return -1;
-    int64_t front = 0, back = n;
-    for (int64_t i = 0; i < n; i++) {
-        if (lane_pair(pairs, p, largest, isa, i))
-            plan->order[front++] = i;
-        else
-            plan->order[--back] = i;
     }
+    int64_t count[3] = {0, 0, 0};
+    for (int64_t i = 0; i < n; i++)
+        count[cells[i] = (uint8_t)pair_cells(pairs, p, largest, isa, i)]++;
+    plan->first[1] = 0;
+    plan->first[2] = count[CELLS_INT16];
+    plan->first[3] = plan->first[2] + count[CELLS_INT32];
+    int64_t next[3] = {plan->first[3], plan->first[1], plan->first[2]};
+    for (int64_t i = 0; i < n; i++)
+        plan->order[next[cells[i]]++] = i;
+    free(cells);
     #pragma omp critical(align_sorting)
     {
         sorting_pairs = pairs;
-        qsort(plan->order, (size_t)front, sizeof(int64_t), by_length);
+        for (int c = CELLS_INT16; c <= CELLS_INT32; c++)
+            qsort(plan->order + plan->first[c], (size_t)count[c], sizeof(int64_t), by_length);
     }
-    plan->n_lane_pairs = front;
-    plan->n_batches = (front + plan->lanes - 1) / plan->lanes;
+    plan->batch_start[1] = 0;
+    plan->batch_start[2] = (count[1] + plan->lanes[1] - 1) / plan->lanes[1];
+    plan->n_batches = plan->batch_start[2] + (count[2] + plan->lanes[2] - 1) / plan->lanes[2];
     return 0;
 }
 
-/* Batch k of the plan; 0, or -1 out of memory. */
+/* Work item k (< plan->n_batches): a batch of int16 or int32 lanes; 0, or -1 out of memory. */
 static int run_batch(const align_pairs *pairs, const align_params *p, align_outputs *out, const lane_plan *plan,
                      int64_t k, warpdp_workspace *ws)
 {
+    const int c = k >= plan->batch_start[2] ? CELLS_INT32 : CELLS_INT16;
     align_lane_batch b;
-    const int64_t first = k * plan->lanes;
-    const int64_t end = first + plan->lanes < plan->n_lane_pairs ? first + plan->lanes : plan->n_lane_pairs;
+    const int64_t first = plan->first[c] + (k - plan->batch_start[c]) * plan->lanes[c];
+    const int64_t end = first + plan->lanes[c] < plan->first[c + 1] ? first + plan->lanes[c] : plan->first[c + 1];
     b.count = (int)(end - first);
     for (int l = 0; l < b.count; l++) {
         const int64_t i = plan->order[first + l];
@@ -217,7 +229,7 @@ static int run_batch(const align_pairs *pairs, const align_params *p, align_outp
         b.n[l] = pairs->t_offsets[i + 1] - pairs->t_offsets[i];
         b.ops[l] = out->ops != NULL ? out->ops + pairs->q_offsets[i] + pairs->t_offsets[i] + 2 * i : NULL;
     }
-    if (plan->kernel(&b, p, ws) != 0)
+    if (plan->kernel[c](&b, p, ws) != 0)
         return -1;
     for (int l = 0; l < b.count; l++)
         store_result(out, plan->order[first + l], &b.res[l]);
@@ -227,18 +239,22 @@ static int run_batch(const align_pairs *pairs, const align_params *p, align_outp
 int align_run(const align_pairs *pairs, const align_params *p, align_outputs *out, int threads, int isa,
               warpdp_bad_argument *bad)
 {
-    lane_plan plan = {NULL, 1, NULL, 0, 0};
+    lane_plan plan = {{NULL, NULL, NULL}, {1, 1, 1}, NULL, {0, 0, 0, 0}, {0, 0, 0}, 0};
     switch (isa) {
     case WARPDP_ISA_SCALAR:
         break;
 #if WARPDP_X86_SIMD
     case WARPDP_ISA_AVX2:
-        plan.kernel = align_lanes_avx2;
-        plan.lanes = 16;
+        plan.kernel[CELLS_INT16] = align_lanes_avx2;
+        plan.kernel[CELLS_INT32] = align_lanes_avx2_i32;
+        plan.lanes[CELLS_INT16] = 16;
+        plan.lanes[CELLS_INT32] = 8;
         break;
     case WARPDP_ISA_AVX512:
-        plan.kernel = align_lanes_avx512;
-        plan.lanes = 32;
+        plan.kernel[CELLS_INT16] = align_lanes_avx512;
+        plan.kernel[CELLS_INT32] = align_lanes_avx512_i32;
+        plan.lanes[CELLS_INT16] = 32;
+        plan.lanes[CELLS_INT32] = 16;
         break;
 #endif
     default:
@@ -252,10 +268,12 @@ int align_run(const align_pairs *pairs, const align_params *p, align_outputs *ou
         return status;
     if (pairs->n_pairs == 0)
         return 0;
-    if (plan.kernel != NULL && plan_lanes(&plan, pairs, p, largest, isa) != 0)
+    if (plan.kernel[CELLS_INT16] != NULL && plan_lanes(&plan, pairs, p, largest, isa) != 0) {
+        free(plan.order);
         return -1;
+    }
     /* Work items: the batches, then every pair outside them, one at a time. */
-    const int64_t n_items = plan.n_batches + pairs->n_pairs - plan.n_lane_pairs;
+    const int64_t n_items = plan.n_batches + pairs->n_pairs - plan.first[3];
     int failed = 0;
     if (threads < 1)
         threads = omp_get_max_threads();
@@ -269,7 +287,7 @@ int align_run(const align_pairs *pairs, const align_params *p, align_outputs *ou
             if (k < plan.n_batches)
                 failed = run_batch(pairs, p, out, &plan, k, ws) != 0;
             else
-                failed = run_pair(pairs, p, out, plan.order != NULL ? plan.order[plan.n_lane_pairs + k - plan.n_batches]
+                failed = run_pair(pairs, p, out, plan.order != NULL ? plan.order[plan.first[3] + k - plan.n_batches]
                                                                     : k, ws) != 0;
         }
         warpdp_workspace_free(&ws[0]);

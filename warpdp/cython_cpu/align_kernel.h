@@ -84,9 +84,9 @@ typedef struct {
    n_ops. One tie rule for every variant. */
 void align_trace_back(const align_trace *tr, int mode, int64_t bi, int64_t bj, uint32_t *ops, align_result *res);
 
-/* The SIMD variants' inter-pair path: up to ALIGN_MAX_LANES pairs (generic modes), one per lane
-   of int16 cells. A pair goes there when align_fits_int16 says its values fit and (with a
-   CIGAR) its traceback has at most ALIGN_LANE_TRACE_CELLS cells; others take the scalar kernel. */
+/* The SIMD variants' inter-pair paths: up to ALIGN_MAX_LANES pairs (generic modes), one per lane,
+   of int16 cells where align_fits_int16 says a pair's values fit them, else of int32 cells. With a
+   CIGAR, pairs whose traceback has more than ALIGN_LANE_TRACE_CELLS cells take the scalar kernel. */
 #define ALIGN_MAX_LANES 32
 #define ALIGN_INT16_LIMIT ((int64_t)1 << 14)
 #define ALIGN_LANE_TRACE_CELLS ((int64_t)1 << 20)
@@ -108,6 +108,8 @@ static inline int align_fits_int16(int64_t m, int64_t n, int32_t largest)
 /* 0, or -1 out of memory. */
 int align_lanes_avx2(align_lane_batch *b, const align_params *p, warpdp_workspace *ws);
 int align_lanes_avx512(align_lane_batch *b, const align_params *p, warpdp_workspace *ws);
+int align_lanes_avx2_i32(align_lane_batch *b, const align_params *p, warpdp_workspace *ws);
+int align_lanes_avx512_i32(align_lane_batch *b, const align_params *p, warpdp_workspace *ws);
 
 /* One pair (scalar variant): q/t are codes 0..4 (generic modes) or raw bytes (GATK mode). ops
    (room for m + n + 2) receives the CIGAR when p->cigar or the mode is GATK. 0, or -1 out of memory. */

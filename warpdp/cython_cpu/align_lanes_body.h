@@ -1,12 +1,14 @@
-/* Body of the align family's inter-pair SIMD kernel, included once per instruction set: LANES
-   pairs at a time, pair l in int16 lane l, every lane doing the scalar kernel's cell (align_body.h:
-   the same recurrences, tie rule, best cell and traceback bits) over the batch's largest rows and
-   columns. Cells outside a lane's own m x n cannot change its cells inside (a cell depends only on
-   cells above and left of it); they are left out of its best cell and never traced. The driver
-   sends only pairs whose values fit int16 (align_fits_int16), so the saturating adds never
-   saturate inside a pair; outside it they may, harmlessly.
+/* Body of the align family's inter-pair SIMD kernel, included once per (instruction set, cell
+   type): LANES pairs at a time, pair l in lane l, every lane doing the scalar kernel's cell
+   (align_body.h: the same recurrences, tie rule, best cell and traceback bits) over the batch's
+   largest rows and columns. Cells outside a lane's own m x n cannot change its cells inside (a cell
+   depends only on cells above and left of it); they are left out of its best cell and never traced.
+   int16 cells (saturating adds) take only pairs whose values fit them (align_fits_int16), so no
+   value inside a pair saturates; int32 cells take any pair the driver accepts: its values stay within
+   +-2^29 ((m + n + 2) * largest), a batch's within +-2^30, so plain adds never overflow.
 
-   The includer defines LANES, VEC, MASK, SCORE_TABLE and:
+   The includer defines LANES, CELL (int16_t or int32_t), CELL_NEG (below every value of a pair),
+   VEC, MASK, SCORE_TABLE and:
      V_SET1(x) V_LOAD(p) V_STORE(p, v) V_ADDS(a, b) V_SUBS(a, b) V_MAX(a, b)
      V_BLEND(mask, a, b)        mask ? b : a, per lane
      M_GT(a, b) M_EQ(a, b) M_GE(a, b) M_AND(a, b) M_BITS(mask)  (M_BITS: bit l = lane l)
@@ -18,7 +20,7 @@
 
 typedef struct {
     int64_t max_m, max_n;
-    int16_t *qv, *tv;     /* 5 * query code by row, target code by column: [i * LANES + l] */
+    CELL *qv, *tv;        /* 5 * query code by row, target code by column: [i * LANES + l] */
     uint8_t *qc, *tc;     /* codes for the traceback: [k * LANES + l] */
     VEC *h, *f;           /* H of the row (in place) and F, by column */
     VEC *oi, *oj, *ofi, *ofj; /* score-only begins: origins of H and F, by column */
@@ -48,13 +50,13 @@ static void lane_extent(lane_work *w, const align_lane_batch *b)
 static int lane_reserve(lane_work *w, int track, int trace, warpdp_workspace *ws)
 {
     const size_t rows = (size_t)w->max_m + 1, cols = (size_t)w->max_n + 1;
-    const size_t codes = round64(rows * LANES * 2), tcodes = round64(cols * LANES * 2);
+    const size_t codes = round64(rows * LANES * sizeof(CELL)), tcodes = round64(cols * LANES * sizeof(CELL));
     const size_t bytes8 = round64(rows * LANES) + round64(cols * LANES), vecs = cols * sizeof(VEC);
     char *mem = warpdp_workspace_reserve(ws, codes + tcodes + bytes8 + vecs * (track ? 6 : 2));
     if (mem == NULL)
         return -1;
-    w->qv = (int16_t *)mem;
-    w->tv = (int16_t *)(mem + codes);
+    w->qv = (CELL *)mem;
+    w->tv = (CELL *)(mem + codes);
     w->qc = (uint8_t *)(mem + codes + tcodes);
     w->tc = w->qc + round64(rows * LANES);
     w->h = (VEC *)(mem + codes + tcodes + bytes8);
@@ -79,7 +81,7 @@ static void lane_codes(lane_work *w, const align_lane_batch *b)
         for (int l = 0; l < LANES; l++) {
             const uint8_t c = l < b->count && k < b->m[l] ? align_base_code(b->q[l][k]) : 4;
             w->qc[k * LANES + l] = c;
-            w->qv[(k + 1) * LANES + l] = (int16_t)(5 * c);
+            w->qv[(k + 1) * LANES + l] = (CELL)(5 * c);
         }
     for (int64_t k = 0; k < w->max_n; k++)
         for (int l = 0; l < LANES; l++) {
@@ -89,40 +91,40 @@ static void lane_codes(lane_work *w, const align_lane_batch *b)
         }
 }
 
-/* A border value -(first + (k-1) * ext), held at the int16 floor past any pair's end. */
-static inline int16_t border(int32_t first, int32_t ext, int64_t k)
+/* A border value -(first + (k-1) * ext), held at CELL_NEG past any pair's end. */
+static inline CELL border(int32_t first, int32_t ext, int64_t k)
 {
     const int64_t v = -((int64_t)first + (k - 1) * (int64_t)ext);
-    return (int16_t)(v < INT16_MIN ? INT16_MIN : v);
+    return (CELL)(v < CELL_NEG ? CELL_NEG : v);
 }
 
 /* Row 0 and the per-lane state. */
 static void lane_start(lane_work *w, lane_state *st, const align_lane_batch *b, const align_params *p, int track)
 {
     const int free_row0 = p->mode == ALIGN_SEMIGLOBAL || p->mode == ALIGN_LOCAL;
-    int16_t ms[LANES], ns[LANES];
+    CELL ms[LANES], ns[LANES];
     for (int l = 0; l < LANES; l++) {
-        ms[l] = (int16_t)(l < b->count ? b->m[l] : 0);
-        ns[l] = (int16_t)(l < b->count ? b->n[l] : 0);
+        ms[l] = (CELL)(l < b->count ? b->m[l] : 0);
+        ns[l] = (CELL)(l < b->count ? b->n[l] : 0);
     }
     st->m = V_LOAD(ms);
     st->n = V_LOAD(ns);
-    int16_t live[LANES];
+    CELL live[LANES];
     for (int l = 0; l < LANES; l++)
-        live[l] = (int16_t)(l < b->count ? -1 : 0);
+        live[l] = (CELL)(l < b->count ? -1 : 0);
     st->live = V_LOAD(live);
     st->best = V_SET1(0);
     st->bi = st->bj = st->boi = st->boj = V_SET1(0);
     w->h[0] = V_SET1(0);
-    w->f[0] = V_SET1(INT16_MIN);
+    w->f[0] = V_SET1(CELL_NEG);
     for (int64_t j = 1; j <= w->max_n; j++) {
         w->h[j] = V_SET1(free_row0 ? 0 : border(p->gap_first, p->gap_ext, j));
-        w->f[j] = V_SET1(INT16_MIN);
+        w->f[j] = V_SET1(CELL_NEG);
     }
     if (track)
         for (int64_t j = 0; j <= w->max_n; j++) {
             w->oi[j] = w->ofi[j] = V_SET1(0);
-            w->oj[j] = w->ofj[j] = V_SET1((int16_t)(free_row0 ? j : 0));
+            w->oj[j] = w->ofj[j] = V_SET1((CELL)(free_row0 ? j : 0));
         }
 }
 
@@ -134,8 +136,8 @@ static inline __attribute__((always_inline)) void lane_row(lane_work *w, int64_t
                                                            int track, int trace, int rowmax, VEC *row_max,
                                                            VEC *row_j)
 {
-    const VEC qv = V_LOAD(w->qv + i * LANES), zero = V_SET1(0), one = V_SET1(1), vi = V_SET1((int16_t)i);
-    VEC diag = w->h[0], left = h0, e = V_SET1(INT16_MIN), rmax = h0, rj = zero, vj = zero;
+    const VEC qv = V_LOAD(w->qv + i * LANES), zero = V_SET1(0), one = V_SET1(1), vi = V_SET1((CELL)i);
+    VEC diag = w->h[0], left = h0, e = V_SET1(CELL_NEG), rmax = h0, rj = zero, vj = zero;
     VEC odi = zero, odj = zero, oli = zero, olj = zero, oei = zero, oej = zero;
     if (track) {
         odi = w->oi[0];
@@ -221,7 +223,7 @@ static void lane_row_of(lane_work *w, int64_t i, SCORE_TABLE table, VEC first, V
 /* Global and semi-global: the lanes whose last row is i take their end cell from it. */
 static void lane_capture(const lane_work *w, align_lane_batch *b, int mode, int track, int64_t i, uint32_t ending)
 {
-    const int16_t *h = (const int16_t *)w->h, *oj = (const int16_t *)w->oj;
+    const CELL *h = (const CELL *)w->h, *oj = (const CELL *)w->oj;
     for (; ending; ending &= ending - 1) {
         const int l = __builtin_ctz(ending);
         int64_t bj = b->n[l];
@@ -244,24 +246,24 @@ static void lane_best(const lane_work *w, lane_state *st, const align_params *p,
 {
     const MASK higher = M_GT_WHERE(in_row, rmax, st->best);
     st->best = V_BLEND(higher, st->best, rmax);
-    st->bi = V_BLEND(higher, st->bi, V_SET1((int16_t)i));
+    st->bi = V_BLEND(higher, st->bi, V_SET1((CELL)i));
     st->bj = V_BLEND(higher, st->bj, rj);
     uint32_t improved = M_BITS(higher);
     if (track && improved) { /* the begin of the new best cell, from the row's origins */
-        int16_t j_of[LANES], oi[LANES], oj[LANES];
+        CELL j_of[LANES], oi[LANES], oj[LANES];
         V_STORE(j_of, rj);
         V_STORE(oi, st->boi);
         V_STORE(oj, st->boj);
         for (; improved; improved &= improved - 1) {
             const int l = __builtin_ctz(improved);
-            oi[l] = ((const int16_t *)w->oi)[j_of[l] * LANES + l];
-            oj[l] = ((const int16_t *)w->oj)[j_of[l] * LANES + l];
+            oi[l] = ((const CELL *)w->oi)[j_of[l] * LANES + l];
+            oj[l] = ((const CELL *)w->oj)[j_of[l] * LANES + l];
         }
         st->boi = V_LOAD(oi);
         st->boj = V_LOAD(oj);
     }
     if (p->mode == ALIGN_EXTENSION && p->zdrop >= 0) {
-        int16_t best[LANES], bi[LANES], bj[LANES], mx[LANES], jx[LANES], live[LANES];
+        CELL best[LANES], bi[LANES], bj[LANES], mx[LANES], jx[LANES], live[LANES];
         V_STORE(best, st->best);
         V_STORE(bi, st->bi);
         V_STORE(bj, st->bj);
@@ -284,7 +286,7 @@ static void lane_finish(const lane_work *w, const lane_state *st, align_lane_bat
 {
     const int mode = p->mode;
     if (mode == ALIGN_LOCAL || mode == ALIGN_EXTENSION) {
-        int16_t best[LANES], bi[LANES], bj[LANES], oi[LANES], oj[LANES];
+        CELL best[LANES], bi[LANES], bj[LANES], oi[LANES], oj[LANES];
         V_STORE(best, st->best);
         V_STORE(bi, st->bi);
         V_STORE(bj, st->bj);
@@ -327,9 +329,9 @@ int LANES_ENTRY(align_lane_batch *b, const align_params *p, warpdp_workspace *ws
     lane_codes(&w, b);
     lane_start(&w, &st, b, p, track);
     const SCORE_TABLE table = MAKE_SCORE_TABLE(p);
-    const VEC first = V_SET1((int16_t)p->gap_first), ext = V_SET1((int16_t)p->gap_ext), minus1 = V_SET1(-1);
+    const VEC first = V_SET1((CELL)p->gap_first), ext = V_SET1((CELL)p->gap_ext), minus1 = V_SET1(-1);
     for (int64_t i = 1; i <= w.max_m; i++) {
-        const VEC vi = V_SET1((int16_t)i);
+        const VEC vi = V_SET1((CELL)i);
         const MASK in_row = M_AND(M_EQ(st.live, minus1), M_GE(st.m, vi));
         if (M_BITS(in_row) == 0)
             break;
