@@ -11,6 +11,7 @@
    VEC, MASK, SCORE_TABLE and:
      V_SET1(x) V_LOAD(p) V_STORE(p, v) V_ADDS(a, b) V_SUBS(a, b) V_MAX(a, b)
      V_BLEND(mask, a, b)        mask ? b : a, per lane
+     V_ADD_WHERE(mask, a, b)    mask ? a + b : a, per lane
      M_GT(a, b) M_EQ(a, b) M_GE(a, b) M_AND(a, b) M_BITS(mask)  (M_BITS: bit l = lane l)
      M_GT_WHERE(where, a, b)    where & (a > b)
      MAKE_SCORE_TABLE(p)        the 5x5 matrix as a SCORE_TABLE
@@ -153,8 +154,9 @@ static inline __attribute__((always_inline)) void lane_row(lane_work *w, int64_t
         const VEC e_open = V_SUBS(left, first), e_ext = V_SUBS(e, ext);
         e = V_MAX(e_open, e_ext);
         const VEC d = V_ADDS(diag, V_SCORE(table, V_ADDS(qv, V_LOAD(w->tv + j * LANES))));
-        const VEC h_raw = V_MAX(V_MAX(d, e), f);
-        const VEC h = local ? V_MAX(h_raw, zero) : h_raw;
+        /* the row's dependency chain runs through e: combine the rest first */
+        const VEC df = V_MAX(d, f), h_raw = V_MAX(df, e);
+        const VEC h = local ? V_MAX(V_MAX(df, zero), e) : h_raw;
         vj = V_ADDS(vj, one);
         if (track || trace) {
             const MASK f_opened = M_GE(f_open, f_ext), e_opened = M_GE(e_open, e_ext);
@@ -179,8 +181,8 @@ static inline __attribute__((always_inline)) void lane_row(lane_work *w, int64_t
                 VEC bits = V_BLEND(is_d, V_BLEND(is_e, V_SET1(2), one), zero);
                 if (local)
                     bits = V_BLEND(stop, bits, V_SET1(3));
-                bits = V_ADDS(bits, V_BLEND(e_opened, zero, V_SET1(4)));
-                bits = V_ADDS(bits, V_BLEND(f_opened, zero, V_SET1(8)));
+                bits = V_ADD_WHERE(e_opened, bits, V_SET1(4));
+                bits = V_ADD_WHERE(f_opened, bits, V_SET1(8));
                 V_STORE_BYTES(tr + (size_t)j * LANES, bits);
             }
         }
