@@ -1,7 +1,7 @@
 """The align family's SIMD variants (AVX2, AVX-512: pairs in int16 lanes, batched by length) give the
 scalar variant's results exactly: scores, coordinates and CIGARs, for random pairs and parameters of
 every generic mode, including parameters that put some pairs past the int16 lanes' bound (those take
-the scalar kernel) and pairs right at it. The scalar variant itself is checked against the independent
+int32 lanes) and pairs right at it, and batches of mixed shapes. The scalar variant itself is checked against the independent
 reference (tests/references/align.py) in test_align_api.py and against parasail in
 test_align_reference_data.py; the same random pairs are checked against that reference here too."""
 from __future__ import annotations
@@ -78,18 +78,18 @@ def test_simd_variants_equal_scalar(pairs: list[tuple[str, str]], params: AlignP
 @given(pairs=related_pairs(longest=60), params=parameters(largest=300))
 def test_simd_variants_equal_scalar_near_the_int16_bound(pairs: list[tuple[str, str]], params: AlignParams) -> None:
     # |parameters| up to 300 (and AVX2's byte score table past 127): some pairs fit the int16
-    # lanes ((m + n + 2) * largest <= 2^14) and some go to the scalar kernel, in one call
+    # lanes (align_fits_int16) and some take the int32 lanes, in one call
     assert_variants_agree(pairs, params)
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_extreme_scores_at_the_int16_bound(mode: str) -> None:
-    # identical and opposite sequences sized so that (m + n + 2) * largest is just at and just
-    # past 2^14: the highest and lowest values a lane can hold
+    # identical and opposite sequences around the int16 lanes' bound: with every parameter 64, an
+    # m x m pair fits while 2 * 64 + 2m * 64 + 2 * 64 <= 32767, i.e. up to m = 253, whose cells
+    # then reach about -32,400 (all-gap paths) and +16,192 (all matches)
     match, mismatch, gap_open, gap_extend = 64, -64, 64, 64
-    at_bound = 2 ** 14 // 64 // 2 - 1  # m = n = 127: (127 + 127 + 2) * 64 = 2^14
     pairs = []
-    for length in (at_bound - 1, at_bound, at_bound + 1):
+    for length in (252, 253, 254, 255):
         pairs += [("A" * length, "A" * length), ("A" * length, "C" * length), ("A" * length, "C" * (length // 3))]
     params = AlignParams(mode=mode, match=match, mismatch=mismatch, gap_open=gap_open, gap_extend=gap_extend)
     assert_variants_agree(pairs * 12, params)
@@ -115,3 +115,19 @@ def test_simd_variants_equal_the_independent_reference(pairs: list[tuple[str, st
             row = got.row(k)
             assert (row["score"], row["query_begin"], row["query_end"], row["target_begin"], row["target_end"],
                     row["cigar"]) == (*want[:5], want[5] or "*"), (isa, k, query, target)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_batches_of_mixed_shapes_and_the_lane_limits(mode: str) -> None:
+    # long queries against short targets and the reverse in one batch (its traceback is sized by the
+    # longest of each); pairs just over the CIGAR lanes' 1,023 bases per side (scalar kernel) among them
+    rng = np.random.default_rng(26)
+
+    def bases(n: int) -> str:
+        return "".join("ACGT"[k] for k in rng.integers(0, 4, n))
+
+    pairs = []
+    for long_side in (900, 1023, 1024):
+        long = bases(long_side)
+        pairs += [(long, long[100:107]), (long[200:205], long), (long, long[:long_side // 2] + bases(3))]
+    assert_variants_agree(pairs * 4, AlignParams(mode=mode, match=3, mismatch=-4, gap_open=4, gap_extend=1))

@@ -152,13 +152,15 @@ typedef struct {
     int64_t n_batches;
 } lane_plan;
 
-static int pair_cells(const align_pairs *pairs, const align_params *p, int32_t largest, int isa, int64_t i)
+static int pair_cells(const align_pairs *pairs, const align_params *p, int32_t largest, int32_t top, int isa,
+                      int64_t i)
 {
     const int64_t m = pairs->q_offsets[i + 1] - pairs->q_offsets[i];
     const int64_t n = pairs->t_offsets[i + 1] - pairs->t_offsets[i];
-    if (p->mode == ALIGN_GATK || (p->cigar && (m + 1) * (n + 1) > ALIGN_LANE_TRACE_CELLS))
+    if (p->mode == ALIGN_GATK || m > ALIGN_LANE_MAX_LENGTH || n > ALIGN_LANE_MAX_LENGTH ||
+        (p->cigar && (m > ALIGN_LANE_TRACE_SIDE || n > ALIGN_LANE_TRACE_SIDE)))
         return CELLS_SCALAR;
-    if (!align_fits_int16(m, n, largest))
+    if (!align_fits_int16(m, n, top, p->gap_first, p->gap_ext, largest))
         return CELLS_INT32;
     if (isa == WARPDP_ISA_AVX2) /* its int16 score lookup holds bytes */
         for (int k = 0; k < 25; k++)
@@ -190,9 +192,12 @@ static int plan_lanes(lane_plan *plan, const align_pairs *pairs, const align_par
         free(cells);
         return -1;
     }
+    int32_t top = p->matrix[0];
+    for (int k = 1; k < 25; k++)
+        top = p->matrix[k] > top ? p->matrix[k] : top;
     int64_t count[3] = {0, 0, 0};
     for (int64_t i = 0; i < n; i++)
-        count[cells[i] = (uint8_t)pair_cells(pairs, p, largest, isa, i)]++;
+        count[cells[i] = (uint8_t)pair_cells(pairs, p, largest, top, isa, i)]++;
     plan->first[1] = 0;
     plan->first[2] = count[CELLS_INT16];
     plan->first[3] = plan->first[2] + count[CELLS_INT32];

@@ -86,10 +86,14 @@ void align_trace_back(const align_trace *tr, int mode, int64_t bi, int64_t bj, u
 
 /* The SIMD variants' inter-pair paths: up to ALIGN_MAX_LANES pairs (generic modes), one per lane,
    of int16 cells where align_fits_int16 says a pair's values fit them, else of int32 cells. With a
-   CIGAR, pairs whose traceback has more than ALIGN_LANE_TRACE_CELLS cells take the scalar kernel. */
+   CIGAR, only pairs of at most ALIGN_LANE_TRACE_SIDE bases each (so that a batch's traceback,
+   sized by its longest query and longest target, has at most ALIGN_LANE_TRACE_CELLS cells per
+   lane); the others take the scalar kernel, as do sequences over ALIGN_LANE_MAX_LENGTH (a batch's
+   rows then stay within a few MiB). */
 #define ALIGN_MAX_LANES 32
-#define ALIGN_INT16_LIMIT ((int64_t)1 << 14)
-#define ALIGN_LANE_TRACE_CELLS ((int64_t)1 << 20)
+#define ALIGN_LANE_TRACE_SIDE 1023
+#define ALIGN_LANE_MAX_LENGTH 65535
+#define ALIGN_LANE_TRACE_CELLS ((int64_t)(ALIGN_LANE_TRACE_SIDE + 1) * (ALIGN_LANE_TRACE_SIDE + 1))
 typedef struct {
     int count; /* lanes in use */
     const uint8_t *q[ALIGN_MAX_LANES], *t[ALIGN_MAX_LANES]; /* bases as given */
@@ -98,11 +102,15 @@ typedef struct {
     align_result res[ALIGN_MAX_LANES];
 } align_lane_batch;
 
-/* 1 when every DP value of an m x n pair stays within +-2^14 (|parameters| <= largest), so int16
-   sums of a value and a parameter never saturate. */
-static inline int align_fits_int16(int64_t m, int64_t n, int32_t largest)
+/* 1 when every DP value of an m x n pair, plus or minus two parameters, fits int16: a cell is at
+   most min(m, n) * top (top: the largest matrix entry; gaps only cost) and at least the all-gap
+   path's -(2 * first + (m + n) * ext); E and F are at most two parameters below a cell. Rows and
+   columns must fit too (the lanes count them in int16). */
+static inline int align_fits_int16(int64_t m, int64_t n, int32_t top, int32_t first, int32_t ext, int32_t largest)
 {
-    return (m + n + 2) * (int64_t)largest <= ALIGN_INT16_LIMIT;
+    const int64_t high = (m < n ? m : n) * (int64_t)(top > 0 ? top : 0);
+    const int64_t low = 2 * (int64_t)first + (m + n) * (int64_t)ext;
+    return m <= INT16_MAX && n <= INT16_MAX && high + largest <= INT16_MAX && low + 2 * (int64_t)largest <= INT16_MAX;
 }
 
 /* 0, or -1 out of memory. */
