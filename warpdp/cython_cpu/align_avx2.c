@@ -22,13 +22,12 @@ static inline score_table make_score_table(const align_params *p)
     return t;
 }
 
-/* matrix[idx] per int16 lane, idx 0..24. vpshufb gives 0 where an index byte has bit 7 set:
-   with the high byte 0x80, the low table answers idx < 16 (idx + 0x70 below 0x80) and the high
-   table idx >= 16 (idx - 16); idx < 16 turns the high table's high byte into index 0x7F, entry
-   31, which is 0. */
-static inline __m256i score_avx2(score_table t, __m256i idx)
+/* matrix[idx] per int16 lane, index = 0x8000 + idx (QV_BIAS), idx 0..24. vpshufb gives 0 where
+   an index byte has bit 7 set: with the high byte 0x80, the low table answers idx < 16 (idx + 0x70
+   below 0x80) and the high table idx >= 16 (idx - 16); idx < 16 turns the high table's high byte
+   into index 0x7F, entry 31, which is 0. */
+static inline __m256i score_avx2(score_table t, __m256i index)
 {
-    const __m256i index = _mm256_or_si256(idx, _mm256_set1_epi16((int16_t)0x8000));
     const __m256i lo = _mm256_shuffle_epi8(t.lo, _mm256_adds_epu8(index, _mm256_set1_epi16(0x0070)));
     const __m256i hi = _mm256_shuffle_epi8(t.hi, _mm256_add_epi16(index, _mm256_set1_epi16(-16)));
     return _mm256_sub_epi16(_mm256_or_si256(lo, hi), _mm256_set1_epi16(128));
@@ -70,9 +69,13 @@ static inline void store_bytes_avx2(uint8_t *p, __m256i v)
 #define M_AND(a, b) _mm256_and_si256((a), (b))
 #define M_BITS(m) bits_avx2(m)
 #define M_GT_WHERE(w, a, b) _mm256_and_si256((w), _mm256_cmpgt_epi16((a), (b)))
+#define M_GT_UNLESS(u, a, b) _mm256_andnot_si256((u), _mm256_cmpgt_epi16((a), (b)))
+/* masks are -1: 2 + is_e is 1 or 2, cleared where is_d */
+#define V_SOURCE(d, e) _mm256_andnot_si256((d), _mm256_add_epi16(_mm256_set1_epi16(2), (e)))
 #define MAKE_SCORE_TABLE(p) make_score_table(p)
 #define V_SCORE(t, idx) score_avx2((t), (idx))
 #define V_STORE_BYTES(p, v) store_bytes_avx2((p), (v))
+#define QV_BIAS INT16_MIN
 #define LANES_ENTRY align_lanes_avx2
 #include "align_lanes_body.h"
 #endif /* WARPDP_X86_SIMD */

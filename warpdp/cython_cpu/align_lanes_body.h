@@ -14,10 +14,17 @@
      V_ADD_WHERE(mask, a, b)    mask ? a + b : a, per lane
      M_GT(a, b) M_EQ(a, b) M_GE(a, b) M_AND(a, b) M_BITS(mask)  (M_BITS: bit l = lane l)
      M_GT_WHERE(where, a, b)    where & (a > b)
+     M_GT_UNLESS(unless, a, b)  ~unless & (a > b)
+     V_SOURCE(is_d, is_e)       per lane 0 where is_d, else 1 where is_e, else 2
      MAKE_SCORE_TABLE(p)        the 5x5 matrix as a SCORE_TABLE
      V_SCORE(table, idx)        matrix[idx] per lane (idx = 5 * query code + target code)
      V_STORE_BYTES(p, v)        the low bytes of the LANES lanes to p[0..LANES)
-     LANES_ENTRY                this variant's entry point */
+     LANES_ENTRY                this variant's entry point
+   and may define QV_BIAS, added to every 5 * query code (V_SCORE's idx). */
+
+#ifndef QV_BIAS
+#define QV_BIAS 0
+#endif
 
 typedef struct {
     int64_t max_m, max_n;
@@ -82,7 +89,7 @@ static void lane_codes(lane_work *w, const align_lane_batch *b)
         for (int l = 0; l < LANES; l++) {
             const uint8_t c = l < b->count && k < b->m[l] ? align_base_code(b->q[l][k]) : 4;
             w->qc[k * LANES + l] = c;
-            w->qv[(k + 1) * LANES + l] = (CELL)(5 * c);
+            w->qv[(k + 1) * LANES + l] = (CELL)(5 * c + QV_BIAS);
         }
     for (int64_t k = 0; k < w->max_n; k++)
         for (int l = 0; l < LANES; l++) {
@@ -159,8 +166,10 @@ static inline __attribute__((always_inline)) void lane_row(lane_work *w, int64_t
         const VEC h = local ? V_MAX(V_MAX(df, zero), e) : h_raw;
         vj = V_ADDS(vj, one);
         if (track || trace) {
-            const MASK f_opened = M_GE(f_open, f_ext), e_opened = M_GE(e_open, e_ext);
-            const MASK is_d = M_EQ(h_raw, d), is_e = M_EQ(h_raw, e), stop = M_GE(zero, h_raw);
+            /* equalities only (one instruction on every variant): opened <=> the max is the open
+               candidate; a local stop (h_raw <= 0) <=> h, floored at 0, is 0 */
+            const MASK f_opened = M_EQ(f, f_open), e_opened = M_EQ(e, e_open);
+            const MASK is_d = M_EQ(h_raw, d), is_e = M_EQ(h_raw, e), stop = M_EQ(h, zero);
             if (track) { /* semi-global begins are all in row 0: only the columns are carried */
                 const VEC uj = w->oj[j];
                 const VEC fj = w->ofj[j] = V_BLEND(f_opened, w->ofj[j], uj);
@@ -178,7 +187,7 @@ static inline __attribute__((always_inline)) void lane_row(lane_work *w, int64_t
                 olj = w->oj[j] = oj;
             }
             if (trace) {
-                VEC bits = V_BLEND(is_d, V_BLEND(is_e, V_SET1(2), one), zero);
+                VEC bits = V_SOURCE(is_d, is_e);
                 if (local)
                     bits = V_BLEND(stop, bits, V_SET1(3));
                 bits = V_ADD_WHERE(e_opened, bits, V_SET1(4));
@@ -187,7 +196,7 @@ static inline __attribute__((always_inline)) void lane_row(lane_work *w, int64_t
             }
         }
         if (rowmax) {
-            const MASK higher = M_GT_WHERE(M_GE(n, vj), h, rmax);
+            const MASK higher = M_GT_UNLESS(M_GT(vj, n), h, rmax);
             rmax = V_BLEND(higher, rmax, h);
             rj = V_BLEND(higher, rj, vj);
         }
