@@ -1,5 +1,6 @@
-/* One body for every variant of the align kernels (included by align_<isa>.c with ALIGN_PAIR
-   defined as that variant's entry point). Cells are int32 (see ALIGN_SCORE_LIMIT).
+/* The align kernels one pair at a time (included by align_scalar.c with ALIGN_PAIR defined as its
+   entry point; the SIMD variants' lanes, align_lanes_body.h, do the same cell and share the
+   traceback, align_traceback.c). Cells are int32 (see ALIGN_SCORE_LIMIT).
 
    Generic modes (Gotoh; rows i = query 0..m, columns j = target 0..n; a gap of length L costs
    first + (L-1)*ext; E = gap along the row (D, target bases), F = gap down the column (I, query bases)):

@@ -1,14 +1,12 @@
-/* Runs the align kernels over packed pairs: checks every argument first, converts bases to codes
-   (generic modes), spreads pairs over OpenMP threads. */
+/* Runs the align kernels over packed pairs: checks every argument first; with a SIMD variant, sorts
+   the pairs its lanes take by length into batches; spreads batches and the remaining pairs (scalar
+   kernel, bases converted to codes in generic modes) over OpenMP threads. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <omp.h>
 #include "cpu_common.h"
 #include "align_kernel.h"
-
-typedef int (*pair_kernel)(const uint8_t *, int64_t, const uint8_t *, int64_t, const align_params *, align_result *,
-                           uint32_t *, warpdp_workspace *);
 
 /* Bases to codes (align_base_code). */
 static void to_codes(uint8_t *dst, const uint8_t *src, int64_t len)
@@ -95,7 +93,16 @@ static int check_arguments(const align_pairs *pairs, const align_params *p, cons
     return 0;
 }
 
-static void store_result(align_outputs *out, int64_t i, const align_result *res);
+static void store_result(align_outputs *out, int64_t i, const align_result *res)
+{
+    out->score[i] = res->score;
+    out->query_begin[i] = res->q_begin;
+    out->query_end[i] = res->q_end;
+    out->target_begin[i] = res->t_begin;
+    out->target_end[i] = res->t_end;
+    if (out->ops_count != NULL)
+        out->ops_count[i] = out->ops != NULL ? res->n_ops : 0;
+}
 
 /* One pair with the scalar kernel; 0, or -1 out of memory. ws: rows, traceback, codes. */
 static int run_pair(const align_pairs *pairs, const align_params *p, align_outputs *out, int64_t i,
@@ -127,17 +134,6 @@ static int run_pair(const align_pairs *pairs, const align_params *p, align_outpu
         return -1;
     store_result(out, i, &res);
     return 0;
-}
-
-static void store_result(align_outputs *out, int64_t i, const align_result *res)
-{
-    out->score[i] = res->score;
-    out->query_begin[i] = res->q_begin;
-    out->query_end[i] = res->q_end;
-    out->target_begin[i] = res->t_begin;
-    out->target_end[i] = res->t_end;
-    if (out->ops_count != NULL)
-        out->ops_count[i] = out->ops != NULL ? res->n_ops : 0;
 }
 
 /* The SIMD variants' inter-pair paths: which pairs take them, batched by similar lengths. */
