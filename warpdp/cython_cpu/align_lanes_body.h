@@ -69,10 +69,13 @@ static int lane_reserve(lane_work *w, int track, int trace, warpdp_workspace *ws
     w->tc = w->qc + round64(rows * LANES);
     w->h = (VEC *)(mem + codes + tcodes + bytes8);
     w->f = w->h + cols;
-    w->oi = w->f + cols;
-    w->ofi = w->oi + cols;
-    w->oj = w->ofi + cols;
-    w->ofj = w->oj + cols;
+    w->oi = w->ofi = w->oj = w->ofj = NULL;
+    if (track) {
+        w->oi = w->f + cols;
+        w->ofi = w->oi + cols;
+        w->oj = w->ofi + cols;
+        w->ofj = w->oj + cols;
+    }
     w->trace = NULL;
     if (trace) {
         w->trace = warpdp_workspace_reserve(ws + 1, rows * cols * LANES);
