@@ -8,8 +8,9 @@ differences (per pair a rate drawn in 5..10 %: 80 % of the differences substitut
 one-base deletions, 10 % one-base insertions). Affine gaps, the defaults (match 2, mismatch -3,
 open 5, extend 2, convention L-1). Times ``warpdp.align`` end to end from packed arrays in memory
 to results in memory (validation, chunking, copies, kernels). Cells are len_q * len_t summed;
-TCUPS = cells / s / 10^12. The CPU rows run one thread on the first --cpu-pairs pairs; the GPU's
-answers on those pairs are checked against the CPU's (every column and the CIGARs).
+TCUPS = cells / s / 10^12. The CPU rows run one thread (the best CPU variant, or $WARPDP_CPU_ISA) on
+the first --cpu-pairs pairs; the GPU's answers on those pairs are checked against the CPU's (every
+column and the CIGARs). One thread against parasail and ksw2: benchmarks/align_cpu.py.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_common import commit, cpu_name  # noqa: E402
 import warpdp  # noqa: E402
-from warpdp.plugin.align import COLUMNS, AlignPairs, AlignParams, align  # noqa: E402
+from warpdp.plugin.align import COLUMNS, AlignPairs, AlignParams, align, align_cpu_isas  # noqa: E402
 
 ACGT = np.frombuffer(b"ACGT", dtype=np.uint8)
 
@@ -108,11 +109,12 @@ def main() -> int:
             for cigar in (False, True):
                 print(f"  check {length} bp ({'CIGAR' if cigar else 'score only'}, {args.cpu_pairs} pairs): "
                       f"{check(pairs.select(0, args.cpu_pairs), AlignParams(mode=args.mode, cigar=cigar))}")
+    cpu_variant = os.environ.get("WARPDP_CPU_ISA") or align_cpu_isas()[-1]
     print(f"\n{args.mode}, affine gaps (match 2, mismatch -3, open 5, extend 2)\n")
     print("| length | backend | output | pairs | cells | median s | pairs/s | GCUPS | TCUPS |")
     print("| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for length, backend, output, count, cells, seconds in rows:
-        where = "GPU" if backend == "gpu" else "CPU, 1 thread (scalar)"
+        where = "GPU" if backend == "gpu" else f"CPU, 1 thread ({cpu_variant})"
         print(f"| {length} | {where} | {output} | {count:,} | {cells:.3e} | {seconds:.4f} | {count / seconds:,.0f} "
               f"| {cells / seconds / 1e9:.2f} | {cells / seconds / 1e12:.4f} |")
     return 0

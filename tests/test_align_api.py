@@ -98,7 +98,7 @@ def test_results_alignments_and_columns() -> None:
     assert AlignResults.concat([results[:1], results[1:]]) == results
     with pytest.raises(ValueError, match="no CIGAR"):
         align([("A", "A")], backend="cpu").alignments()
-    assert align_cpu_isas() == ["scalar"]
+    assert align_cpu_isas()[0] == "scalar"
 
 
 def test_gatk_single_pair_and_parameter_sets() -> None:

@@ -10,15 +10,16 @@ import pytest
 
 from helpers.align import GAP_MODELS, GAPS, MATCH, MISMATCH, MODES, align_pairs, parasail_out, sw_cases, sw_expected
 from references import align as ref
-from warpdp.plugin.align import align, gatk_smith_waterman, gatk_smith_waterman_batch
+from warpdp.plugin.align import align, align_cpu_isas, gatk_smith_waterman, gatk_smith_waterman_batch
 
 SHORT = 320  # the pairs up to ~1,000 bp; the last 80 are 2-10 kb
 
 
-def _check(mode: str, gaps: str, first_pair: int, stop: int) -> None:
+def _check(mode: str, gaps: str, first_pair: int, stop: int, isa: str | None = None) -> None:
     pairs, expected = align_pairs()[first_pair:stop], parasail_out(mode, gaps)[first_pair:stop]
     gap_open, gap_extend = GAPS[gaps]
-    params = dict(mode=mode, gaps=gaps, match=MATCH, mismatch=MISMATCH, gap_open=gap_open, gap_extend=gap_extend)
+    params = dict(mode=mode, gaps=gaps, match=MATCH, mismatch=MISMATCH, gap_open=gap_open, gap_extend=gap_extend,
+                  cpu_isa=isa)
     with_cigar = align(pairs, cigar=True, backend="cpu", threads=2, **params)
     score_only = align(pairs, backend="cpu", threads=2, **params)
     scores = with_cigar.columns["score"]
@@ -42,6 +43,13 @@ def _check(mode: str, gaps: str, first_pair: int, stop: int) -> None:
 @pytest.mark.parametrize("mode", MODES)
 def test_cpu_matches_parasail(mode: str, gaps: str) -> None:
     _check(mode, gaps, 0, SHORT)
+
+
+@pytest.mark.parametrize("isa", align_cpu_isas())
+@pytest.mark.parametrize("mode", MODES)
+def test_every_cpu_variant_matches_parasail(mode: str, isa: str) -> None:
+    # each variant forced (the test above runs the best one): affine gaps, the pairs up to ~1,000 bp
+    _check(mode, "affine", 0, SHORT, isa)
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -178,7 +178,7 @@ register(Family(name="xdrop", rpc="Xdrop", service="warpdp.grpc._algorithms:XDRO
 register(Family(name="seedext", rpc="SeedExtend", service="warpdp.grpc._algorithms:SEEDEXT",
                 entry="warpdp.plugin.seedext:seed_extend", add_cli="warpdp.cli:add_seedext_parser",
                 summary="seed extension (BWA-MEM ksw_extend2 semantics)"))
-# Pairwise alignment with CIGAR and GATK's Smith-Waterman (issue #26): CPU (scalar) and GPU.
+# Pairwise alignment with CIGAR and GATK's Smith-Waterman (issue #26): CPU (scalar, AVX2, AVX-512) and GPU.
 register(Family(name="align", rpc="Align", service="warpdp.grpc._align:ALIGN", entry="warpdp.plugin.align:align",
                 add_cli="warpdp.cli_align:add_align_parser", summary="pairwise alignment with CIGAR; GATK's Smith-Waterman"))
 # Edit distance (issue #27): GPU kernels (warpdp/kernels/edit.py) and a scalar CPU backend.

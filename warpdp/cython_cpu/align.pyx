@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""CPU backend of the align family (C kernels; the scalar variant only, so far).
+"""CPU backend of the align family (C kernels: scalar, AVX2 and AVX-512 variants).
 
 Inputs are the packed arrays of :class:`warpdp.plugin.align.AlignPairs` and the checked
 :class:`warpdp.plugin.align.AlignParams`; this module hands their buffers to C with the GIL released,
@@ -15,21 +15,18 @@ ALIGN_FIELDS = ("threads", "mode", "matrix", "gap_open", "gap_extend", "overhang
 ITEMS = ("", "", "entry", "", "", "", "", "", "pair", "pair", "pair", "pair", "")
 MODE_CODES = {"global": 0, "semiglobal": 1, "local": 2, "extension": 3, "gatk": 4}
 OVERHANG_CODES = {"SOFTCLIP": 0, "INDEL": 1, "LEADING_INDEL": 2, "IGNORE": 3}
-# This family's variants: only the scalar one exists yet (SIMD variants are later work).
-FAMILY_ISAS = ("scalar",)
 
 
 def family_isas() -> list[str]:
     """The variants of this family's kernel this CPU runs, slowest first."""
-    return list(FAMILY_ISAS)
+    return available_isas()
 
 
 def run(pairs, params, out, *, threads=0, str isa=None):
     """Fill ``out``'s five int64 columns for every pair (AlignPairs) with ``params`` (AlignParams).
     Returns ``(ops, counts)``: the CIGAR ops of every pair (uint32, pair after pair) and their
     number per pair (int64) when ``params.cigar``, else None."""
-    if isa not in (None, "scalar"):
-        raise ValueError(f"cpu_isa must be one of {', '.join(FAMILY_ISAS)} for align, not {isa!r}")
+    cdef int code = isa_code(isa)
     cdef int n_threads = threads_arg(threads)
     cdef const uint8_t[::1] q_bases = pairs.query_bases
     cdef const uint8_t[::1] t_bases = pairs.target_bases
@@ -92,11 +89,14 @@ def run(pairs, params, out, *, threads=0, str isa=None):
     cdef int status
     cdef warpdp_bad_argument bad
     with nogil:
-        status = align_run(&c_pairs, &c_params, &c_out, n_threads, 0, &bad)
+        status = align_run(&c_pairs, &c_params, &c_out, n_threads, code, &bad)
     if status == WARPDP_BAD_ARGUMENT:
         raise bad_argument_error(ALIGN_FIELDS, ITEMS, bad)
     if status == -1:
         raise MemoryError("warpdp: out of memory during alignment")
+    if status == -2:
+        raise ValueError(f"warpdp: the {ISA_NAMES[code]!r} CPU variant cannot run on this CPU "
+                         f"(available: {', '.join(available_isas())})")
     if status != 0:
         raise RuntimeError(f"warpdp: align_run failed ({status})")
     if not params.cigar:

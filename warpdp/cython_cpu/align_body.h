@@ -1,5 +1,6 @@
-/* One body for every variant of the align kernels (included by align_<isa>.c with ALIGN_PAIR
-   defined as that variant's entry point). Cells are int32 (see ALIGN_SCORE_LIMIT).
+/* The align kernels one pair at a time (included by align_scalar.c with ALIGN_PAIR defined as its
+   entry point; the SIMD variants' lanes, align_lanes_body.h, do the same cell and share the
+   traceback, align_traceback.c). Cells are int32 (see ALIGN_SCORE_LIMIT).
 
    Generic modes (Gotoh; rows i = query 0..m, columns j = target 0..n; a gap of length L costs
    first + (L-1)*ext; E = gap along the row (D, target bases), F = gap down the column (I, query bases)):
@@ -22,31 +23,7 @@ static inline int32_t max32(int32_t a, int32_t b)
     return a > b ? a : b;
 }
 
-/* CIGAR runs built backwards from the end cell: merged on the fly, reversed at the end. */
-typedef struct {
-    uint32_t *ops;
-    int64_t n;
-} op_runs;
-
-static inline void push_op(op_runs *r, int op, int64_t length)
-{
-    if (length <= 0)
-        return;
-    if (r->n > 0 && (int)(r->ops[r->n - 1] & 0xF) == op) {
-        r->ops[r->n - 1] += (uint32_t)(length << 4);
-        return;
-    }
-    r->ops[r->n++] = (uint32_t)(length << 4) | (uint32_t)op;
-}
-
-static inline void reverse_ops(op_runs *r)
-{
-    for (int64_t a = 0, b = r->n - 1; a < b; a++, b--) {
-        const uint32_t x = r->ops[a];
-        r->ops[a] = r->ops[b];
-        r->ops[b] = x;
-    }
-}
+#include "align_ops.h"
 
 #define PACK_POS(i, j) (((int64_t)(i) << 32) | (int64_t)(j))
 
@@ -184,54 +161,8 @@ static int generic_pair(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n
         }
         return 0;
     }
-    op_runs r = {ops, 0};
-    int64_t i = bi, j = bj;
-    int state = 0; /* 0 H, 1 E, 2 F */
-    for (;;) {
-        if (state == 0) {
-            if (i == 0) {
-                if (!free_row0) { /* global, extension: the rest of row 0 is one gap */
-                    push_op(&r, OP_D, j);
-                    j = 0;
-                }
-                break;
-            }
-            if (j == 0) {
-                if (!local) {
-                    push_op(&r, OP_I, i);
-                    i = 0;
-                }
-                break;
-            }
-            const int source = trace[(size_t)i * row + j] & 3;
-            if (source == 3)
-                break;
-            if (source == 0) {
-                const uint8_t a = q[i - 1], b = t[j - 1];
-                push_op(&r, a == b && a < 4 ? OP_EQ : OP_X, 1);
-                i--;
-                j--;
-            } else {
-                state = source;
-            }
-        } else if (state == 1) {
-            const int opened = (trace[(size_t)i * row + j] >> 2) & 1;
-            push_op(&r, OP_D, 1);
-            j--;
-            if (opened)
-                state = 0;
-        } else {
-            const int opened = (trace[(size_t)i * row + j] >> 3) & 1;
-            push_op(&r, OP_I, 1);
-            i--;
-            if (opened)
-                state = 0;
-        }
-    }
-    reverse_ops(&r);
-    res->q_begin = i;
-    res->t_begin = j;
-    res->n_ops = r.n;
+    const align_trace tr = {trace, q, t, row, 1, 1};
+    align_trace_back(&tr, mode, bi, bj, ops, res);
     return 0;
 }
 

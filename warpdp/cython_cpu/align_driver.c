@@ -1,21 +1,18 @@
-/* Runs the align kernels over packed pairs: checks every argument first, converts bases to codes
-   (generic modes), spreads pairs over OpenMP threads. */
+/* Runs the align kernels over packed pairs: checks every argument first; with a SIMD variant, sorts
+   the pairs its lanes take by length into batches; spreads batches and the remaining pairs (scalar
+   kernel, bases converted to codes in generic modes) over OpenMP threads. */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <omp.h>
 #include "cpu_common.h"
 #include "align_kernel.h"
 
-typedef int (*pair_kernel)(const uint8_t *, int64_t, const uint8_t *, int64_t, const align_params *, align_result *,
-                           uint32_t *, warpdp_workspace *);
-
-/* A, C, G, T in either case -> 0..3; every other byte -> 4 (N), scored as the matrix says. */
+/* Bases to codes (align_base_code). */
 static void to_codes(uint8_t *dst, const uint8_t *src, int64_t len)
 {
-    for (int64_t i = 0; i < len; i++) {
-        const uint8_t u = (uint8_t)(src[i] & 0xDF);
-        dst[i] = u == 'A' ? 0 : u == 'C' ? 1 : u == 'G' ? 2 : u == 'T' ? 3 : 4;
-    }
+    for (int64_t i = 0; i < len; i++)
+        dst[i] = align_base_code(src[i]);
 }
 
 static int32_t abs32(int32_t v)
@@ -23,8 +20,9 @@ static int32_t abs32(int32_t v)
     return v < 0 ? -v : v;
 }
 
+/* Checks every argument; *largest_out receives the largest |parameter| (at least 1). */
 static int check_arguments(const align_pairs *pairs, const align_params *p, const align_outputs *out, int threads,
-                           warpdp_bad_argument *bad)
+                           int32_t *largest_out, warpdp_bad_argument *bad)
 {
     const int64_t max_length = INT32_MAX; /* the plugin's MAX_SEQUENCE_LENGTH */
     if (threads < 0 || threads > WARPDP_MAX_THREADS)
@@ -67,6 +65,7 @@ static int check_arguments(const align_pairs *pairs, const align_params *p, cons
     }
     if (largest < 1)
         largest = 1;
+    *largest_out = largest;
     const int64_t n = pairs->n_pairs;
     int64_t at;
     if (n < 0 || !warpdp_offsets_ok(pairs->q_offsets, n, pairs->q_total, 1, max_length, &at))
@@ -94,72 +93,208 @@ static int check_arguments(const align_pairs *pairs, const align_params *p, cons
     return 0;
 }
 
+static void store_result(align_outputs *out, int64_t i, const align_result *res)
+{
+    out->score[i] = res->score;
+    out->query_begin[i] = res->q_begin;
+    out->query_end[i] = res->q_end;
+    out->target_begin[i] = res->t_begin;
+    out->target_end[i] = res->t_end;
+    if (out->ops_count != NULL)
+        out->ops_count[i] = out->ops != NULL ? res->n_ops : 0;
+}
+
+/* One pair with the scalar kernel; 0, or -1 out of memory. ws: rows, traceback, codes. */
+static int run_pair(const align_pairs *pairs, const align_params *p, align_outputs *out, int64_t i,
+                    warpdp_workspace *ws)
+{
+    const int64_t m = pairs->q_offsets[i + 1] - pairs->q_offsets[i];
+    const int64_t n = pairs->t_offsets[i + 1] - pairs->t_offsets[i];
+    const uint8_t *q = pairs->q_bases + pairs->q_offsets[i], *t = pairs->t_bases + pairs->t_offsets[i];
+    const int gatk = p->mode == ALIGN_GATK;
+    if (!gatk) {
+        uint8_t *codes = warpdp_workspace_reserve(&ws[2], (size_t)(m + n));
+        if (codes == NULL)
+            return -1;
+        to_codes(codes, q, m);
+        to_codes(codes + m, t, n);
+        q = codes;
+        t = codes + m;
+    }
+    uint32_t scratch_ops[1]; /* unused when no CIGAR is written */
+    uint32_t *ops = out->ops != NULL ? out->ops + pairs->q_offsets[i] + pairs->t_offsets[i] + 2 * i : scratch_ops;
+    if (gatk && out->ops == NULL) {
+        /* GATK mode always traces back; without a CIGAR output it goes to scratch */
+        ops = warpdp_workspace_reserve(&ws[2], (size_t)(m + n + 2) * sizeof(uint32_t));
+        if (ops == NULL)
+            return -1;
+    }
+    align_result res;
+    if (align_pair_scalar(q, m, t, n, p, &res, ops, ws) != 0)
+        return -1;
+    store_result(out, i, &res);
+    return 0;
+}
+
+/* The SIMD variants' inter-pair paths: which pairs take them, batched by similar lengths. */
+typedef int (*lanes_kernel)(align_lane_batch *, const align_params *, warpdp_workspace *);
+enum { CELLS_SCALAR = 0, CELLS_INT16 = 1, CELLS_INT32 = 2 }; /* where a pair goes */
+typedef struct {
+    lanes_kernel kernel[3];  /* by CELLS_*; NULL for the scalar variant */
+    int lanes[3];
+    int64_t *order;          /* int16 pairs by length, int32 pairs by length, then scalar pairs */
+    int64_t first[4];        /* order[first[c] .. first[c + 1]) holds class c's pairs (c = 1, 2) */
+    int64_t batch_start[3];  /* work items: int16 batches from batch_start[1], int32 from [2] */
+    int64_t n_batches;
+} lane_plan;
+
+static int pair_cells(const align_pairs *pairs, const align_params *p, int32_t largest, int32_t top, int isa,
+                      int64_t i)
+{
+    const int64_t m = pairs->q_offsets[i + 1] - pairs->q_offsets[i];
+    const int64_t n = pairs->t_offsets[i + 1] - pairs->t_offsets[i];
+    if (p->mode == ALIGN_GATK || m > ALIGN_LANE_MAX_LENGTH || n > ALIGN_LANE_MAX_LENGTH ||
+        (p->cigar && (m > ALIGN_LANE_TRACE_SIDE || n > ALIGN_LANE_TRACE_SIDE)))
+        return CELLS_SCALAR;
+    if (!align_fits_int16(m, n, top, p->gap_first, p->gap_ext, largest))
+        return CELLS_INT32;
+    if (isa == WARPDP_ISA_AVX2) /* its int16 score lookup holds bytes */
+        for (int k = 0; k < 25; k++)
+            if (p->matrix[k] < -128 || p->matrix[k] > 127)
+                return CELLS_INT32;
+    return CELLS_INT16;
+}
+
+static int64_t pair_key(const align_pairs *pairs, int64_t i)
+{
+    return ((pairs->q_offsets[i + 1] - pairs->q_offsets[i]) << 32) | (pairs->t_offsets[i + 1] - pairs->t_offsets[i]);
+}
+
+static const align_pairs *sorting_pairs; /* qsort's comparison has no context argument */
+
+static int by_length(const void *a, const void *b)
+{
+    const int64_t ka = pair_key(sorting_pairs, *(const int64_t *)a), kb = pair_key(sorting_pairs, *(const int64_t *)b);
+    return ka < kb ? -1 : ka > kb ? 1 : 0;
+}
+
+/* 0, or -1 out of memory. */
+static int plan_lanes(lane_plan *plan, const align_pairs *pairs, const align_params *p, int32_t largest, int isa)
+{
+    const int64_t n = pairs->n_pairs;
+    plan->order = malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+    uint8_t *cells = malloc((size_t)(n > 0 ? n : 1));
+    if (plan->order == NULL || cells == NULL) {
+        free(cells);
+        return -1;
+    }
+    int32_t top = p->matrix[0];
+    for (int k = 1; k < 25; k++)
+        top = p->matrix[k] > top ? p->matrix[k] : top;
+    int64_t count[3] = {0, 0, 0};
+    for (int64_t i = 0; i < n; i++)
+        count[cells[i] = (uint8_t)pair_cells(pairs, p, largest, top, isa, i)]++;
+    plan->first[1] = 0;
+    plan->first[2] = count[CELLS_INT16];
+    plan->first[3] = plan->first[2] + count[CELLS_INT32];
+    int64_t next[3] = {plan->first[3], plan->first[1], plan->first[2]};
+    for (int64_t i = 0; i < n; i++)
+        plan->order[next[cells[i]]++] = i;
+    free(cells);
+    #pragma omp critical(align_sorting)
+    {
+        sorting_pairs = pairs;
+        for (int c = CELLS_INT16; c <= CELLS_INT32; c++)
+            qsort(plan->order + plan->first[c], (size_t)count[c], sizeof(int64_t), by_length);
+    }
+    plan->batch_start[1] = 0;
+    plan->batch_start[2] = (count[1] + plan->lanes[1] - 1) / plan->lanes[1];
+    plan->n_batches = plan->batch_start[2] + (count[2] + plan->lanes[2] - 1) / plan->lanes[2];
+    return 0;
+}
+
+/* Work item k (< plan->n_batches): a batch of int16 or int32 lanes; 0, or -1 out of memory. */
+static int run_batch(const align_pairs *pairs, const align_params *p, align_outputs *out, const lane_plan *plan,
+                     int64_t k, warpdp_workspace *ws)
+{
+    const int c = k >= plan->batch_start[2] ? CELLS_INT32 : CELLS_INT16;
+    align_lane_batch b;
+    const int64_t first = plan->first[c] + (k - plan->batch_start[c]) * plan->lanes[c];
+    const int64_t end = first + plan->lanes[c] < plan->first[c + 1] ? first + plan->lanes[c] : plan->first[c + 1];
+    b.count = (int)(end - first);
+    for (int l = 0; l < b.count; l++) {
+        const int64_t i = plan->order[first + l];
+        b.q[l] = pairs->q_bases + pairs->q_offsets[i];
+        b.t[l] = pairs->t_bases + pairs->t_offsets[i];
+        b.m[l] = pairs->q_offsets[i + 1] - pairs->q_offsets[i];
+        b.n[l] = pairs->t_offsets[i + 1] - pairs->t_offsets[i];
+        b.ops[l] = out->ops != NULL ? out->ops + pairs->q_offsets[i] + pairs->t_offsets[i] + 2 * i : NULL;
+    }
+    if (plan->kernel[c](&b, p, ws) != 0)
+        return -1;
+    for (int l = 0; l < b.count; l++)
+        store_result(out, plan->order[first + l], &b.res[l]);
+    return 0;
+}
+
 int align_run(const align_pairs *pairs, const align_params *p, align_outputs *out, int threads, int isa,
               warpdp_bad_argument *bad)
 {
-    /* Only the scalar variant exists so far; align.pyx lists only it. */
-    pair_kernel kernel;
-    if (isa != WARPDP_ISA_SCALAR)
+    lane_plan plan = {{NULL, NULL, NULL}, {1, 1, 1}, NULL, {0, 0, 0, 0}, {0, 0, 0}, 0};
+    switch (isa) {
+    case WARPDP_ISA_SCALAR:
+        break;
+#if WARPDP_X86_SIMD
+    case WARPDP_ISA_AVX2:
+        plan.kernel[CELLS_INT16] = align_lanes_avx2;
+        plan.kernel[CELLS_INT32] = align_lanes_avx2_i32;
+        plan.lanes[CELLS_INT16] = 16;
+        plan.lanes[CELLS_INT32] = 8;
+        break;
+    case WARPDP_ISA_AVX512:
+        plan.kernel[CELLS_INT16] = align_lanes_avx512;
+        plan.kernel[CELLS_INT32] = align_lanes_avx512_i32;
+        plan.lanes[CELLS_INT16] = 32;
+        plan.lanes[CELLS_INT32] = 16;
+        break;
+#endif
+    default:
         return -2;
-    kernel = align_pair_scalar;
-    int status = check_arguments(pairs, p, out, threads, bad);
+    }
+    if (!warpdp_cpu_supports(isa))
+        return -2;
+    int32_t largest = 1;
+    int status = check_arguments(pairs, p, out, threads, &largest, bad);
     if (status != 0)
         return status;
     if (pairs->n_pairs == 0)
         return 0;
-    const int gatk = p->mode == ALIGN_GATK;
+    if (plan.kernel[CELLS_INT16] != NULL && plan_lanes(&plan, pairs, p, largest, isa) != 0) {
+        free(plan.order);
+        return -1;
+    }
+    /* Work items: the batches, then every pair outside them, one at a time. */
+    const int64_t n_items = plan.n_batches + pairs->n_pairs - plan.first[3];
     int failed = 0;
     if (threads < 1)
         threads = omp_get_max_threads();
     #pragma omp parallel num_threads(threads) reduction(| : failed)
     {
-        /* rows, traceback, base codes */
-        warpdp_workspace ws[3] = {{NULL, 0}, {NULL, 0}, {NULL, 0}};
-        uint32_t scratch_ops[1]; /* unused when no CIGAR is written */
+        warpdp_workspace ws[3] = {{NULL, 0}, {NULL, 0}, {NULL, 0}}; /* rows, traceback, codes */
         #pragma omp for schedule(dynamic, 1)
-        for (int64_t i = 0; i < pairs->n_pairs; i++) {
+        for (int64_t k = 0; k < n_items; k++) {
             if (failed)
                 continue;
-            const int64_t m = pairs->q_offsets[i + 1] - pairs->q_offsets[i];
-            const int64_t n = pairs->t_offsets[i + 1] - pairs->t_offsets[i];
-            const uint8_t *q = pairs->q_bases + pairs->q_offsets[i], *t = pairs->t_bases + pairs->t_offsets[i];
-            if (!gatk) {
-                uint8_t *codes = warpdp_workspace_reserve(&ws[2], (size_t)(m + n));
-                if (codes == NULL) {
-                    failed = 1;
-                    continue;
-                }
-                to_codes(codes, q, m);
-                to_codes(codes + m, t, n);
-                q = codes;
-                t = codes + m;
-            }
-            uint32_t *ops = out->ops != NULL ? out->ops + pairs->q_offsets[i] + pairs->t_offsets[i] + 2 * i : scratch_ops;
-            align_result res;
-            if (gatk && out->ops == NULL) {
-                /* GATK mode always traces back; without a CIGAR output it goes to scratch */
-                uint32_t *tmp = warpdp_workspace_reserve(&ws[2], (size_t)(m + n + 2) * sizeof(uint32_t));
-                if (tmp == NULL) {
-                    failed = 1;
-                    continue;
-                }
-                ops = tmp;
-            }
-            if (kernel(q, m, t, n, p, &res, ops, ws) != 0) {
-                failed = 1;
-                continue;
-            }
-            out->score[i] = res.score;
-            out->query_begin[i] = res.q_begin;
-            out->query_end[i] = res.q_end;
-            out->target_begin[i] = res.t_begin;
-            out->target_end[i] = res.t_end;
-            if (out->ops_count != NULL)
-                out->ops_count[i] = out->ops != NULL ? res.n_ops : 0;
+            if (k < plan.n_batches)
+                failed = run_batch(pairs, p, out, &plan, k, ws) != 0;
+            else
+                failed = run_pair(pairs, p, out, plan.order != NULL ? plan.order[plan.first[3] + k - plan.n_batches]
+                                                                    : k, ws) != 0;
         }
         warpdp_workspace_free(&ws[0]);
         warpdp_workspace_free(&ws[1]);
         warpdp_workspace_free(&ws[2]);
     }
+    free(plan.order);
     return failed ? -1 : 0;
 }

@@ -6,6 +6,7 @@
 #ifndef WARPDP_ALIGN_KERNEL_H
 #define WARPDP_ALIGN_KERNEL_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "cpu_common.h"
 
@@ -62,6 +63,61 @@ enum {
     ALIGN_BAD_OVERHANG, ALIGN_BAD_MATCH, ALIGN_BAD_MISMATCH, ALIGN_BAD_Q_OFFSETS, ALIGN_BAD_T_OFFSETS,
     ALIGN_BAD_LENGTH, ALIGN_BAD_TRACEBACK, ALIGN_BAD_OUTPUT,
 };
+
+/* A, C, G, T in either case -> 0..3; every other byte -> 4 (N), scored as the matrix says. */
+static inline uint8_t align_base_code(uint8_t base)
+{
+    const uint8_t u = (uint8_t)(base & 0xDF);
+    return u == 'A' ? 0 : u == 'C' ? 1 : u == 'G' ? 2 : u == 'T' ? 3 : 4;
+}
+
+/* A traceback matrix (generic modes; bits as align_body.h describes): cell (i, j) at
+   bits[(i * row + j) * stride], base codes q[k * seq_stride], t[k * seq_stride]. The SIMD
+   variants keep one pair per lane, interleaved: stride and seq_stride = their lane count. */
+typedef struct {
+    const uint8_t *bits, *q, *t;
+    size_t row;
+    ptrdiff_t stride, seq_stride;
+} align_trace;
+
+/* Traces back from (bi, bj): ops (room for bi + bj + 2) receives the CIGAR, res the begins and
+   n_ops. One tie rule for every variant. */
+void align_trace_back(const align_trace *tr, int mode, int64_t bi, int64_t bj, uint32_t *ops, align_result *res);
+
+/* The SIMD variants' inter-pair paths: up to ALIGN_MAX_LANES pairs (generic modes), one per lane,
+   of int16 cells where align_fits_int16 says a pair's values fit them, else of int32 cells. With a
+   CIGAR, only pairs of at most ALIGN_LANE_TRACE_SIDE bases each (so that a batch's traceback,
+   sized by its longest query and longest target, has at most ALIGN_LANE_TRACE_CELLS cells per
+   lane); the others take the scalar kernel, as do sequences over ALIGN_LANE_MAX_LENGTH (a batch's
+   rows then stay within a few MiB). */
+#define ALIGN_MAX_LANES 32
+#define ALIGN_LANE_TRACE_SIDE 1023
+#define ALIGN_LANE_MAX_LENGTH 65535
+#define ALIGN_LANE_TRACE_CELLS ((int64_t)(ALIGN_LANE_TRACE_SIDE + 1) * (ALIGN_LANE_TRACE_SIDE + 1))
+typedef struct {
+    int count; /* lanes in use */
+    const uint8_t *q[ALIGN_MAX_LANES], *t[ALIGN_MAX_LANES]; /* bases as given */
+    int64_t m[ALIGN_MAX_LANES], n[ALIGN_MAX_LANES];
+    uint32_t *ops[ALIGN_MAX_LANES]; /* with a CIGAR: room for m + n + 2 */
+    align_result res[ALIGN_MAX_LANES];
+} align_lane_batch;
+
+/* 1 when every DP value of an m x n pair, plus or minus two parameters, fits int16: a cell is at
+   most min(m, n) * top (top: the largest matrix entry; gaps only cost) and at least the all-gap
+   path's -(2 * first + (m + n) * ext); E and F are at most two parameters below a cell. Rows and
+   columns must fit too (the lanes count them in int16). */
+static inline int align_fits_int16(int64_t m, int64_t n, int32_t top, int32_t first, int32_t ext, int32_t largest)
+{
+    const int64_t high = (m < n ? m : n) * (int64_t)(top > 0 ? top : 0);
+    const int64_t low = 2 * (int64_t)first + (m + n) * (int64_t)ext;
+    return m <= INT16_MAX && n <= INT16_MAX && high + largest <= INT16_MAX && low + 2 * (int64_t)largest <= INT16_MAX;
+}
+
+/* 0, or -1 out of memory. */
+int align_lanes_avx2(align_lane_batch *b, const align_params *p, warpdp_workspace *ws);
+int align_lanes_avx512(align_lane_batch *b, const align_params *p, warpdp_workspace *ws);
+int align_lanes_avx2_i32(align_lane_batch *b, const align_params *p, warpdp_workspace *ws);
+int align_lanes_avx512_i32(align_lane_batch *b, const align_params *p, warpdp_workspace *ws);
 
 /* One pair (scalar variant): q/t are codes 0..4 (generic modes) or raw bytes (GATK mode). ops
    (room for m + n + 2) receives the CIGAR when p->cigar or the mode is GATK. 0, or -1 out of memory. */

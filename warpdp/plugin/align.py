@@ -256,7 +256,8 @@ def align(
 ) -> AlignResults:
     """Align every pair (module doc). ``params`` is an :class:`AlignParams`, or its fields as keywords
     (``align(pairs, mode="local", cigar=True)``). ``backend``: "auto" (GPU if usable, else CPU), "cpu" or
-    "gpu" (the same results on each). ``cpu_isa``: only "scalar" exists for this family so far.
+    "gpu" (the same results on each). ``cpu_isa`` forces a CPU variant ("scalar", "avx2", "avx512";
+    default: the environment variable WARPDP_CPU_ISA, else the best this CPU runs; the same results on each).
     ``out``: an AlignResults of n_pairs whose columns are filled in place (its CIGAR is replaced).
     ``devices`` lists the GPUs to spread the pairs over (default: every GPU this process sees;
     the CPU backend ignores it). ``cancelled`` is checked between GPU chunks (see
@@ -299,7 +300,7 @@ def align(
 
 
 def align_cpu_isas() -> list[str]:
-    """CPU variants of the align kernels (only "scalar" so far: SIMD variants are later work)."""
+    """The CPU variants of the align kernels this CPU runs, slowest first."""
     from ..cython_cpu import align as cpu_align
 
     return cpu_align.family_isas()

@@ -123,7 +123,7 @@ int warpdp_align(warpdp_handle *handle, const warpdp_seq_pairs *pairs, const war
         return wd_client_align(handle->client, pairs, params, results);
 #endif
     int isa;
-    WD_TRY(wd_family_isa(handle, "align", 1u << WARPDP_ISA_SCALAR, &isa));
+    WD_TRY(wd_family_isa(handle, "align", 7u, &isa));
     const align_pairs c_pairs = {pairs->query_bases, pairs->target_bases, pairs->query_offsets,
                                  pairs->target_offsets, pairs->n_pairs, pairs->query_total, pairs->target_total};
     const align_params c_params = driver_params(params);

@@ -1,0 +1,53 @@
+/* AVX2 variant, int32 cells: 8 pairs per batch, one per lane (align_lanes_body.h), for pairs
+   whose values do not fit int16 (or whose matrix does not fit the int16 variant's bytes). */
+#include "cpu_common.h"
+#if WARPDP_X86_SIMD /* the whole file: x86 only (cpu_common.h) */
+#pragma GCC target("avx2")
+#include <immintrin.h>
+#include "align_kernel.h"
+
+static inline __m256i ge_avx2(__m256i a, __m256i b)
+{
+    return _mm256_cmpeq_epi32(_mm256_max_epi32(a, b), a);
+}
+
+static inline uint32_t bits_avx2(__m256i m)
+{
+    return (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(m));
+}
+
+static inline void store_bytes_avx2(uint8_t *p, __m256i v)
+{
+    const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    _mm_storel_epi64((__m128i *)p, _mm_packus_epi16(words, words));
+}
+
+#define LANES 8
+#define CELL int32_t
+#define CELL_NEG ALIGN_NEG
+#define VEC __m256i
+#define MASK __m256i
+#define SCORE_TABLE const int32_t *
+#define V_SET1(x) _mm256_set1_epi32(x)
+#define V_LOAD(p) _mm256_loadu_si256((const __m256i *)(p))
+#define V_STORE(p, v) _mm256_storeu_si256((__m256i *)(p), (v))
+#define V_ADDS(a, b) _mm256_add_epi32((a), (b))
+#define V_SUBS(a, b) _mm256_sub_epi32((a), (b))
+#define V_MAX(a, b) _mm256_max_epi32((a), (b))
+#define V_BLEND(m, a, b) _mm256_blendv_epi8((a), (b), (m))
+#define V_ADD_WHERE(m, a, b) _mm256_add_epi32((a), _mm256_and_si256((m), (b)))
+#define M_GT(a, b) _mm256_cmpgt_epi32((a), (b))
+#define M_EQ(a, b) _mm256_cmpeq_epi32((a), (b))
+#define M_GE(a, b) ge_avx2((a), (b))
+#define M_AND(a, b) _mm256_and_si256((a), (b))
+#define M_BITS(m) bits_avx2(m)
+#define M_GT_WHERE(w, a, b) _mm256_and_si256((w), _mm256_cmpgt_epi32((a), (b)))
+#define M_GT_UNLESS(u, a, b) _mm256_andnot_si256((u), _mm256_cmpgt_epi32((a), (b)))
+/* masks are -1: 2 + is_e is 1 or 2, cleared where is_d */
+#define V_SOURCE(d, e) _mm256_andnot_si256((d), _mm256_add_epi32(_mm256_set1_epi32(2), (e)))
+#define MAKE_SCORE_TABLE(p) ((p)->matrix)
+#define V_SCORE(t, idx) _mm256_i32gather_epi32((const int *)(t), (idx), 4)
+#define V_STORE_BYTES(p, v) store_bytes_avx2((p), (v))
+#define LANES_ENTRY align_lanes_avx2_i32
+#include "align_lanes_body.h"
+#endif /* WARPDP_X86_SIMD */
