@@ -77,7 +77,7 @@ def collect(plan: gpu_edit.ChunkPlan, pinned_out: np.ndarray) -> EditResults:
         total = int(offsets[-1])
         ops = pinned_out[plan.head_bytes:plan.head_bytes + 4 * total].view(np.uint32).copy()
         return plan.decode(head, ops, offsets)
-    offsets = offsets_of(plan.table(head)[4])  # the launcher before ChunkPlan.cigar_offsets (the "before" rows)
+    offsets = offsets_of(plan.table(head)[4])  # an older launcher (the "before" rows): its ChunkPlan.table
     total = int(offsets[-1])
     ops = pinned_out[plan.head_bytes:plan.head_bytes + 4 * total].view(np.uint32).copy()
     return plan.decode(head, ops)

@@ -127,6 +127,8 @@ def test_unusual_messages_read_as_the_protobuf_library_parses_them(family: str) 
         data + _tag(number, 0) + b"\x01",                        # the packed field as a varint
         b"",
         _tag(number, 2) + b"\x00",                               # present and empty
+        bytes([number << 3 | 2, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00]),          # a length of 6 bytes
+        bytes([number << 3 | 2 | 0x80, 0x80, 0x80, 0x80, 0x80, 0x00]) + b"\x00",  # a tag of 6 bytes
     ]
     for case in cases:
         assert _outcome(algorithm, case) == _library(algorithm, case)

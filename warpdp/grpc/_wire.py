@@ -80,9 +80,9 @@ def serialize(message: Any) -> bytes:
 # -- reading ---------------------------------------------------------------------------------
 
 
-def _read_varint(data: bytes, at: int, end: int) -> tuple[int, int] | None:
+def _read_varint(data: bytes, at: int, end: int, max_bytes: int = 10) -> tuple[int, int] | None:
     value = shift = 0
-    while at < end and shift < 70:
+    while at < end and shift < 7 * max_bytes:
         byte = data[at]
         at += 1
         value |= (byte & 0x7F) << shift
@@ -105,7 +105,8 @@ def _records(data: bytes, start: int, end: int) -> list[_Record] | None:
     records = []
     at = start
     while at < end:
-        tag = _read_varint(data, at, end)
+        # Tags and lengths longer than 5 bytes are corrupt to protobuf's parser (upb): left to it.
+        tag = _read_varint(data, at, end, max_bytes=5)
         if tag is None or tag[0] > _MAX_TAG or tag[0] >> 3 == 0:
             return None
         (tag_value, value) = tag
@@ -118,8 +119,8 @@ def _records(data: bytes, start: int, end: int) -> list[_Record] | None:
         elif wire_type == 1 or wire_type == 5:
             after = value + (8 if wire_type == 1 else 4)
         elif wire_type == _LENGTH_DELIMITED:
-            read = _read_varint(data, value, end)
-            if read is None:
+            read = _read_varint(data, value, end, max_bytes=5)
+            if read is None or read[0] >= 1 << 31:
                 return None
             length, value = read
             after = value + length

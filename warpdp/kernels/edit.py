@@ -287,13 +287,6 @@ class ChunkPlan:
     def params_address(self, base: int, launch: _Launch) -> int:
         return base + self.at["params"] + PARAMS.itemsize * launch.index
 
-    def table(self, out: np.ndarray) -> np.ndarray:
-        """The result columns (OUT_COLUMNS x n) from the bytes that came back; zeros for the pairs
-        left to the CPU."""
-        table = out[:8 * OUT_COLUMNS * self.n].view(np.int64).reshape(OUT_COLUMNS, self.n).copy()
-        table[:, self.skip] = 0
-        return table
-
     def cigar_offsets(self, out: np.ndarray) -> np.ndarray:
         """The offsets of the chunk's CIGARs packed in pair order (from their run counts in the
         bytes that came back; none for the pairs left to the CPU)."""

@@ -241,13 +241,13 @@ def edit(
     n_threads = resolve_threads(threads)
     device_ids = check_devices(devices)
     chosen = choose_backend(backend, "edit")
-    from ..cython_cpu import edit as cpu_edit
-
-    cpu_isa = resolve_cpu_isa(cpu_isa, cpu_edit.ISA_NAMES)
     if chosen == "gpu":
         from ..kernels import edit as gpu_edit
 
         return gpu_edit.edit(pairs, params, threads=n_threads, cancelled=cancelled, devices=device_ids)
+    from ..cython_cpu import edit as cpu_edit
+
+    cpu_isa = resolve_cpu_isa(cpu_isa, cpu_edit.ISA_NAMES)
     # The backend's ragged scratch (CIGAR and location room) grows with the bases it is handed,
     # so a large job runs in chunks of consecutive pairs and the parts are joined.
     ends = np.cumsum(np.diff(pairs.query_offsets) + np.diff(pairs.target_offsets))  # bases up to each pair
