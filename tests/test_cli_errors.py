@@ -235,6 +235,12 @@ def test_damaged_gzip_is_named_without_binary(tmp_path) -> None:
     assert_usage_error(warpdp("pairhmm", str(damaged), "--backend", "cpu"), f"{damaged}: damaged gzip data")
 
 
+def test_gzip_with_trailing_garbage_is_named_as_damaged(tmp_path) -> None:
+    damaged = tmp_path / "trailing.in.gz"
+    damaged.write_bytes(gzip.compress(b"1 1\nACGT IIII IIII IIII ++++\nACGT\n") + b"junk")
+    assert_usage_error(warpdp("pairhmm", str(damaged), "--backend", "cpu"), f"{damaged}: damaged gzip data")
+
+
 def test_lower_case_bases_score_as_upper_case(tmp_path) -> None:
     """The Pair-HMM text format folds case as xdrop, seedext, align, edit and BAM input do
     (lower case used to become N there): tiny.in lower-cased still matches GKL's answers."""

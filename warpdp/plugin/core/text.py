@@ -55,10 +55,11 @@ class open_text:  # noqa: N801 - used like open()
         except OSError as error:
             if exc is None:
                 raise _named(error, self.name) from None
-        if isinstance(exc, OSError) and exc.filename is None and not isinstance(exc, BrokenPipeError):
-            raise _named(exc, self.name) from None
+        # BadGzipFile is an OSError: named as damaged gzip data before the OSErrors are.
         if isinstance(exc, (EOFError, gzip.BadGzipFile, zlib.error)):
             raise ValueError(f"{self.name}: damaged gzip data ({exc})") from None
+        if isinstance(exc, OSError) and exc.filename is None and not isinstance(exc, BrokenPipeError):
+            raise _named(exc, self.name) from None
 
 
 def _named(error: OSError, name: str) -> OSError:
