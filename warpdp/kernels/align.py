@@ -33,7 +33,7 @@ from .runtime.devices import in_order, plan_spread, resolve_devices, spread
 from .runtime.launch_params import POINTER, launch_struct, set_row, struct_rows
 from .runtime.layout import sections
 from .runtime.module_cache import ModuleSpec, load_module
-from .runtime.runner import ChunkRunner, CopyOut, Runners, new_stream, pinned_allocator
+from .runtime.runner import CopyOut, CupyChunkRunner, Runners
 from .runtime.slots import ChunkSlot
 
 __all__ = ["run", "plan_chunks", "pair_traceback_bytes", "traceback_bytes", "DP_KERNELS", "TRACEBACK_KERNELS", "Chunk"]
@@ -207,22 +207,18 @@ class _ChunkPlan:
         return s, (ops[index].copy(), counts)
 
 
-class _Runner(ChunkRunner):
+class _Runner(CupyChunkRunner):
     """Per-process GPU state: the compiled kernels, streams and reusable chunk buffers."""
 
     def __init__(self) -> None:
         import cupy
 
-        super().__init__(_SLOTS, pinned_allocator(cupy), cupy.cuda.alloc)
-        self.cupy = cupy
-        self.device_id = cupy.cuda.runtime.getDevice()
+        super().__init__(cupy, _SLOTS, cupy.cuda.runtime.getDevice())
         module = load_module(MODULE, self.device_id)
         self.dp = {key: module.get_function(name) for key, name in DP_KERNELS.items()}
         for kernel in self.dp.values():
             kernel.max_dynamic_shared_size_bytes = MAX_SHARED_BYTES
         self.traceback = {key: module.get_function(name) for key, name in TRACEBACK_KERNELS.items()}
-        for slot in self.ring.slots:
-            slot.stream = new_stream(cupy)
 
     def _enqueue(self, slot: ChunkSlot, plan: _ChunkPlan) -> None:
         cupy = self.cupy

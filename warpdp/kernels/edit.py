@@ -41,7 +41,7 @@ from .runtime.devices import in_order, plan_spread, resolve_devices, spread
 from .runtime.launch_params import POINTER, launch_struct, set_row, struct_rows
 from .runtime.layout import sections
 from .runtime.module_cache import ModuleSpec, load_module
-from .runtime.runner import ChunkRunner, CopyOut, Runners, new_stream, pinned_allocator
+from .runtime.runner import CopyOut, CupyChunkRunner, Runners
 from .runtime.slots import ChunkSlot
 
 __all__ = ["edit", "cpu_fallback_pairs", "ChunkPlan", "plan_chunk", "split_chunks", "WINDOW_TIERS", "EXACT_KERNEL",
@@ -396,19 +396,15 @@ def splice(results: Any, indices: np.ndarray, replacement: Any) -> Any:
     return EditResults(columns, ops, offsets, locations)
 
 
-class _Runner(ChunkRunner):
+class _Runner(CupyChunkRunner):
     """Per-process GPU state: the compiled kernels, streams and reusable buffers."""
 
     def __init__(self) -> None:
         import cupy
 
-        super().__init__(_SLOTS, pinned_allocator(cupy), cupy.cuda.alloc)
-        self.cupy = cupy
-        self.device_id = cupy.cuda.runtime.getDevice()
+        super().__init__(cupy, _SLOTS, cupy.cuda.runtime.getDevice())
         self.module = load_module(MODULE, self.device_id)
         self.kernels = {name: self.module.get_function(name) for name in MODULE.name_expressions}
-        for slot in self.ring.slots:
-            slot.stream = new_stream(cupy)
 
     def _enqueue(self, slot: ChunkSlot, plan: ChunkPlan) -> None:
         cupy = self.cupy

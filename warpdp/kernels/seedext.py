@@ -42,7 +42,7 @@ from .runtime.layout import sections
 from .runtime.module_cache import ModuleSpec, load_module
 from .runtime.occupancy import resident_blocks_per_sm
 from .runtime.ordering import KEY_VALUES, stable_order_u16
-from .runtime.runner import ChunkRunner, CopyOut, Runners, device_properties, new_stream, pinned_allocator
+from .runtime.runner import CopyOut, CupyChunkRunner, Runners, device_properties, new_stream
 from .runtime.slots import ChunkSlot
 
 __all__ = ["extend", "KERNEL_CONFIGS", "BINS", "GLOBAL_CONFIG", "LANE_KERNEL", "LANE_BOUNDS"]
@@ -283,15 +283,14 @@ MODULE = ModuleSpec("seedext", NVRTC_OPTIONS, tuple(c.name for c in KERNEL_CONFI
                     (("Params", PARAMS),))
 
 
-class _Runner(ChunkRunner):
+class _Runner(CupyChunkRunner):
     """Per-process GPU state: compiled kernels, streams and reusable buffers."""
 
     def __init__(self) -> None:
         import cupy
 
-        super().__init__(_SLOTS, pinned_allocator(cupy), cupy.cuda.alloc)
-        self.cupy = cupy
-        self.device_id = device_id = cupy.cuda.runtime.getDevice()
+        super().__init__(cupy, _SLOTS, cupy.cuda.runtime.getDevice())
+        device_id = self.device_id
         self.sm_count = int(device_properties(device_id)["multiProcessorCount"])
         self.module = load_module(MODULE, device_id)
         self.kernels = {c: self.module.get_function(c.name) for c in KERNEL_CONFIGS}
@@ -304,8 +303,6 @@ class _Runner(ChunkRunner):
         except (AttributeError, cupy.cuda.driver.CUDADriverError):
             pass
         self._resident: dict[tuple[KernelConfig, int], int] = {}
-        for slot in self.ring.slots:
-            slot.stream = new_stream(cupy)
         # Per slot, a stream per bin: a chunk's bins run side by side.
         self.bin_streams = [[new_stream(cupy) for _ in range(_N_BINS)] for _ in range(_SLOTS)]
         # Plans are made ahead, on threads, so that the calling thread only fills and enqueues

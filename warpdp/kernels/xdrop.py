@@ -41,7 +41,7 @@ from .runtime.launch_params import POINTER, launch_struct, set_row, struct_rows
 from .runtime.layout import sections
 from .runtime.module_cache import ModuleSpec, load_module
 from .runtime.occupancy import resident_blocks_per_sm
-from .runtime.runner import ChunkRunner, CopyOut, Runners, device_properties, new_stream, pinned_allocator
+from .runtime.runner import CopyOut, CupyChunkRunner, Runners, device_properties
 from .runtime.slots import ALIGN, ChunkSlot, round_up
 
 __all__ = ["extend", "KERNEL_NAMES", "SHARED_FLANK_BINS", "SHARED_MIN_WINDOW", "WIDE_CONFIGS", "WIDE_MIN_WINDOW",
@@ -385,16 +385,14 @@ def module_spec(configs: Sequence[tuple[int, int, int, int]]) -> ModuleSpec:
                       (("Params", PARAMS),))
 
 
-class _Runner(ChunkRunner):
+class _Runner(CupyChunkRunner):
     """Per-device GPU state: compiled kernels, streams and reusable buffers."""
 
     def __init__(self, device_id: int, configs: Sequence[tuple[int, int, int, int]]) -> None:
         import cupy
 
-        super().__init__(2, pinned_allocator(cupy), cupy.cuda.alloc)
-        self.cupy = cupy
-        self.device_id = device_id
         with cupy.cuda.Device(device_id):
+            super().__init__(cupy, 2, device_id)
             self.sm_count = int(device_properties(device_id)["multiProcessorCount"])
             self.module = load_module(module_spec(configs), device_id)
             self.kernels: dict[Any, Any] = {size: self.module.get_function(name) for size, name in KERNEL_NAMES.items()}
@@ -408,8 +406,6 @@ class _Runner(ChunkRunner):
             # (configuration, blocks of it resident on the device) per row, for the plans
             self.wide = [(config, self._resident_blocks(self.kernels["wide", row], 32 * config[1]))
                          for row, config in enumerate(configs)]
-            for slot in self.ring.slots:
-                slot.stream = new_stream(cupy)
 
     def shared_resident(self, shared_bytes: int) -> int:
         """Blocks of extend_shared_kernel with that much shared memory that fit on the device."""

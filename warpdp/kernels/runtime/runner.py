@@ -10,7 +10,7 @@ from typing import Any, Generic, TypeVar
 from ...plugin.cancel import CancelCheck, check_cancelled
 from .slots import ChunkSlot, Held, SlotRing, cupy_pinned
 
-__all__ = ["ChunkRunner", "Runners", "device_properties", "new_event", "new_stream", "pinned_allocator"]
+__all__ = ["ChunkRunner", "CupyChunkRunner", "Runners", "device_properties", "new_event", "new_stream", "pinned_allocator"]
 
 C = TypeVar("C")  # a chunk as the launcher cuts its input
 P = TypeVar("P")  # a chunk's plan
@@ -57,6 +57,18 @@ class ChunkRunner:
         finally:
             results = self.ring.collect(mine)
         return results
+
+
+class CupyChunkRunner(ChunkRunner):
+    """A :class:`ChunkRunner` on one CUDA device through CuPy: CuPy's pinned host and device
+    buffers, and a stream per slot (made on the current device, which must be ``device_id``)."""
+
+    def __init__(self, cupy: Any, slots: int, device_id: int) -> None:
+        super().__init__(slots, pinned_allocator(cupy), cupy.cuda.alloc)
+        self.cupy = cupy
+        self.device_id = device_id
+        for slot in self.ring.slots:
+            slot.stream = new_stream(cupy)
 
 
 class Runners(Generic[R]):
