@@ -135,6 +135,21 @@ def make_fake_cupy(struct_sizes: dict[str, list[int]], n_devices: int = 1,
     return cupy, log
 
 
+def install_fake_cupy(monkeypatch: Any, struct_sizes: dict[str, list[int]], n_devices: int = 1) -> list[tuple]:
+    """make_fake_cupy's module imported as ``cupy`` (with ``cupy.cuda`` and ``cupy.cuda.driver``) and
+    cuda_calls.CallList logging to the same list, until ``monkeypatch`` undoes it; the log."""
+    import sys
+
+    from warpdp.kernels.runtime import cuda_calls
+
+    cupy, log = make_fake_cupy(struct_sizes, n_devices)
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setitem(sys.modules, "cupy.cuda", cupy.cuda)
+    monkeypatch.setitem(sys.modules, "cupy.cuda.driver", cupy.cuda.driver)
+    monkeypatch.setattr(cuda_calls, "CallList", lambda: FakeCallList(log))
+    return log
+
+
 class FakeCallList:
     """cuda_calls.CallList without the driver: issue logs the calls."""
 

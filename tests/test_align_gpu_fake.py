@@ -4,14 +4,12 @@ is one upload, one dp launch (and a traceback launch with a CIGAR) and its copie
 over the traceback bound goes to the CPU backend, and a cancel check stops between chunks."""
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 
-from fake_cupy import FakeCallList, make_fake_cupy
+from fake_cupy import install_fake_cupy
 from warpdp.kernels import align as gpu_align
-from warpdp.kernels.runtime import cuda_calls, module_cache
+from warpdp.kernels.runtime import module_cache
 from warpdp.plugin.align import AlignPairs, AlignParams, AlignResults, align
 from warpdp.plugin.cancel import JobCancelled
 
@@ -25,13 +23,8 @@ def _forget() -> None:
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
-    cupy, log = make_fake_cupy(SIZES)
     _forget()
-    monkeypatch.setitem(sys.modules, "cupy", cupy)
-    monkeypatch.setitem(sys.modules, "cupy.cuda", cupy.cuda)
-    monkeypatch.setitem(sys.modules, "cupy.cuda.driver", cupy.cuda.driver)
-    monkeypatch.setattr(cuda_calls, "CallList", lambda: FakeCallList(log))
-    yield log
+    yield install_fake_cupy(monkeypatch, SIZES)
     _forget()
 
 

@@ -197,17 +197,12 @@ def test_take_and_splice_are_per_pair():
 @pytest.fixture
 def fake_cupy(monkeypatch):
     """tests/fake_cupy.py in place of CuPy: the device runner's calls are logged, nothing computed."""
-    import sys
-
-    from fake_cupy import make_fake_cupy
+    from fake_cupy import install_fake_cupy
     from warpdp.kernels.runtime import module_cache
 
-    cupy, log = make_fake_cupy({"edit_struct_sizes": [gpu_edit.PARAMS.itemsize]})
     module_cache.clear()
     gpu_edit._RUNNERS.clear()
-    monkeypatch.setitem(sys.modules, "cupy", cupy)
-    monkeypatch.setitem(sys.modules, "cupy.cuda", cupy.cuda)
-    monkeypatch.setitem(sys.modules, "cupy.cuda.driver", cupy.cuda.driver)
+    log = install_fake_cupy(monkeypatch, {"edit_struct_sizes": [gpu_edit.PARAMS.itemsize]})
     monkeypatch.setattr(gpu_edit, "_CHUNK_PAIRS", 10)
     yield log
     module_cache.clear()

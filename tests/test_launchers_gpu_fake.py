@@ -3,14 +3,12 @@
 parameter rows, each chunk is collected, and a cancel check stops the loop between chunks."""
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 
-from fake_cupy import FakeCallList, make_fake_cupy
+from fake_cupy import install_fake_cupy
 from warpdp.kernels import align, edit, pairhmm, seedext, xdrop
-from warpdp.kernels.runtime import cuda_calls, module_cache
+from warpdp.kernels.runtime import module_cache
 from warpdp.plugin.cancel import JobCancelled
 from warpdp.plugin.pairhmm import PairHmmRead, pack_batches
 from warpdp.plugin.seedext import SeedExtParams, pack_seed_pairs
@@ -30,13 +28,8 @@ def _forget_runners() -> None:
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
     """The fake CuPy in place of the real one (whose runners and modules are set aside)."""
-    cupy, log = make_fake_cupy(SIZES)
     _forget_runners()
-    monkeypatch.setitem(sys.modules, "cupy", cupy)
-    monkeypatch.setitem(sys.modules, "cupy.cuda", cupy.cuda)
-    monkeypatch.setitem(sys.modules, "cupy.cuda.driver", cupy.cuda.driver)
-    monkeypatch.setattr(cuda_calls, "CallList", lambda: FakeCallList(log))
-    yield log
+    yield install_fake_cupy(monkeypatch, SIZES)
     _forget_runners()
 
 

@@ -9,14 +9,14 @@ import threading
 import numpy as np
 import pytest
 
-from fake_cupy import FakeCallList, make_fake_cupy
+from fake_cupy import install_fake_cupy
 from test_launchers_gpu_fake import SIZES, _forget_runners, _pairhmm_batches, _seq
 from warpdp.grpc._batcher import Batcher
 from warpdp.grpc._metrics import Metrics
 from warpdp.kernels import align as gpu_align
 from warpdp.kernels import edit as gpu_edit
 from warpdp.kernels import pairhmm, seedext, xdrop
-from warpdp.kernels.runtime import cuda_calls, devices
+from warpdp.kernels.runtime import devices
 from warpdp.kernels.runtime.runner import ChunkRunner, Runners
 from warpdp.plugin.align import COLUMNS, AlignPairs, AlignParams, AlignResults, align
 from warpdp.plugin.core.backend import check_devices
@@ -28,13 +28,8 @@ WAIT = 30.0
 
 
 def _install(monkeypatch: pytest.MonkeyPatch, n_devices: int) -> list[tuple]:
-    cupy, log = make_fake_cupy(SIZES, n_devices)
     _forget_runners()
-    monkeypatch.setitem(sys.modules, "cupy", cupy)
-    monkeypatch.setitem(sys.modules, "cupy.cuda", cupy.cuda)
-    monkeypatch.setitem(sys.modules, "cupy.cuda.driver", cupy.cuda.driver)
-    monkeypatch.setattr(cuda_calls, "CallList", lambda: FakeCallList(log))
-    return log
+    return install_fake_cupy(monkeypatch, SIZES, n_devices)
 
 
 @pytest.fixture(params=[2, 3, 4])
