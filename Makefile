@@ -78,10 +78,16 @@ test-java: install
 # The C/C++ front door (clients/cpp): libwarpdp, warpdp_logan, the example overlapper and their
 # ctest suite, built with AddressSanitizer + UBSan. The tests compare against the Python API of
 # this checkout (its CPU extensions built in place by `make install`), run by the environment's python.
+# Its GPU handles are built where nvcc is found (the one the fatbins use: on PATH, or PyPI's
+# nvidia-cuda-nvcc), for sm_90 only in this test build (CPP_CUDA_ARCHITECTURES); the GPU tests
+# skip where no GPU is usable.
 CPP_BUILD ?= build/cpp
+CPP_CUDA_ARCHITECTURES ?= 90-real
+CUDA_COMPILER = $(shell $(PY) -c 'from warpdp.kernels.runtime.fatbin_build import find_nvcc; n = find_nvcc(); print(n[0] if n else "")' 2>/dev/null)
 test-cpp: install
 	cmake -S clients/cpp -B $(CPP_BUILD) -DWARPDP_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DPython3_EXECUTABLE=$(abspath $(PY))
+	  -DPython3_EXECUTABLE=$(abspath $(PY)) -DWARPDP_CUDA_ARCHITECTURES="$(CPP_CUDA_ARCHITECTURES)" \
+	  $(if $(CUDA_COMPILER),-DCMAKE_CUDA_COMPILER=$(shell command -v $(CUDA_COMPILER)))
 	cmake --build $(CPP_BUILD) -j2
 	cd $(CPP_BUILD) && ctest --output-on-failure
 

@@ -3,8 +3,10 @@
  * A plain C API (no C++ types), usable from C and C++. A handle runs batches of the five kernel
  * families (pairhmm, xdrop, seedext, align, edit) either in this process, on the same C kernels the
  * Python package compiles (AVX-512 / AVX2 / scalar, chosen at run time), with no Python and no
- * server (warpdp_open_local), or on a `warpdp serve` server through gRPC (warpdp_open_client, when
- * the library was built with gRPC). Both kinds of handle take the same calls.
+ * server (warpdp_open_local); in this process on a GPU, on the same CUDA kernels the Python package
+ * runs (warpdp_open_gpu, when the library was built with CUDA: WARPDP_WITH_CUDA); or on a
+ * `warpdp serve` server through gRPC (warpdp_open_client, when the library was built with gRPC).
+ * Every kind of handle takes the same calls and gives the same results.
  *
  * Data model (the project's, see docs/design.md): every sequence set is one byte array of
  * concatenated sequences plus int64 offsets (n + 1 entries, offsets[0] == 0, offsets[n] == total,
@@ -36,7 +38,7 @@ extern "C" {
 #endif
 
 #define WARPDP_API_VERSION_MAJOR 1
-#define WARPDP_API_VERSION_MINOR 0
+#define WARPDP_API_VERSION_MINOR 1
 #define WARPDP_API_VERSION (WARPDP_API_VERSION_MAJOR * 100 + WARPDP_API_VERSION_MINOR)
 
 /* The WARPDP_API_VERSION the library was built with. */
@@ -97,11 +99,28 @@ typedef struct {
    without gRPC (WARPDP_WITH_GRPC=OFF). */
 int warpdp_open_client(const warpdp_client_options *options, warpdp_handle **handle);
 
+/* Since 1.1. */
+typedef struct {
+    int device; /* the CUDA device ordinal, 0 .. (devices visible to this process) - 1 */
+} warpdp_gpu_options;
+
+/* Since 1.1: 1 when this library was built with the GPU backend (WARPDP_WITH_CUDA), else 0. */
+int warpdp_has_gpu(void);
+
+/* Since 1.1. Opens an in-process handle whose calls run on one GPU of this host (options NULL:
+   device 0), with the CUDA kernels of the Python package's GPU backend (the .cu files of warpdp/kernels,
+   compiled into this library), and the same results as the other handles. Each call checks its
+   arguments as the CPU handles do, then copies its batch to the GPU in chunks that fit the
+   device's free memory and runs it there on its own stream, so several threads may call at once.
+   WARPDP_ERR_UNSUPPORTED when the library was built without CUDA, WARPDP_ERR_UNAVAILABLE when
+   no usable GPU (or driver) is found, WARPDP_ERR_INVALID_ARGUMENT for a device number out of range. */
+int warpdp_open_gpu(const warpdp_gpu_options *options, warpdp_handle **handle);
+
 /* Frees the handle (NULL is allowed). No call on it may be in flight. */
 void warpdp_close(warpdp_handle *handle);
 
-/* The CPU variant the handle runs ("scalar", "avx2", "avx512"; align and edit have only "scalar");
-   "server" for a client handle. */
+/* The CPU variant the handle runs ("scalar", "avx2", "avx512"); "server" for a client handle, "gpu"
+   for a GPU handle. */
 const char *warpdp_handle_cpu_isa(const warpdp_handle *handle);
 
 /* ---------------------------------------------------------------- X-drop (SeqAn's extendSeed, GappedXDrop) */

@@ -122,6 +122,10 @@ int warpdp_align(warpdp_handle *handle, const warpdp_seq_pairs *pairs, const war
     if (handle->client != NULL)
         return wd_client_align(handle->client, pairs, params, results);
 #endif
+#ifdef WARPDP_WITH_CUDA
+    if (handle->gpu != NULL)
+        return wd_gpu_align(handle->gpu, pairs, params, results);
+#endif
     int isa;
     WD_TRY(wd_family_isa(handle, "align", 7u, &isa));
     const align_pairs c_pairs = {pairs->query_bases, pairs->target_bases, pairs->query_offsets,

@@ -103,6 +103,10 @@ int warpdp_edit(warpdp_handle *handle, const warpdp_seq_pairs *pairs, const warp
     if (handle->client != NULL)
         return wd_client_edit(handle->client, pairs, params, results);
 #endif
+#ifdef WARPDP_WITH_CUDA
+    if (handle->gpu != NULL)
+        return wd_gpu_edit(handle->gpu, pairs, params, results);
+#endif
     scratch s;
     edit_outputs out;
     int status = make_outputs(results, pairs, params, &s, &out);

@@ -163,8 +163,44 @@ int warpdp_open_local(const warpdp_local_options *options, warpdp_handle **handl
     made->isa = isa;
     made->isa_chosen = chosen;
     made->client = NULL;
+    made->gpu = NULL;
     *handle = made;
     return wd_ok();
+}
+
+int warpdp_has_gpu(void)
+{
+#ifdef WARPDP_WITH_CUDA
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+int warpdp_open_gpu(const warpdp_gpu_options *options, warpdp_handle **handle)
+{
+    WD_TRY(wd_check_pointer(handle, "handle", 1));
+    *handle = NULL;
+    const warpdp_gpu_options defaults = {0};
+    if (options == NULL)
+        options = &defaults;
+    if (options->device < 0)
+        return wd_fail(WARPDP_ERR_INVALID_ARGUMENT, "warpdp: options->device must be 0 or more, not %d",
+                       options->device);
+#ifdef WARPDP_WITH_CUDA
+    warpdp_handle *made = calloc(1, sizeof *made);
+    if (made == NULL)
+        return wd_fail(WARPDP_ERR_OUT_OF_MEMORY, "warpdp: out of memory opening a handle");
+    const int status = wd_gpu_open(options->device, &made->gpu);
+    if (status != WARPDP_OK) {
+        free(made);
+        return status;
+    }
+    *handle = made;
+    return wd_ok();
+#else
+    return wd_fail(WARPDP_ERR_UNSUPPORTED, "warpdp: this libwarpdp was built without CUDA (WARPDP_WITH_CUDA=OFF)");
+#endif
 }
 
 int warpdp_open_client(const warpdp_client_options *options, warpdp_handle **handle)
@@ -195,6 +231,10 @@ int warpdp_open_client(const warpdp_client_options *options, warpdp_handle **han
 
 void warpdp_close(warpdp_handle *handle)
 {
+#ifdef WARPDP_WITH_CUDA
+    if (handle != NULL && handle->gpu != NULL)
+        wd_gpu_free(handle->gpu);
+#endif
 #ifdef WARPDP_WITH_GRPC
     if (handle != NULL && handle->client != NULL)
         wd_client_free(handle->client);
@@ -206,5 +246,7 @@ const char *warpdp_handle_cpu_isa(const warpdp_handle *handle)
 {
     if (handle == NULL)
         return "";
+    if (handle->gpu != NULL)
+        return "gpu";
     return handle->client != NULL ? "server" : ISA_NAMES[handle->isa];
 }

@@ -13,12 +13,14 @@ extern "C" {
 #include "cpu_common.h" /* C declarations: the kernels' shared helpers (warpdp_offsets_ok, ...) */
 
 typedef struct wd_client wd_client; /* client.cpp: a gRPC channel and stub */
+typedef struct wd_gpu wd_gpu;       /* gpu/device.cu: the CUDA device of a GPU handle */
 
 struct warpdp_handle {
     int threads;       /* 0: all cores (the drivers' convention) */
     int isa;           /* WARPDP_ISA_* for the families with SIMD variants */
     int isa_chosen;    /* 1 when the caller (or $WARPDP_CPU_ISA) named the variant */
     wd_client *client; /* non-NULL: calls go to a server */
+    wd_gpu *gpu;       /* non-NULL: calls run on this GPU */
 };
 
 #ifdef WARPDP_WITH_GRPC
@@ -35,6 +37,22 @@ int wd_client_align(wd_client *c, const warpdp_seq_pairs *pairs, const warpdp_al
                     const warpdp_align_results *results);
 int wd_client_edit(wd_client *c, const warpdp_seq_pairs *pairs, const warpdp_edit_params *params,
                    const warpdp_edit_results *results);
+#endif
+
+#ifdef WARPDP_WITH_CUDA
+/* gpu/: each family's call on the handle's GPU, after the family's own checks of the arguments
+   (the driver's checks too: the GPU path refuses what the CPU path refuses, with its message). */
+int wd_gpu_open(int device, wd_gpu **gpu);
+void wd_gpu_free(wd_gpu *gpu);
+int wd_gpu_xdrop(wd_gpu *gpu, const warpdp_xdrop_pairs *pairs, const warpdp_xdrop_params *params,
+                 const warpdp_xdrop_results *results);
+int wd_gpu_seedext(wd_gpu *gpu, const warpdp_seedext_pairs *pairs, const warpdp_seedext_params *params,
+                   warpdp_seedext_result *results);
+int wd_gpu_pairhmm(wd_gpu *gpu, const warpdp_pairhmm_batches *batches, int use_double, double *out, int64_t n_out);
+int wd_gpu_align(wd_gpu *gpu, const warpdp_seq_pairs *pairs, const warpdp_align_params *params,
+                 const warpdp_align_results *results);
+int wd_gpu_edit(wd_gpu *gpu, const warpdp_seq_pairs *pairs, const warpdp_edit_params *params,
+                const warpdp_edit_results *results);
 #endif
 
 /* Counts and byte totals beyond these are refused as absurd (2^40 pairs, 2^48 bytes) before any

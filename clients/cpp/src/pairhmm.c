@@ -79,6 +79,10 @@ int warpdp_pairhmm(warpdp_handle *handle, const warpdp_pairhmm_batches *batches,
         return wd_client_pairhmm(handle->client, batches, use_double, out, n_out);
     }
 #endif
+#ifdef WARPDP_WITH_CUDA
+    if (handle->gpu != NULL)
+        return wd_gpu_pairhmm(handle->gpu, batches, use_double, out, n_out);
+#endif
     int isa;
     WD_TRY(wd_family_isa(handle, "pairhmm", 7u, &isa));
     const pairhmm_batches b = {batches->read_bases, batches->read_quals, batches->read_ins, batches->read_del,

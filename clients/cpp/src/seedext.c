@@ -41,6 +41,10 @@ int warpdp_seedext(warpdp_handle *handle, const warpdp_seedext_pairs *pairs, con
     if (handle->client != NULL)
         return wd_client_seedext(handle->client, pairs, params, results);
 #endif
+#ifdef WARPDP_WITH_CUDA
+    if (handle->gpu != NULL)
+        return wd_gpu_seedext(handle->gpu, pairs, params, results);
+#endif
     int isa;
     WD_TRY(wd_family_isa(handle, "seedext", 7u, &isa));
     const seedext_batch batch = {pairs->query, pairs->target, pairs->query_offsets, pairs->target_offsets,

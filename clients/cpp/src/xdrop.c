@@ -51,6 +51,10 @@ int warpdp_xdrop(warpdp_handle *handle, const warpdp_xdrop_pairs *pairs, const w
     if (handle->client != NULL)
         return wd_client_xdrop(handle->client, pairs, params, results);
 #endif
+#ifdef WARPDP_WITH_CUDA
+    if (handle->gpu != NULL)
+        return wd_gpu_xdrop(handle->gpu, pairs, params, results);
+#endif
     int isa;
     WD_TRY(wd_family_isa(handle, "xdrop", 7u, &isa));
     const xdrop_pairs c_pairs = {pairs->h_bases, pairs->v_bases, pairs->h_offsets, pairs->v_offsets, pairs->h_pos,

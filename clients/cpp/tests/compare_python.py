@@ -8,6 +8,10 @@ point on them, and every output array must equal what the Python API (warpdp.<fa
 backend, the same CPU variant) returns for the same arrays, element for element. Bad inputs must
 make both refuse: Python with ValueError, the C API with an error code and a message.
 
+With --gpu the harness opens an in-process GPU handle (warpdp_open_gpu, device 0): the same
+cases, the same expected arrays (the GPU backend gives the CPU's results); the test exits 77
+(ctest's skip) when no GPU is usable or the library has no GPU backend.
+
 With --server the harness opens a client handle (warpdp_open_client) on a real warpdp server
 started here (warpdp.grpc.Server, what `warpdp serve` runs; CPU backend, loopback, a bearer
 token), and the same cases must give the same results through gRPC; a wrong token must be
@@ -544,12 +548,35 @@ def run_on_server(family: str, cases: list[Case], harness: str, work: Path) -> l
     return problems
 
 
+NO_GPU_EXIT = 77  # the harness's exit when no GPU handle can be opened, and ctest's skip
+
+
+def gpu_unusable(family: str, case: Case, harness: str, work: Path) -> bool:
+    """True (with the harness's reason printed) when no GPU handle can be opened here."""
+    folder = work / "gpu_probe"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for name, array in case.arrays.items():
+        np.ascontiguousarray(array).tofile(folder / f"{name}.bin")
+    (folder / "params.txt").write_text("".join(f"{k} {v}\n" for k, v in {**case.params, "gpu": 0}.items()))
+    done = subprocess.run([harness, family, str(folder)], capture_output=True, text=True, timeout=600)
+    if done.returncode == NO_GPU_EXIT:
+        print(f"skip: no GPU handle here: {done.stderr.strip()}")
+        return True
+    return False
+
+
+# Cases only the GPU handle runs (larger batches, the launchers' bins and chunks), per family.
+GPU_CASES: dict[str, Callable[[], list[Case]]] = {}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("family", choices=sorted(FAMILIES))
     parser.add_argument("--harness", required=True)
     parser.add_argument("--work", required=True, type=Path)
     parser.add_argument("--server", action="store_true", help="through a client handle on a warpdp server")
+    parser.add_argument("--gpu", action="store_true", help="through an in-process GPU handle (device 0)")
     args = parser.parse_args()
     if not DATA.exists():
         print(f"note: {DATA} is absent: synthetic cases only")
@@ -558,13 +585,18 @@ def main() -> int:
     if args.server:
         problems = run_on_server(args.family, cases, args.harness, args.work)
         problems += run_in_chunks(args.family, cases, args.harness, args.work)
+    elif args.gpu:
+        if gpu_unusable(args.family, cases[0], args.harness, args.work):
+            return NO_GPU_EXIT
+        for case in cases + GPU_CASES.get(args.family, list)():
+            problems += run_case(args.family, case, args.harness, args.work / "gpu", {"gpu": "0"})
     else:
         for case in cases:
             problems += run_case(args.family, case, args.harness, args.work)
     for line in problems:
         print(line)
     refused = sum(case.expected is None for case in cases)
-    where = "through a server" if args.server else "in process"
+    where = "through a server" if args.server else "on a GPU handle" if args.gpu else "in process"
     print(f"{args.family} {where}: {len(cases)} cases ({refused} refused by both), {len(problems)} differences")
     return 1 if problems else 0
 

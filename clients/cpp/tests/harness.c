@@ -288,6 +288,9 @@ static int run_edit(warpdp_handle *h)
     return status;
 }
 
+/* Exit status when a GPU handle cannot be opened here (ctest's skip). */
+#define NO_GPU_EXIT 77
+
 int main(int argc, char **argv)
 {
     if (argc != 3 && argc != 4)
@@ -302,6 +305,13 @@ int main(int argc, char **argv)
         const warpdp_client_options options = {param("server"), (int)int_param("tls", 0), param("tls_ca"),
                                                param("token"), 60.0};
         status = warpdp_open_client(&options, &h);
+    } else if (param("gpu") != NULL) { /* an in-process GPU handle on that device */
+        const warpdp_gpu_options options = {(int)int_param("gpu", 0)};
+        status = warpdp_open_gpu(&options, &h);
+        if (status == WARPDP_ERR_UNAVAILABLE || status == WARPDP_ERR_UNSUPPORTED) {
+            fprintf(stderr, "%s: %s\n", warpdp_status_name(status), warpdp_last_error());
+            return NO_GPU_EXIT;
+        }
     } else {
         const warpdp_local_options options = {(int)int_param("threads", 0), param("cpu_isa")};
         status = warpdp_open_local(&options, &h);

@@ -294,6 +294,19 @@ static void edit_errors(warpdp_handle *h)
 
 static void handle_errors(void)
 {
+    warpdp_handle *gpu_handle = NULL;
+    const warpdp_gpu_options minus_one = {-1}, too_many = {1 << 20};
+    EXPECT(warpdp_open_gpu(&minus_one, &gpu_handle), WARPDP_ERR_INVALID_ARGUMENT, "options->device");
+    EXPECT(warpdp_open_gpu(&minus_one, NULL), WARPDP_ERR_INVALID_ARGUMENT, "handle");
+    const int far = warpdp_open_gpu(&too_many, &gpu_handle);
+    if (far != WARPDP_ERR_INVALID_ARGUMENT && far != WARPDP_ERR_UNAVAILABLE && far != WARPDP_ERR_UNSUPPORTED) {
+        fprintf(stderr, "warpdp_open_gpu(device 2^20) returned %s\n", warpdp_status_name(far));
+        failures++;
+    }
+    if (gpu_handle != NULL) {
+        fprintf(stderr, "a failed warpdp_open_gpu left a handle\n");
+        failures++;
+    }
     warpdp_handle *h = (warpdp_handle *)1;
     EXPECT(warpdp_open_local(NULL, NULL), WARPDP_ERR_INVALID_ARGUMENT, "handle");
     warpdp_local_options o = {-1, NULL};
@@ -391,6 +404,22 @@ int main(void)
     align_errors(h);
     edit_errors(h);
     warpdp_close(h);
+    /* The same bad input on a GPU handle, where one can be opened here. */
+    const warpdp_gpu_options gpu = {0};
+    const int opened = warpdp_open_gpu(&gpu, &h);
+    if (opened == WARPDP_OK) {
+        xdrop_errors(h);
+        seedext_errors(h);
+        pairhmm_errors(h);
+        align_errors(h);
+        edit_errors(h);
+        warpdp_close(h);
+        printf("bad input: checked on a GPU handle too\n");
+    } else {
+        EXPECT(opened, warpdp_has_gpu() ? WARPDP_ERR_UNAVAILABLE : WARPDP_ERR_UNSUPPORTED,
+               warpdp_has_gpu() ? "GPU" : "WARPDP_WITH_CUDA");
+        printf("bad input: no GPU handle here (%s)\n", warpdp_last_error());
+    }
     threads_share_a_handle();
     if (failures)
         fprintf(stderr, "%d failures\n", failures);
