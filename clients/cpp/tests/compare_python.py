@@ -119,6 +119,11 @@ def run_case(family: str, case: Case, harness: str, work: Path, connect: dict[st
     return problems
 
 
+# Cases only the GPU handle runs (larger batches: the launchers' bins and chunks), per family; each
+# family's section registers its own.
+GPU_CASES: dict[str, Callable[[], list[Case]]] = {}
+
+
 # ------------------------------------------------------------------------------------------ xdrop
 
 def xdrop_arrays(pairs: warpdp.XdropPairs) -> dict[str, np.ndarray]:
@@ -564,10 +569,6 @@ def gpu_unusable(family: str, case: Case, harness: str, work: Path) -> bool:
         print(f"skip: no GPU handle here: {done.stderr.strip()}")
         return True
     return False
-
-
-# Cases only the GPU handle runs (larger batches, the launchers' bins and chunks), per family.
-GPU_CASES: dict[str, Callable[[], list[Case]]] = {}
 
 
 def main() -> int:
