@@ -69,8 +69,8 @@ static int run_scalar(const seedext_batch *b, const seedext_params *p, seedext_r
     return failed ? -1 : 0;
 }
 
-/* The checks of the drivers' arguments: 0, or WARPDP_BAD_ARGUMENT with *bad filled. */
-static int check_arguments(const seedext_batch *b, const seedext_params *p, int threads, warpdp_bad_argument *bad)
+/* The checks of the drivers' arguments (the C API's GPU handles make them too). */
+int seedext_check_arguments(const seedext_batch *b, const seedext_params *p, int threads, warpdp_bad_argument *bad)
 {
     if (threads < 0 || threads > WARPDP_MAX_THREADS)
         return warpdp_bad(bad, SEEDEXT_BAD_THREADS, -1);
@@ -102,7 +102,7 @@ static int check_arguments(const seedext_batch *b, const seedext_params *p, int 
 int seedext_count_cells(const seedext_batch *b, const seedext_params *p, seedext_result *out,
                         int64_t *cells, int threads, warpdp_bad_argument *bad)
 {
-    if (check_arguments(b, p, threads, bad) != 0)
+    if (seedext_check_arguments(b, p, threads, bad) != 0)
         return WARPDP_BAD_ARGUMENT;
     return run_scalar(b, p, out, cells, threads < 1 ? omp_get_max_threads() : threads);
 }
@@ -136,7 +136,7 @@ int seedext_extend_batch(const seedext_batch *b, const seedext_params *p, seedex
     }
     if (!warpdp_cpu_supports(isa))
         return -2;
-    if (check_arguments(b, p, threads, bad) != 0)
+    if (seedext_check_arguments(b, p, threads, bad) != 0)
         return WARPDP_BAD_ARGUMENT;
     if (threads < 1)
         threads = omp_get_max_threads();

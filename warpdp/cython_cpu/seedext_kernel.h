@@ -79,6 +79,11 @@ enum {
 /* Scores (h0, h0 + a * min(qlen, tlen), end_bonus, zdrop) stay at or below this. */
 #define SEEDEXT_MAX_SCORE (1 << 30)
 
+/* The drivers' checks of their arguments, before anything is read through them: 0, or
+   WARPDP_BAD_ARGUMENT with *bad filled (threads, then the parameters, then the pairs). */
+int seedext_check_arguments(const seedext_batch *batch, const seedext_params *p, int threads,
+                            warpdp_bad_argument *bad);
+
 /* Fills out[k] for every pair, in input order. Returns 0, -1 when memory ran out, -2 for an
    isa this CPU cannot run, WARPDP_BAD_ARGUMENT with *bad filled when an argument is out of
    range (checked before anything is read through it). */

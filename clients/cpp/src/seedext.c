@@ -41,17 +41,21 @@ int warpdp_seedext(warpdp_handle *handle, const warpdp_seedext_pairs *pairs, con
     if (handle->client != NULL)
         return wd_client_seedext(handle->client, pairs, params, results);
 #endif
-#ifdef WARPDP_WITH_CUDA
-    if (handle->gpu != NULL)
-        return wd_gpu_seedext(handle->gpu, pairs, params, results);
-#endif
-    int isa;
-    WD_TRY(wd_family_isa(handle, "seedext", 7u, &isa));
     const seedext_batch batch = {pairs->query, pairs->target, pairs->query_offsets, pairs->target_offsets,
                                  pairs->h0, pairs->n_pairs, pairs->query_total, pairs->target_total};
     const seedext_params p = {params->a, params->b, params->o_del, params->e_del, params->o_ins,
                               params->e_ins, params->w, params->end_bonus, params->zdrop};
     warpdp_bad_argument bad = {0, -1};
+#ifdef WARPDP_WITH_CUDA
+    if (handle->gpu != NULL) { /* the driver's checks, then the GPU: it refuses what the CPU refuses */
+        const int checked = seedext_check_arguments(&batch, &p, handle->threads, &bad);
+        WD_TRY(wd_driver_status("seedext", checked, FIELDS, NULL, (int)(sizeof FIELDS / sizeof *FIELDS), bad));
+        WD_TRY(wd_gpu_seedext(handle->gpu, pairs, params, results));
+        return wd_ok();
+    }
+#endif
+    int isa;
+    WD_TRY(wd_family_isa(handle, "seedext", 7u, &isa));
     const int status = seedext_extend_batch(&batch, &p, (seedext_result *)results, handle->threads, isa, &bad);
     WD_TRY(wd_driver_status("seedext", status, FIELDS, NULL, (int)(sizeof FIELDS / sizeof *FIELDS), bad));
     return wd_ok();

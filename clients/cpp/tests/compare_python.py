@@ -196,6 +196,62 @@ def seedext_cases() -> list[Case]:
     return cases
 
 
+SEEDEXT_BASES = np.frombuffer(b"ACGTNacgt", dtype=np.uint8)
+
+
+def seedext_gpu_pairs(n: int, seed: int, long_share: float = 0.0, longest: int = 3000, shortest_max: int = 320) -> Any:
+    """n BWA-MEM-like extensions (vectorised): a random target (1 % N, some lowercase) and a query
+    copied from its start with up to 10 % substitutions, insertions and deletions; query sources
+    of 0..shortest_max bases (320: every lane bin) and, for long_share of the pairs, 300..longest
+    (subwarp bins; over about 1,360 bases the row state of the widest bin leaves shared memory for
+    global scratch); h0 mostly 0..99, 5 % of the pairs near the lane kernel's 14-bit score limit
+    (a = 1) or above it (subwarp bins of short queries)."""
+    rng = np.random.default_rng(seed)
+    source = rng.integers(0, shortest_max + 1, n)
+    long = rng.random(n) < long_share
+    source[long] = rng.integers(300, longest + 1, int(long.sum()))
+    tlen = source + rng.integers(0, 101, n)
+    t_off = np.concatenate(([0], np.cumsum(tlen))).astype(np.int64)
+    codes = np.where(rng.random(int(t_off[-1])) < 0.01, 4, rng.integers(0, 4, int(t_off[-1])))
+    codes[rng.random(len(codes)) < 0.02] += 5  # lowercase (N stays N: code 9 is 't')
+    target = SEEDEXT_BASES[np.minimum(codes, 8)]
+    pair_of = np.repeat(np.arange(n), tlen)
+    rate = rng.uniform(0.0, 0.1, n)[pair_of]
+    u = rng.random(len(target))
+    copies = (np.arange(len(target)) - t_off[pair_of] < source[pair_of]).astype(np.int64)
+    copies[(copies == 1) & (u < rate * 0.1)] = 0  # deletions
+    copies[(copies == 1) & (u >= rate * 0.1) & (u < rate * 0.2)] = 2  # insertions (substituted below, or not)
+    query = target[np.repeat(np.arange(len(target)), copies)]
+    substituted = rng.random(len(query)) < np.repeat(rate, copies)
+    query[substituted] = SEEDEXT_BASES[rng.integers(0, 4, int(substituted.sum()))]
+    qlen = np.bincount(pair_of, weights=copies, minlength=n).astype(np.int64)
+    h0 = rng.integers(0, 100, n)
+    near = rng.random(n) < 0.03
+    h0[near] = np.maximum(0, 16384 - qlen[near] + rng.integers(-2, 3, int(near.sum())))
+    high = rng.random(n) < 0.02
+    h0[high] = rng.integers(16000, 20000, int(high.sum()))
+    return warpdp.SeedExtPairs.from_arrays(query=query, query_offsets=np.concatenate(([0], np.cumsum(qlen))),
+                                           target=target, target_offsets=t_off, h0=h0)
+
+
+def seedext_gpu_cases() -> list[Case]:
+    """Every bin of the GPU launcher: lane bins by query length, subwarp bins by row width (w and
+    h0 decide which), in shared memory (queries up to 1,300 bases) and in global scratch (up to
+    3,000), a match score that leaves the lane kernel, gap costs where E and F open differently;
+    and a batch of four chunks (by pair count: 32,768, 65,536, 131,072, the rest), slots reused."""
+    long = seedext_gpu_pairs(20000, seed=291, long_share=0.03, longest=3000)
+    shared = seedext_gpu_pairs(20000, seed=293, long_share=0.03, longest=1300)
+    chunked = seedext_gpu_pairs(240000, seed=292, shortest_max=120)
+    return [seedext_case("gpu.bins", long),
+            seedext_case("gpu.match20", long, a=20, b=9, w=40, end_bonus=0, zdrop=0),
+            seedext_case("gpu.wide", shared, b=2, w=1000, end_bonus=3, zdrop=500),
+            seedext_case("gpu.narrow", shared, w=10, o_del=5, e_del=2, o_ins=7, e_ins=1, end_bonus=10, zdrop=20),
+            seedext_case("gpu.chunks", chunked)]
+
+
+GPU_CASES["seedext"] = seedext_gpu_cases
+
+
 # ---------------------------------------------------------------------------------------- pairhmm
 
 def pairhmm_case(name: str, batches: Any, double: bool) -> Case:
