@@ -7,7 +7,8 @@
    every output array to DIR/out_<name>.bin. Exit 0; 3 with "STATUS_NAME: message" on stderr when
    the call fails; 2 on a harness error. With REPEATS, the call runs that many times and the
    fastest call's wall time is printed ("seconds S"), after the least CPU time of the calling
-   thread ("thread_cpu_seconds S"). */
+   thread ("thread_cpu_seconds S"), and then the median wall time of the calls after the first,
+   a warm-up ("median_seconds S", with REPEATS of 2 or more). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,9 @@
 
 static int repeats = 1;
 static double best_seconds = 1e300, best_cpu_seconds = 1e300;
+#define MAX_TIMED_CALLS 1000
+static double call_seconds[MAX_TIMED_CALLS];
+static int timed_calls;
 
 static double clock_seconds(clockid_t clock)
 {
@@ -35,6 +39,8 @@ static double clock_seconds(clockid_t clock)
         const double took_ = clock_seconds(CLOCK_MONOTONIC) - start_;                \
         best_seconds = took_ < best_seconds ? took_ : best_seconds;                  \
         best_cpu_seconds = cpu_ < best_cpu_seconds ? cpu_ : best_cpu_seconds;        \
+        if (timed_calls < MAX_TIMED_CALLS)                                           \
+            call_seconds[timed_calls++] = took_;                                     \
         if (status != WARPDP_OK)                                                     \
             break;                                                                   \
     }
@@ -288,6 +294,20 @@ static int run_edit(warpdp_handle *h)
     return status;
 }
 
+static int compare_seconds(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median wall time of the timed calls after the first (the warm-up). */
+static double median_seconds(void)
+{
+    const int n = timed_calls - 1;
+    qsort(call_seconds + 1, (size_t)n, sizeof *call_seconds, compare_seconds);
+    return n % 2 ? call_seconds[1 + n / 2] : 0.5 * (call_seconds[n / 2] + call_seconds[1 + n / 2]);
+}
+
 /* Exit status when a GPU handle cannot be opened here (ctest's skip). */
 #define NO_GPU_EXIT 77
 
@@ -338,5 +358,7 @@ int main(int argc, char **argv)
     }
     if (argc == 4)
         printf("thread_cpu_seconds %.6f\nseconds %.6f\n", best_cpu_seconds, best_seconds);
+    if (argc == 4 && timed_calls >= 2)
+        printf("median_seconds %.6f\n", median_seconds());
     return 0;
 }

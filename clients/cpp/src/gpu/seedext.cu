@@ -17,9 +17,9 @@ namespace seedext_kernels {
 #include <mutex>
 #include <string>
 #include <system_error>
-#include <thread>
 #include <vector>
 #include "gpu.h"
+#include "host_copy.h"
 #include "seedext_plan.h"
 
 namespace seedext_gpu {
@@ -101,6 +101,7 @@ struct Ring {
    work allocates nothing (as the Python package's runners keep theirs for the process). A call
    takes one, or makes one, and puts it back when it succeeded. Never freed: the process's end
    frees the device memory, and CUDA may be gone before static destructors run. */
+constexpr long MAX_KEPT_RINGS = 2;
 std::mutex pool_lock;
 std::vector<std::unique_ptr<Ring>> *const pool = new std::vector<std::unique_ptr<Ring>>();
 
@@ -152,57 +153,14 @@ int take_ring(const wd_gpu *gpu, std::unique_ptr<Ring> *ring)
     return make_ring(gpu, ring);
 }
 
+/* Keeps the ring for later calls, up to MAX_KEPT_RINGS per device (more are freed). */
 void give_back(std::unique_ptr<Ring> ring)
 {
     std::lock_guard<std::mutex> hold(pool_lock);
-    pool->push_back(std::move(ring));
-}
-
-/* Copies into pinned memory: one thread copies well below the pinned-to-device rate, so large
-   chunks are cut into shares for up to MAX_COPY_THREADS threads (as warpdp/kernels/host_copy.py). */
-struct Copy {
-    uint8_t *dst;
-    const uint8_t *src;
-    size_t bytes;
-};
-constexpr size_t PARALLEL_FROM_BYTES = (size_t)16 << 20;
-constexpr size_t SHARE_BYTES = (size_t)1 << 20;
-constexpr size_t MAX_COPY_THREADS = 8;
-
-/* Bytes from..to-1 of the copies laid end to end. */
-void copy_share(const std::vector<Copy> &copies, size_t from, size_t to)
-{
-    size_t at = 0;
-    for (const Copy &c : copies) {
-        const size_t lo = std::max(from, at), hi = std::min(to, at + c.bytes);
-        if (lo < hi)
-            memcpy(c.dst + (lo - at), c.src + (lo - at), hi - lo);
-        at += c.bytes;
-    }
-}
-
-void copy_all(const std::vector<Copy> &copies)
-{
-    size_t total = 0;
-    for (const Copy &c : copies)
-        total += c.bytes;
-    size_t threads = 1;
-    if (total >= PARALLEL_FROM_BYTES)
-        threads = std::min({MAX_COPY_THREADS, (size_t)std::max(1u, std::thread::hardware_concurrency()),
-                            total / SHARE_BYTES});
-    const size_t per = (total + threads - 1) / threads;
-    std::vector<std::thread> helpers;
-    for (size_t k = 1; k < threads; k++) {
-        const size_t from = std::min(total, k * per), to = std::min(total, (k + 1) * per);
-        try {
-            helpers.emplace_back(copy_share, std::cref(copies), from, to);
-        } catch (const std::system_error &) { /* no thread to be had: this one copies the share */
-            copy_share(copies, from, to);
-        }
-    }
-    copy_share(copies, 0, std::min(total, per));
-    for (std::thread &helper : helpers)
-        helper.join();
+    const long kept = std::count_if(pool->begin(), pool->end(),
+                                    [&ring](const std::unique_ptr<Ring> &r) { return r->device == ring->device; });
+    if (kept < MAX_KEPT_RINGS)
+        pool->push_back(std::move(ring));
 }
 
 struct Job {
@@ -251,8 +209,8 @@ void fill(Slot &slot, const ChunkPlan &plan, const Job &job)
     uint8_t *blob = slot.in.get();
     const int64_t s = plan.start, n = plan.n;
     memset(blob + at.counters, 0, N_COUNTERS * 4);
-    copy_all({{blob + at.query, pairs->query + plan.q0, (size_t)(plan.q1 - plan.q0)},
-              {blob + at.target, pairs->target + plan.t0, (size_t)(plan.t1 - plan.t0)}});
+    wd_copy_parallel({{blob + at.query, pairs->query + plan.q0, (size_t)(plan.q1 - plan.q0)},
+                      {blob + at.target, pairs->target + plan.t0, (size_t)(plan.t1 - plan.t0)}});
     int64_t *qoff = reinterpret_cast<int64_t *>(blob + at.query_offsets);
     int64_t *toff = reinterpret_cast<int64_t *>(blob + at.target_offsets);
     for (int64_t i = 0; i <= n; i++) {
