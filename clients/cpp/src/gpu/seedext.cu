@@ -51,6 +51,15 @@ const void *lane_kernel()
     return reinterpret_cast<const void *>(&kernels::extend_lane_kernel);
 }
 
+/* PlanDevice::blocks_per_sm: the driver's occupancy query (the device must be current). */
+int blocks_per_sm(int config, size_t shared_bytes, int *blocks)
+{
+    WD_CUDA_TRY(FAMILY, "querying the occupancy",
+                cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, subwarp_kernels()[config], THREADS_PER_BLOCK,
+                                                              shared_bytes));
+    return WARPDP_OK;
+}
+
 /* Owns an event without timing. */
 class Event {
   public:
@@ -323,8 +332,7 @@ int run(const wd_gpu *gpu, Ring &ring, const Job &job)
     const size_t budget = wd_gpu_budget(gpu) + ring.device_bytes();
     int64_t chunk_pairs, chunk_bytes;
     chunk_limits(budget, &chunk_pairs, &chunk_bytes);
-    PlanDevice plan_device = {{}, gpu->sm_count, budget / SLOTS / 2};
-    std::copy(subwarp_kernels(), subwarp_kernels() + N_SUBWARP_BINS + 1, plan_device.kernels);
+    const PlanDevice plan_device = {blocks_per_sm, gpu->sm_count, budget / SLOTS / 2};
     const std::vector<std::pair<int64_t, int64_t>> chunks = split_chunks(job.pairs, chunk_pairs, chunk_bytes);
     Planned next = plan_on_device(gpu->device, job, chunks[0], plan_device);
     std::future<Planned> ahead;

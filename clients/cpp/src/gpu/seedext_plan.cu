@@ -87,9 +87,7 @@ int subwarp_launch(int b, int64_t first, int64_t count, int qmax, const PlanDevi
     }
     const int subwarps = CONFIGS[config].subwarps_per_block();
     int per_sm = 0;
-    WD_CUDA_TRY("seedext", "querying the occupancy",
-                cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, device.kernels[config], THREADS_PER_BLOCK,
-                                                              need));
+    WD_TRY(device.blocks_per_sm(config, need, &per_sm));
     int64_t grid = (count + subwarps - 1) / subwarps;
     const int64_t resident = (int64_t)(per_sm > 1 ? per_sm : 1) * device.sm_count;
     grid = grid < resident ? grid : resident;

@@ -85,10 +85,11 @@ struct ChunkPlan {
     Layout at;
 };
 
-/* What a plan needs of the device: the kernels of CONFIGS (host stubs) and the SM count, for
-   the occupancy query; and the bytes of scratch one chunk may take. */
+/* What a plan needs of the device: how many blocks of CONFIGS[config] with shared_bytes of
+   dynamic shared memory an SM holds (the occupancy query: WARPDP_OK or a CUDA failure's status),
+   the SM count, and the bytes of scratch one chunk may take. */
 struct PlanDevice {
-    const void *kernels[N_SUBWARP_BINS + 1];
+    int (*blocks_per_sm)(int config, size_t shared_bytes, int *blocks);
     int sm_count;
     size_t scratch_budget;
 };
@@ -98,7 +99,7 @@ struct PlanDevice {
 std::vector<std::pair<int64_t, int64_t>> split_chunks(const warpdp_seedext_pairs *pairs, int64_t chunk_pairs,
                                                       int64_t chunk_bytes);
 
-/* Plans pairs start..stop-1 (checked already). WARPDP_OK or a CUDA failure's status. */
+/* Plans pairs start..stop-1 (checked already). WARPDP_OK or blocks_per_sm's failure. */
 int plan_chunk(const warpdp_seedext_pairs *pairs, const warpdp_seedext_params *params, int64_t start, int64_t stop,
                const PlanDevice &device, ChunkPlan *plan);
 
