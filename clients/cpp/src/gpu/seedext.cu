@@ -85,12 +85,12 @@ class Event {
 /* One chunk in flight: its pinned input and output, device memory, a stream for its copies
    and one per launch. The streams come last: they are destroyed (after their work) first. */
 struct Slot {
+    bool pending = false; /* a chunk's results wait in it: pairs start .. start + n - 1 */
+    int64_t start = 0, n = 0;
     PinnedArray<uint8_t> in, out;
     DeviceArray<uint8_t> device;
     Event uploaded, done, finished[N_BINS];
     Stream stream, bin_streams[N_BINS];
-    bool pending = false; /* a chunk's results wait in it */
-    int64_t start = 0, n = 0;
 };
 
 /* The slots of one call on one device. */
