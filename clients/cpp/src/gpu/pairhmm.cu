@@ -10,6 +10,9 @@
    --prec-div=true --prec-sqrt=true. */
 #include <string.h>
 #include <algorithm>
+#include <mutex>
+#include <new>
+#include <vector>
 #include "gpu.h"
 #include "pairhmm_plan.h"
 
@@ -99,7 +102,7 @@ struct Slot {
     }
 };
 
-/* The GKL tables on the device (a copy per call: 100 KB) and the configurations' occupancy. */
+/* The GKL tables on the device. */
 struct Tables {
     DeviceArray<uint8_t> memory;
     const void *ph2pr_f, *mm_f, *ph2pr_d, *mm_d;
@@ -336,30 +339,104 @@ static int check_hap_lengths(const warpdp_pairhmm_batches *b)
     return WARPDP_OK;
 }
 
+/* What a call needs beside its input: two slots, the tables and the configurations' occupancy on
+   one device. Made once and kept for later calls (as the Python runner keeps its slots): streams,
+   events and pinned buffers cost more to make than a small call takes. Device memory is freed at
+   the end of each call. A set is used by one call at a time. */
+struct SlotSet {
+    int device = -1;
+    Tables tables;
+    Occupancy occ;
+    Slot slots[SLOTS];
+
+    int create(const wd_gpu *gpu)
+    {
+        device = gpu->device;
+        WD_TRY(upload_tables(tables));
+        WD_TRY(measure_occupancy(gpu, &occ));
+        for (Slot &s : slots)
+            WD_TRY(s.create());
+        return WARPDP_OK;
+    }
+};
+
+/* The sets not in use, of every device. Never freed: sets live until the process ends (CUDA may
+   be shut down before static destructors would run). */
+static std::mutex pool_lock;
+static std::vector<SlotSet *> &pool = *new std::vector<SlotSet *>();
+
+/* A set of the handle's device, borrowed from the pool (or made) for one call. */
+class Borrowed {
+  public:
+    Borrowed() = default;
+    Borrowed(const Borrowed &) = delete;
+    Borrowed &operator=(const Borrowed &) = delete;
+    /* A call that succeeded gives its set back, without its device memory; a failed call's set is
+       destroyed (its streams wait for what they hold, then everything is freed). */
+    ~Borrowed()
+    {
+        if (set_ == nullptr)
+            return;
+        if (!ok_) {
+            delete set_;
+            return;
+        }
+        for (Slot &s : set_->slots)
+            s.device.release();
+        std::lock_guard<std::mutex> hold(pool_lock);
+        pool.push_back(set_);
+    }
+    int take(const wd_gpu *gpu)
+    {
+        {
+            std::lock_guard<std::mutex> hold(pool_lock);
+            for (size_t i = 0; i < pool.size(); i++)
+                if (pool[i]->device == gpu->device) {
+                    set_ = pool[i];
+                    pool.erase(pool.begin() + (ptrdiff_t)i);
+                    return WARPDP_OK;
+                }
+        }
+        set_ = new (std::nothrow) SlotSet();
+        if (set_ == nullptr)
+            return wd_fail(WARPDP_ERR_OUT_OF_MEMORY, "warpdp pairhmm (GPU): out of memory");
+        return set_->create(gpu);
+    }
+    SlotSet &operator*() const { return *set_; }
+    void succeeded() { ok_ = true; }
+
+  private:
+    SlotSet *set_ = nullptr;
+    bool ok_ = false;
+};
+
+static int run_chunks(const wd_gpu *gpu, SlotSet &set, const warpdp_pairhmm_batches *batches, int use_double,
+                      double *out)
+{
+    /* Two chunks in flight share the call's share of the device memory. */
+    const int64_t budget = (int64_t)(wd_gpu_budget(gpu) / (2 * SLOTS));
+    const int64_t chunk_bytes = std::max<int64_t>(16 << 20, std::min(DEFAULT_CHUNK_BYTES, budget));
+    const std::vector<Chunk> chunks = split_work(batches, chunk_bytes, DEFAULT_CHUNK_CELLS);
+    const InputStats stats = input_stats(batches);
+    for (size_t i = 0; i < chunks.size(); i++) {
+        Slot &s = set.slots[i % SLOTS];
+        WD_TRY(finish(s, out));
+        WD_TRY(start_chunk(s, batches, chunks[i], use_double, stats, set.occ, set.tables));
+    }
+    for (size_t i = chunks.size(); i < chunks.size() + SLOTS; i++)
+        WD_TRY(finish(set.slots[i % SLOTS], out));
+    return WARPDP_OK;
+}
+
 int wd_gpu_pairhmm(wd_gpu *gpu, const warpdp_pairhmm_batches *batches, int use_double, double *out, int64_t n_out)
 {
     WD_TRY(check_hap_lengths(batches));
     if (n_out == 0)
         return wd_ok();
     WD_TRY(wd_gpu_enter(gpu, FAMILY));
-    Tables tables;
-    WD_TRY(upload_tables(tables));
-    Occupancy occ;
-    WD_TRY(measure_occupancy(gpu, &occ));
-    /* Two chunks in flight share the call's share of the device memory. */
-    const int64_t budget = (int64_t)(wd_gpu_budget(gpu) / (2 * SLOTS));
-    const int64_t chunk_bytes = std::max<int64_t>(16 << 20, std::min(DEFAULT_CHUNK_BYTES, budget));
-    const std::vector<Chunk> chunks = split_work(batches, chunk_bytes, DEFAULT_CHUNK_CELLS);
-    const InputStats stats = input_stats(batches);
-    Slot slots[SLOTS];
-    for (Slot &s : slots)
-        WD_TRY(s.create());
-    for (size_t i = 0; i < chunks.size(); i++) {
-        Slot &s = slots[i % SLOTS];
-        WD_TRY(finish(s, out));
-        WD_TRY(start_chunk(s, batches, chunks[i], use_double, stats, occ, tables));
-    }
-    for (size_t i = chunks.size(); i < chunks.size() + SLOTS; i++)
-        WD_TRY(finish(slots[i % SLOTS], out));
+    Borrowed set;
+    WD_TRY(set.take(gpu));
+    WD_TRY(run_chunks(gpu, *set, batches, use_double, out));
+    set.succeeded();
     return wd_ok();
 }
