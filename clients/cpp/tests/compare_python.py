@@ -9,8 +9,10 @@ backend, the same CPU variant) returns for the same arrays, element for element.
 make both refuse: Python with ValueError, the C API with an error code and a message.
 
 With --gpu the harness opens an in-process GPU handle (warpdp_open_gpu, device 0): the same
-cases, the same expected arrays (the GPU backend gives the CPU's results); the test exits 77
-(ctest's skip) when no GPU is usable or the library has no GPU backend.
+cases, the same expected arrays (the GPU backend gives the CPU's results), and larger GPU-only
+cases (GPU_CASES); a family whose GPU backend is not the CPU's to the bit (pairhmm) expects the
+Python GPU backend's arrays instead (GPU_BASE_CASES). The test exits 77 (ctest's skip) when no GPU
+is usable or the library has no GPU backend.
 
 With --server the harness opens a client handle (warpdp_open_client) on a real warpdp server
 started here (warpdp.grpc.Server, what `warpdp serve` runs; CPU backend, loopback, a bearer
