@@ -1,0 +1,130 @@
+"""The C API's GPU handle (libwarpdp built with CUDA: warpdp_open_gpu) against the Python API's GPU
+backend on the same packed arrays (issue 29), one large input per family: the results must be
+equal element for element, and each side's time of one call is the best of --repeats calls after
+a warm-up call (the harness times calls inside one process; Python times warpdp.<family>).
+
+    python benchmarks/c_api_gpu.py --harness BUILD/tests/warpdp_harness [--family pairhmm]
+                                   [--pairs 100000] [--repeats 5]
+
+Build the harness without sanitizers (`cmake -S clients/cpp -B build/cpp-gpu -DCMAKE_BUILD_TYPE=Release
+-DWARPDP_CUDA_ARCHITECTURES=90-real && cmake --build build/cpp-gpu`). Prints a markdown table for
+BENCHMARKS.md; exits 1 when a family's results differ.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import warpdp  # noqa: E402
+from bench_common import commit  # noqa: E402
+from pairhmm_workloads import active_region_batches  # noqa: E402
+
+
+@dataclass
+class Row:
+    family: str
+    workload: str
+    pairs: int
+    c_seconds: float
+    python_seconds: float
+    python_median: float
+    equal: bool
+
+
+def c_call(harness: str, family: str, arrays: dict[str, np.ndarray], params: dict[str, int], repeats: int,
+           outputs: dict[str, Any]) -> tuple[float, dict[str, np.ndarray]]:
+    """The best wall time of 1 + repeats calls on a GPU handle (device 0), and the last call's outputs
+    (name -> dtype)."""
+    with tempfile.TemporaryDirectory() as folder:
+        for name, array in arrays.items():
+            np.ascontiguousarray(array).tofile(Path(folder) / f"{name}.bin")
+        (Path(folder) / "params.txt").write_text("".join(f"{k} {v}\n" for k, v in {**params, "gpu": 0}.items()))
+        done = subprocess.run([harness, family, folder, str(repeats + 1)], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"warpdp_harness {family} failed ({done.returncode}): {done.stderr.strip()}")
+        values = dict(line.split() for line in done.stdout.splitlines())
+        got = {name: np.fromfile(Path(folder) / f"out_{name}.bin", dtype=dtype) for name, dtype in outputs.items()}
+        return float(values["seconds"]), got
+
+
+def python_calls(call: Callable[[], Any], repeats: int) -> tuple[float, float, Any]:
+    """(best, median) wall seconds of `repeats` calls after a warm-up call, and the last result."""
+    result = call()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = call()
+        times.append(time.perf_counter() - start)
+    return min(times), statistics.median(times), result
+
+
+# ---------------------------------------------------------------------------------------- pairhmm
+
+PAIRHMM_ARRAYS = ("read_bases", "read_quals", "read_ins", "read_del", "read_gcp", "read_offsets", "hap_bases",
+                  "hap_offsets", "batch_reads", "batch_haps")
+
+
+def pairhmm(args: argparse.Namespace) -> list[Row]:
+    """GATK-like active regions (10-50 reads of 100-150 bp against 2-5 haplotypes of 200-400 bp),
+    about --pairs pairs, in GKL's float mode (with its double recomputation) and in double."""
+    batches = active_region_batches(np.random.default_rng(29), max(1, args.pairs // 105))
+    arrays = {name: getattr(batches, name) for name in PAIRHMM_ARRAYS}
+    pairs = int(np.sum(np.diff(batches.batch_reads) * np.diff(batches.batch_haps)))
+    rows = []
+    for double in (False, True):
+        c_seconds, got = c_call(args.harness, "pairhmm", arrays, {"double": int(double)}, args.repeats,
+                                {"values": np.float64})
+        best, median, want = python_calls(lambda: warpdp.pairhmm(batches, backend="gpu", double=double), args.repeats)
+        workload = f"active regions, {batches.n_cells / 1e9:.2f} G cells, {'double' if double else 'float'}"
+        rows.append(Row("pairhmm", workload, pairs, c_seconds, best, median,
+                        bool(np.array_equal(got["values"], np.asarray(want)))))
+    return rows
+
+
+FAMILIES: dict[str, Callable[[argparse.Namespace], list[Row]]] = {"pairhmm": pairhmm}
+
+
+def device_name() -> str:
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    except Exception as error:  # noqa: BLE001  (a name for the report only)
+        return f"unknown ({error})"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--harness", required=True, help="warpdp_harness of a Release build of clients/cpp with CUDA")
+    parser.add_argument("--family", choices=sorted(FAMILIES), action="append",
+                        help="the families to time (repeatable; default: all)")
+    parser.add_argument("--pairs", type=int, default=100_000)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    print(f"GPU: {device_name()}; commit {commit()}; best of {args.repeats} calls after a warm-up\n")
+    print("| family | workload | pairs | C GPU handle (s) | Python GPU (s, best / median) | Python / C | equal |")
+    print("|---|---|---|---|---|---|---|")
+    differ = False
+    for family in args.family or sorted(FAMILIES):
+        for row in FAMILIES[family](args):
+            differ |= not row.equal
+            print(f"| {row.family} | {row.workload} | {row.pairs} | {row.c_seconds:.4f} | {row.python_seconds:.4f} / "
+                  f"{row.python_median:.4f} | {row.python_seconds / row.c_seconds:.2f} | {'yes' if row.equal else 'NO'} |",
+                  flush=True)
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
