@@ -77,7 +77,8 @@ def python_median(call: Callable[[], dict[str, np.ndarray]], repeats: int) -> tu
     return statistics.median(times), found
 
 
-def c_median(harness: str, family: str, work: Workload, repeats: int) -> tuple[float, Path, tempfile.TemporaryDirectory]:
+def c_median(harness: str, family: str, work: Workload,
+             repeats: int) -> tuple[float, Path, tempfile.TemporaryDirectory]:
     """Median seconds of `repeats` calls after a warm-up on one GPU handle, and the folder of the
     results (kept while the returned TemporaryDirectory lives)."""
     folder = tempfile.TemporaryDirectory()
