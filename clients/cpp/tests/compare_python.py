@@ -398,6 +398,104 @@ def align_cases() -> list[Case]:
     return cases
 
 
+def packed_pairs(query_lengths: np.ndarray, target_lengths: np.ndarray, rate: float) -> Any:
+    """AlignPairs of random targets of these lengths (a few N and lower-case bases) and queries
+    drawn from them with about `rate` differences (substitutions, deletions, insertions),
+    cut or padded to their lengths: numpy only, fast at 10^4+ pairs."""
+    n = len(target_lengths)
+    alphabet = np.frombuffer(b"ACGTNacgt", dtype=np.uint8)
+    weights = np.array([0.24] * 4 + [0.01] + [0.0075] * 4)
+    target = RNG.choice(alphabet, int(target_lengths.sum()), p=weights / weights.sum())
+    source = np.concatenate([target, RNG.choice(alphabet[:4], int(query_lengths.sum()))])  # enough bases
+    draw = RNG.random(len(source))
+    copies = np.where(draw < rate / 3, 0, np.where(draw < 2 * rate / 3, 2, 1))
+    query = np.repeat(source, copies)
+    changed = RNG.random(len(query)) < rate / 3
+    query[changed] = RNG.choice(alphabet[:4], int(changed.sum()))
+    starts = np.concatenate(([0], np.cumsum(target_lengths)[:-1]))  # each query starts where its target does
+    at = np.concatenate(([0], np.cumsum(copies)))[np.minimum(starts, len(source))]
+    query = np.concatenate([query[a:a + q] for a, q in zip(at.tolist(), query_lengths.tolist())])
+    query_offsets = np.concatenate(([0], np.cumsum(query_lengths))).astype(np.int64)
+    target_offsets = np.concatenate(([0], np.cumsum(target_lengths))).astype(np.int64)
+    assert len(query) == query_offsets[-1] and n == len(query_lengths)
+    return warpdp.AlignPairs(query, query_offsets, target, target_offsets)
+
+
+def mixed_lengths(n: int, lo: int, hi: int, long: int) -> np.ndarray:
+    """n lengths in lo..hi, `long` of them (at random places) of 2-5 kb."""
+    lengths = RNG.integers(lo, hi + 1, n)
+    lengths[RNG.choice(n, long, replace=False)] = RNG.integers(2000, 5001, long)
+    return lengths
+
+
+def with_matrix(case: Case, matrix: tuple[tuple[int, ...], ...]) -> Case:
+    """The harness reads a 5x5 matrix from matrix.bin (has_matrix 1)."""
+    case.arrays["matrix"] = np.array(matrix, dtype=np.int32).ravel()
+    case.params = {k: v for k, v in case.params.items() if k != "matrix"}
+    case.params["has_matrix"] = 1
+    return case
+
+
+# GATK's HaplotypeCaller parameter sets (match, mismatch, gap_open, gap_extend): NEW_SW_PARAMETERS
+# (haplotypes against the reference), ALIGNMENT_TO_BEST_HAPLOTYPE_SW_PARAMETERS (reads against
+# their haplotype), STANDARD_NGS.
+HAPLOTYPE_CALLER = ((200, -150, -260, -11), (10, -15, -30, -5), (25, -50, -110, -6))
+
+
+def align_gpu_cases() -> list[Case]:
+    """10^4 pairs (1-400 bases, eight of 2-5 kb: global scratch rows) in every mode, affine and
+    linear gaps, both gap conventions, a 5x5 matrix, with and without CIGARs (score-only local and
+    semiglobal carry traceback ends: dp_kernel's ORIGIN); GATK mode with every overhang strategy
+    and HaplotypeCaller's three parameter sets; short pairs in three chunks (the two slots reused);
+    one pair whose traceback is over the GPU's chunk bound (the CPU driver's)."""
+    n = 10_000
+    t_lengths = mixed_lengths(n, 1, 400, 8)
+    q_lengths = np.maximum(1, (t_lengths * RNG.uniform(0.8, 1.2, n)).astype(np.int64))
+    pairs = packed_pairs(q_lengths, t_lengths, 0.1)
+    cases = []
+    for mode in ("global", "semiglobal", "local", "extension"):
+        cases.append(align_case(f"gpu.{mode}.affine.cigar", pairs, mode=mode, cigar=True))
+        cases.append(align_case(f"gpu.{mode}.linear", pairs, mode=mode, gaps="linear", gap_extend=3))
+    cases.append(align_case("gpu.global.L.cigar", pairs, gap_open=6, gap_extend=1, gap_convention="L", cigar=True))
+    cases.append(align_case("gpu.local.L", pairs, mode="local", gap_open=4, gap_extend=2, gap_convention="L"))
+    cases.append(align_case("gpu.extension.zdrop.cigar", pairs, mode="extension", zdrop=30, cigar=True))
+    cases.append(align_case("gpu.extension.zdrop", pairs, mode="extension", zdrop=30, gaps="linear", gap_extend=2))
+    matrix = tuple(tuple(int(v) for v in row) for row in RNG.integers(-6, 7, (5, 5)))
+    cases.append(with_matrix(align_case("gpu.local.matrix.cigar", pairs, mode="local", matrix=matrix, cigar=True),
+                             matrix))
+    cases.append(with_matrix(align_case("gpu.semiglobal.matrix", pairs, mode="semiglobal", matrix=matrix), matrix))
+    # GATK: alt (query) against ref (target); bytes as they are
+    refs = mixed_lengths(n, 100, 400, 4)
+    alts = np.maximum(1, (refs * RNG.uniform(0.3, 1.1, n)).astype(np.int64))
+    gatk = packed_pairs(alts, refs, 0.05)
+    for match, mismatch, gap_open, gap_extend in HAPLOTYPE_CALLER:
+        for overhang in OVERHANGS:
+            cases.append(align_case(f"gpu.gatk.{match}.{overhang}", gatk, mode="gatk", match=match, mismatch=mismatch,
+                                    gap_open=gap_open, gap_extend=gap_extend, overhang=overhang, cigar=True))
+    cases.append(align_case("gpu.gatk.200.SOFTCLIP.no-cigar", gatk, mode="gatk", match=200, mismatch=-150,
+                            gap_open=-260, gap_extend=-11))
+    # 6 * 10^5 short pairs: three chunks of at most 2^18 pairs, so each of the two slots is reused
+    m = 600_000
+    cases.append(align_case("gpu.short.chunks.cigar", packed_pairs(RNG.integers(1, 25, m), RNG.integers(1, 25, m),
+                                                                   0.1), mode="semiglobal", cigar=True))
+    # a 7 * 10^7-base query against 1 base between two short pairs: 4 bits a cell in stripes of 128
+    # rows make its traceback over 1 GiB, the GPU's per-chunk bound (its 7 * 10^7 cells are within
+    # max_traceback_cells): the CPU driver aligns it
+    long_query = np.frombuffer(b"ACGT", dtype=np.uint8)[RNG.integers(0, 4, 70_000_000, dtype=np.uint8)]
+    short = packed_pairs(np.array([300, 280]), np.array([310, 290]), 0.1)
+    q, t = short.query_offsets, short.target_offsets
+    three = warpdp.AlignPairs(
+        np.concatenate([short.query_bases[:q[1]], long_query, short.query_bases[q[1]:]]),
+        np.array([0, q[1], q[1] + len(long_query), q[2] + len(long_query)], dtype=np.int64),
+        np.concatenate([short.target_bases[:t[1]], np.frombuffer(b"G", dtype=np.uint8), short.target_bases[t[1]:]]),
+        np.array([0, t[1], t[1] + 1, t[2] + 1], dtype=np.int64))
+    cases.append(align_case("gpu.cpu-pair.cigar", three, mode="global", cigar=True))
+    return cases
+
+
+GPU_CASES["align"] = align_gpu_cases
+
+
 EDIT = {"mode": {"nw": 0, "shw": 1, "hw": 2}, "task": {"distance": 0, "locations": 1, "path": 2},
         "method": {"exact": 0, "windowed": 1}}
 
