@@ -1,18 +1,16 @@
-"""The C API's GPU handle (warpdp_open_gpu, libwarpdp built with CUDA) against the Python API's GPU
-backend on the same packed arrays (issue 29).
+"""The C API's GPU handle (libwarpdp built with CUDA: warpdp_open_gpu) against the Python API's GPU
+backend on the same packed arrays (issue 29), one large input per family: the results must be
+equal element for element, and each side's time of one call is the median of --repeats calls
+after a warm-up call on the same handle (the harness times the warpdp_<family> calls inside one
+process; Python times warpdp.<family>(..., backend="gpu"): checks, chunking, copies, kernels),
+both from arrays in memory to results in memory.
 
-    python benchmarks/c_api_gpu.py --family seedext --harness BUILD/tests/warpdp_harness
-                                   [--pairs 100000 [1000000 ...]] [--repeats 5]
+    python benchmarks/c_api_gpu.py --harness BUILD/tests/warpdp_harness [--family pairhmm]
+                                   [--pairs 100000] [--repeats 5]
 
-Build clients/cpp with CUDA and without sanitizers first (`cmake -S clients/cpp -B build/cpp-gpu
--DWARPDP_CUDA_ARCHITECTURES=90-real -DCMAKE_BUILD_TYPE=Release && cmake --build build/cpp-gpu`).
-For each size a workload is packed once. The Python side times `warpdp.<family>(...,
-backend="gpu")` (validation, planning, copies, kernels), the C side the warpdp_<family> call on a
-GPU handle inside warpdp_harness; each is the median of --repeats calls after a warm-up call (the
-first call of a process compiles or loads kernels and grows its buffers). The C results must equal
-Python's, array for array. Prints a markdown table for BENCHMARKS.md.
-
-Each family is one function (pairs -> Workload), registered in FAMILIES.
+Build the harness without sanitizers (`cmake -S clients/cpp -B build/cpp-gpu -DCMAKE_BUILD_TYPE=Release
+-DWARPDP_CUDA_ARCHITECTURES=90-real && cmake --build build/cpp-gpu`). Prints a markdown table for
+BENCHMARKS.md; exits 1 when a family's results differ.
 """
 from __future__ import annotations
 
@@ -24,7 +22,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -33,77 +31,147 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import warpdp  # noqa: E402
 from bench_common import commit  # noqa: E402
+from pairhmm_workloads import active_region_batches  # noqa: E402
 
 
 @dataclass
-class Workload:
-    arrays: dict[str, np.ndarray]                    # the harness's input files
-    params: dict[str, int]                           # its params.txt (besides "gpu")
-    python: Callable[[], dict[str, np.ndarray]]      # the Python GPU call: output name -> array
+class Row:
+    family: str
+    workload: str
+    pairs: int
+    c_seconds: float
+    python_seconds: float
+    equal: bool
 
 
-def seedext(n: int) -> Workload:
-    """benchmarks/seedext.py's BWA-MEM-like extensions, BWA-MEM's default parameters."""
-    from seedext import bwa_like_pairs
+def c_call(harness: str, family: str, arrays: dict[str, np.ndarray], params: dict[str, int], repeats: int,
+           outputs: dict[str, Any]) -> tuple[float, dict[str, np.ndarray]]:
+    """The median wall time of the `repeats` calls after a warm-up on a GPU handle (device 0), and the
+    last call's outputs (name -> dtype)."""
+    with tempfile.TemporaryDirectory() as folder:
+        for name, array in arrays.items():
+            np.ascontiguousarray(array).tofile(Path(folder) / f"{name}.bin")
+        (Path(folder) / "params.txt").write_text("".join(f"{k} {v}\n" for k, v in {**params, "gpu": 0}.items()))
+        done = subprocess.run([harness, family, folder, str(repeats + 1)], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"warpdp_harness {family} failed ({done.returncode}): {done.stderr.strip()}")
+        values = dict(line.split() for line in done.stdout.splitlines())
+        got = {name: np.fromfile(Path(folder) / f"out_{name}.bin", dtype=dtype) for name, dtype in outputs.items()}
+        return float(values["median_seconds"]), got
 
-    pairs = bwa_like_pairs(n)
-    arrays = {"query": pairs.query, "target": pairs.target, "query_offsets": pairs.query_offsets,
-              "target_offsets": pairs.target_offsets, "h0": pairs.h0.astype(np.int32)}
-    return Workload(arrays, {}, lambda: {"table": warpdp.seed_extend(pairs, backend="gpu").table})
 
-
-FAMILIES: dict[str, Callable[[int], Workload]] = {"seedext": seedext}
-
-
-def python_median(call: Callable[[], dict[str, np.ndarray]], repeats: int) -> tuple[float, dict[str, np.ndarray]]:
-    """Median seconds of `repeats` calls after a warm-up, and the last call's outputs."""
-    out = call()
+def python_calls(call: Callable[[], Any], repeats: int) -> tuple[float, Any]:
+    """Median wall seconds of `repeats` calls after a warm-up call, and the last result."""
+    result = call()
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        out = call()
+        result = call()
         times.append(time.perf_counter() - start)
-    return statistics.median(times), out
+    return statistics.median(times), result
 
 
-def c_median(harness: str, family: str, work: Workload, repeats: int, folder: Path) -> float:
-    """Median seconds of `repeats` calls after a warm-up, in one harness process on GPU 0."""
-    for name, array in work.arrays.items():
-        np.ascontiguousarray(array).tofile(folder / f"{name}.bin")
-    params = {**work.params, "gpu": 0}
-    (folder / "params.txt").write_text("".join(f"{k} {v}\n" for k, v in params.items()))
-    done = subprocess.run([harness, family, str(folder), str(repeats + 1)], capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"warpdp_harness failed (exit {done.returncode}): {done.stderr.strip()}")
-    values = dict(line.split() for line in done.stdout.splitlines())
-    return float(values["median_seconds"])
+# ---------------------------------------------------------------------------------------- pairhmm
+
+PAIRHMM_ARRAYS = ("read_bases", "read_quals", "read_ins", "read_del", "read_gcp", "read_offsets", "hap_bases",
+                  "hap_offsets", "batch_reads", "batch_haps")
+
+
+def pairhmm(args: argparse.Namespace) -> list[Row]:
+    """GATK-like active regions (10-50 reads of 100-150 bp against 2-5 haplotypes of 200-400 bp),
+    about --pairs pairs, in GKL's float mode (with its double recomputation) and in double."""
+    batches = active_region_batches(np.random.default_rng(29), max(1, args.pairs // 105))
+    arrays = {name: getattr(batches, name) for name in PAIRHMM_ARRAYS}
+    pairs = int(np.sum(np.diff(batches.batch_reads) * np.diff(batches.batch_haps)))
+    rows = []
+    for double in (False, True):
+        c_seconds, got = c_call(args.harness, "pairhmm", arrays, {"double": int(double)}, args.repeats,
+                                {"values": np.float64})
+        seconds, want = python_calls(lambda: warpdp.pairhmm(batches, backend="gpu", double=double), args.repeats)
+        workload = f"active regions, {batches.n_cells / 1e9:.2f} G cells, {'double' if double else 'float'}"
+        rows.append(Row("pairhmm", workload, pairs, c_seconds, seconds,
+                        bool(np.array_equal(got["values"], np.asarray(want)))))
+    return rows
+
+
+def equal_arrays(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> bool:
+    return all(np.array_equal(got[name], np.asarray(want[name]).ravel()) for name in want)
+
+
+# ------------------------------------------------------------------------------------------ align
+
+ALIGN_COLUMNS = ("score", "query_begin", "query_end", "target_begin", "target_end")
+SEQ_PAIR_ARRAYS = ("query_bases", "target_bases", "query_offsets", "target_offsets")
+
+
+def align(args: argparse.Namespace) -> list[Row]:
+    """--pairs reads of 125 bases against targets with 5-10 % differences (benchmarks/align.py's
+    generator), global alignment, affine gaps (the defaults), with CIGARs."""
+    from align import make_pairs
+
+    packed = make_pairs(args.pairs, 125)
+    arrays = {name: getattr(packed, name) for name in SEQ_PAIR_ARRAYS}
+    outputs = {**{c: np.int64 for c in ALIGN_COLUMNS}, "cigar_ops": np.uint32, "cigar_offsets": np.int64}
+    c_seconds, got = c_call(args.harness, "align", arrays, {"mode": 0, "cigar": 1}, args.repeats, outputs)
+
+    def python() -> dict[str, np.ndarray]:
+        r = warpdp.align(packed, mode="global", cigar=True, backend="gpu")
+        return {**{c: r.columns[c] for c in ALIGN_COLUMNS}, "cigar_ops": r.cigar_ops, "cigar_offsets": r.cigar_offsets}
+
+    seconds, want = python_calls(python, args.repeats)
+    return [Row("align", "125 bp, 5-10 % differences, global affine, CIGAR", args.pairs, c_seconds, seconds,
+                equal_arrays(got, want))]
+
+
+# ---------------------------------------------------------------------------------------- seedext
+
+SEEDEXT_ARRAYS = ("query", "target", "query_offsets", "target_offsets")
+
+
+def seedext(args: argparse.Namespace) -> list[Row]:
+    """--pairs BWA-MEM-like extensions (benchmarks/seedext.py's generator: queries 50-250 bp,
+    targets 0-100 bp longer, 2-8 % errors, h0 19-60), BWA-MEM's default parameters."""
+    from seedext import bwa_like_pairs
+
+    pairs = bwa_like_pairs(args.pairs)
+    arrays = {**{name: getattr(pairs, name) for name in SEEDEXT_ARRAYS}, "h0": pairs.h0.astype(np.int32)}
+    c_seconds, got = c_call(args.harness, "seedext", arrays, {}, args.repeats, {"table": np.int32})
+    seconds, want = python_calls(lambda: warpdp.seed_extend(pairs, backend="gpu"), args.repeats)
+    return [Row("seedext", "BWA-MEM-like, 50-250 bp queries, BWA-MEM defaults", args.pairs, c_seconds, seconds,
+                bool(np.array_equal(got["table"], want.table.ravel())))]
+
+
+FAMILIES: dict[str, Callable[[argparse.Namespace], list[Row]]] = {"pairhmm": pairhmm, "align": align,
+                                                                   "seedext": seedext}
+
+
+def device_name() -> str:
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    except Exception as error:  # noqa: BLE001  (a name for the report only)
+        return f"unknown ({error})"
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--family", required=True, choices=sorted(FAMILIES))
-    parser.add_argument("--pairs", type=int, nargs="+", default=[100_000])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--harness", required=True, help="warpdp_harness of a Release build of clients/cpp with CUDA")
+    parser.add_argument("--family", choices=sorted(FAMILIES), action="append",
+                        help="the families to time (repeatable; default: all)")
+    parser.add_argument("--pairs", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    import cupy
-
-    device = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
-    print(f"GPU: {device}, commit {commit()}, median of {args.repeats} calls after a warm-up\n")
-    print("| family | pairs | Python API, GPU (s) | C API, GPU handle (s) | C / Python | results equal |")
-    print("|---|---:|---:|---:|---:|---|")
-    failed = False
-    for n in args.pairs:
-        work = FAMILIES[args.family](n)
-        python_seconds, expected = python_median(work.python, args.repeats)
-        with tempfile.TemporaryDirectory() as folder:
-            c_seconds = c_median(args.harness, args.family, work, args.repeats, Path(folder))
-            equal = all(np.array_equal(np.fromfile(Path(folder) / f"out_{name}.bin", dtype=want.dtype).reshape(want.shape),
-                                       want) for name, want in expected.items())
-        failed |= not equal
-        print(f"| {args.family} | {n:,} | {python_seconds:.4f} | {c_seconds:.4f} | {c_seconds / python_seconds:.3f} | "
-              f"{'yes' if equal else 'NO'} |", flush=True)
-    return 1 if failed else 0
+    print(f"GPU: {device_name()}; commit {commit()}; median of {args.repeats} calls after a warm-up\n")
+    print("| family | workload | pairs | C GPU handle (s) | Python GPU (s) | Python / C | equal |")
+    print("|---|---|---|---|---|---|---|")
+    differ = False
+    for family in args.family or sorted(FAMILIES):
+        for row in FAMILIES[family](args):
+            differ |= not row.equal
+            print(f"| {row.family} | {row.workload} | {row.pairs} | {row.c_seconds:.4f} | {row.python_seconds:.4f} | "
+                  f"{row.python_seconds / row.c_seconds:.2f} | {'yes' if row.equal else 'NO'} |", flush=True)
+    return 1 if differ else 0
 
 
 if __name__ == "__main__":

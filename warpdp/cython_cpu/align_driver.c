@@ -20,9 +20,8 @@ static int32_t abs32(int32_t v)
     return v < 0 ? -v : v;
 }
 
-/* Checks every argument; *largest_out receives the largest |parameter| (at least 1). */
-static int check_arguments(const align_pairs *pairs, const align_params *p, const align_outputs *out, int threads,
-                           int32_t *largest_out, warpdp_bad_argument *bad)
+int align_check_arguments(const align_pairs *pairs, const align_params *p, const align_outputs *out, int threads,
+                          int32_t *largest_out, warpdp_bad_argument *bad)
 {
     const int64_t max_length = INT32_MAX; /* the plugin's MAX_SEQUENCE_LENGTH */
     if (threads < 0 || threads > WARPDP_MAX_THREADS)
@@ -264,7 +263,7 @@ int align_run(const align_pairs *pairs, const align_params *p, align_outputs *ou
     if (!warpdp_cpu_supports(isa))
         return -2;
     int32_t largest = 1;
-    int status = check_arguments(pairs, p, out, threads, &largest, bad);
+    int status = align_check_arguments(pairs, p, out, threads, &largest, bad);
     if (status != 0)
         return status;
     if (pairs->n_pairs == 0)

@@ -124,6 +124,11 @@ int align_lanes_avx512_i32(align_lane_batch *b, const align_params *p, warpdp_wo
 int align_pair_scalar(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, const align_params *p,
                       align_result *res, uint32_t *ops, warpdp_workspace *ws);
 
+/* Checks every argument as align_run does (the C API's GPU handle calls it too: the same refusals);
+   *largest_out receives the largest |parameter| (at least 1). 0, or WARPDP_BAD_ARGUMENT with *bad filled. */
+int align_check_arguments(const align_pairs *pairs, const align_params *p, const align_outputs *out, int threads,
+                          int32_t *largest_out, warpdp_bad_argument *bad);
+
 /* Aligns every pair. Returns 0; -1 out of memory; -2 for an isa this family has no variant of
    or this CPU cannot run; WARPDP_BAD_ARGUMENT with *bad filled (nothing computed). */
 int align_run(const align_pairs *pairs, const align_params *p, align_outputs *out, int threads, int isa,

@@ -1,6 +1,5 @@
 /* warpdp_align: pairwise alignment and GATK's Smith-Waterman over packed pairs (align_driver.c). */
-#include "internal.h"
-#include "align_kernel.h"
+#include "align_call.h"
 #include "seq_pairs.h"
 
 /* align_run's field codes (ALIGN_BAD_* in align_kernel.h), in order. */
@@ -69,8 +68,7 @@ static int check_params(const warpdp_align_params *p)
     return WARPDP_OK;
 }
 
-/* The driver's parameters, as align.pyx builds them from AlignParams. */
-static align_params driver_params(const warpdp_align_params *p)
+align_params wd_align_driver_params(const warpdp_align_params *p)
 {
     align_params c = {0};
     c.mode = p->mode;
@@ -110,6 +108,35 @@ static int check_results(const warpdp_align_results *r, const warpdp_seq_pairs *
                            "cigar_ops");
 }
 
+align_pairs wd_align_driver_pairs(const warpdp_seq_pairs *pairs)
+{
+    const align_pairs c = {pairs->query_bases, pairs->target_bases, pairs->query_offsets, pairs->target_offsets,
+                           pairs->n_pairs, pairs->query_total, pairs->target_total};
+    return c;
+}
+
+align_outputs wd_align_driver_outputs(const warpdp_align_results *results, int cigar)
+{
+    align_outputs out = {results->score, results->query_begin, results->query_end, results->target_begin,
+                         results->target_end, NULL, 0, NULL};
+    if (cigar) {
+        out.ops = results->cigar_ops;
+        out.ops_capacity = results->cigar_capacity;
+        out.ops_count = results->cigar_offsets + 1;
+    }
+    return out;
+}
+
+int wd_align_driver_status(int status, warpdp_bad_argument bad, const warpdp_align_params *params)
+{
+    if (status == WARPDP_BAD_ARGUMENT && bad.field == ALIGN_BAD_TRACEBACK)
+        return wd_fail(WARPDP_ERR_RESOURCE_EXHAUSTED,
+                       "warpdp align: pair %lld: its traceback needs more than max_traceback_cells = %lld cells; "
+                       "align it without a CIGAR (score only) or raise the limit",
+                       (long long)bad.index, (long long)params->max_traceback_cells);
+    return wd_driver_status("align", status, FIELDS, ITEMS, (int)(sizeof FIELDS / sizeof *FIELDS), bad);
+}
+
 int warpdp_align(warpdp_handle *handle, const warpdp_seq_pairs *pairs, const warpdp_align_params *params,
                  const warpdp_align_results *results)
 {
@@ -128,24 +155,11 @@ int warpdp_align(warpdp_handle *handle, const warpdp_seq_pairs *pairs, const war
 #endif
     int isa;
     WD_TRY(wd_family_isa(handle, "align", 7u, &isa));
-    const align_pairs c_pairs = {pairs->query_bases, pairs->target_bases, pairs->query_offsets,
-                                 pairs->target_offsets, pairs->n_pairs, pairs->query_total, pairs->target_total};
-    const align_params c_params = driver_params(params);
-    align_outputs out = {results->score, results->query_begin, results->query_end, results->target_begin,
-                         results->target_end, NULL, 0, NULL};
-    if (params->cigar) {
-        out.ops = results->cigar_ops;
-        out.ops_capacity = results->cigar_capacity;
-        out.ops_count = results->cigar_offsets + 1;
-    }
+    const align_pairs c_pairs = wd_align_driver_pairs(pairs);
+    const align_params c_params = wd_align_driver_params(params);
+    align_outputs out = wd_align_driver_outputs(results, params->cigar);
     warpdp_bad_argument bad = {0, -1};
-    const int status = align_run(&c_pairs, &c_params, &out, handle->threads, isa, &bad);
-    if (status == WARPDP_BAD_ARGUMENT && bad.field == ALIGN_BAD_TRACEBACK)
-        return wd_fail(WARPDP_ERR_RESOURCE_EXHAUSTED,
-                       "warpdp align: pair %lld: its traceback needs more than max_traceback_cells = %lld cells; "
-                       "align it without a CIGAR (score only) or raise the limit",
-                       (long long)bad.index, (long long)params->max_traceback_cells);
-    WD_TRY(wd_driver_status("align", status, FIELDS, ITEMS, (int)(sizeof FIELDS / sizeof *FIELDS), bad));
+    WD_TRY(wd_align_driver_status(align_run(&c_pairs, &c_params, &out, handle->threads, isa, &bad), bad, params));
     if (params->cigar)
         wd_pack_ragged(results->cigar_ops, NULL, sizeof(uint32_t), results->cigar_offsets, pairs->n_pairs,
                        pairs->query_offsets, pairs->target_offsets, 2);

@@ -9,8 +9,10 @@ backend, the same CPU variant) returns for the same arrays, element for element.
 make both refuse: Python with ValueError, the C API with an error code and a message.
 
 With --gpu the harness opens an in-process GPU handle (warpdp_open_gpu, device 0): the same
-cases, the same expected arrays (the GPU backend gives the CPU's results); the test exits 77
-(ctest's skip) when no GPU is usable or the library has no GPU backend.
+cases, the same expected arrays (the GPU backend gives the CPU's results), and larger GPU-only
+cases (GPU_CASES); a family whose GPU backend is not the CPU's to the bit (pairhmm) expects the
+Python GPU backend's arrays instead (GPU_BASE_CASES). The test exits 77 (ctest's skip) when no GPU
+is usable or the library has no GPU backend.
 
 With --server the harness opens a client handle (warpdp_open_client) on a real warpdp server
 started here (warpdp.grpc.Server, what `warpdp serve` runs; CPU backend, loopback, a bearer
@@ -26,6 +28,7 @@ import argparse
 import shutil
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -122,6 +125,10 @@ def run_case(family: str, case: Case, harness: str, work: Path, connect: dict[st
 # Cases only the GPU handle runs (larger batches: the launchers' bins and chunks), per family; each
 # family's section registers its own.
 GPU_CASES: dict[str, Callable[[], list[Case]]] = {}
+# The family's cases as a GPU handle must give them, for the families whose GPU backend's results
+# are not the CPU backend's to the bit (the family's section says why); the others' GPU handles
+# give the cases' CPU results.
+GPU_BASE_CASES: dict[str, Callable[[], list[Case]]] = {}
 
 
 # ------------------------------------------------------------------------------------------ xdrop
@@ -254,24 +261,44 @@ GPU_CASES["seedext"] = seedext_gpu_cases
 
 # ---------------------------------------------------------------------------------------- pairhmm
 
-def pairhmm_case(name: str, batches: Any, double: bool) -> Case:
+# The Pair-HMM's GPU backend is not the CPU's to the bit (its float kernels fuse multiplies and adds;
+# docs/semantics.md: both agree with GKL within 1e-4 in log10, 1e-6 where the CPU took the double
+# path). A GPU handle's results are compared with the Python GPU backend's, element for element,
+# and those with the CPU backend's within that tolerance.
+FLOAT_TOL, DOUBLE_TOL = 1e-4, 1e-6
+DOUBLE_PATH_BELOW = -28.0 - 120 * np.log10(2.0)  # a float result below 1e-28 (scaled by 2^120) is redone in double
+
+
+def assert_within_gkl_tolerance(name: str, gpu: np.ndarray, cpu: np.ndarray, double: bool) -> None:
+    assert np.array_equal(np.isneginf(gpu), np.isneginf(cpu)) and not np.isnan(gpu).any(), f"{name}: -inf/NaN differ"
+    finite = ~np.isneginf(cpu)
+    ref = cpu[finite]
+    tol = np.full(len(ref), DOUBLE_TOL) if double else np.where(ref < DOUBLE_PATH_BELOW - 1e-3, DOUBLE_TOL, FLOAT_TOL)
+    err = np.abs(gpu[finite] - ref)
+    assert (err <= tol).all(), f"{name}: the Python GPU backend is off the CPU's by {err.max():.3g} ({(err > tol).sum()} pairs)"
+
+
+def pairhmm_case(name: str, batches: Any, double: bool, backend: str = "cpu") -> Case:
     arrays = {n: getattr(batches, n) for n in ("read_bases", "read_quals", "read_ins", "read_del", "read_gcp",
                                                "read_offsets", "hap_bases", "hap_offsets", "batch_reads",
                                                "batch_haps")}
 
     def python() -> dict[str, np.ndarray]:
-        return {"values": np.asarray(warpdp.pairhmm(batches, backend="cpu", double=double))}
+        values = np.asarray(warpdp.pairhmm(batches, backend=backend, double=double))
+        if backend == "gpu":
+            assert_within_gkl_tolerance(name, values, warpdp.pairhmm(batches, backend="cpu", double=double), double)
+        return {"values": values}
 
     return Case(name, arrays, {"double": int(double)}, python)
 
 
-def pairhmm_cases() -> list[Case]:
+def pairhmm_cases(backend: str = "cpu") -> list[Case]:
     cases = []
     for stem in ("tiny", "10s"):
         path = data_file("pairhmm", f"{stem}.in")
         if path is not None:
             batches = warpdp.read_pairhmm_text(path)
-            cases += [pairhmm_case(f"{stem}.float", batches, False), pairhmm_case(f"{stem}.double", batches, True)]
+            cases += [pairhmm_case(f"{stem}.{mode}", batches, mode == "double", backend) for mode in ("float", "double")]
     groups = []
     for _ in range(20):
         hap = random_dna(int(RNG.integers(30, 300)))
@@ -280,8 +307,85 @@ def pairhmm_cases() -> list[Case]:
         reads = [warpdp.PairHmmRead(r.bases, r.quals[: len(r.bases)].ljust(len(r.bases), b"\x1e")) for r in reads]
         groups.append((reads, [hap, mutate(hap, 0.02) or b"A"]))
     batches = warpdp.pack_batches(groups)
-    cases += [pairhmm_case("synthetic.float", batches, False), pairhmm_case("synthetic.double", batches, True)]
+    cases += [pairhmm_case(f"synthetic.{mode}", batches, mode == "double", backend) for mode in ("float", "double")]
     return cases
+
+
+def pairhmm_random(n_batches: int, reads: tuple[int, int], haps: tuple[int, int], hap_len: tuple[int, int],
+                   long_reads: float, short_len: tuple[int, int] = (20, 60), long_len: tuple[int, int] = (150, 250),
+                   related: float = 0.9, qual_high: int = 41) -> Any:
+    """Packed batches like HaplotypeCaller's: per batch a haplotype and variants of it, reads cut
+    from them with errors (a share `long_reads` of long_len bases, the rest short_len; a share
+    1 - `related` random), quality bytes up to qual_high, a few N."""
+    acgt = np.frombuffer(b"ACGT", np.uint8)
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("bases", "quals", "ins", "del", "gcp", "haps")}
+    read_lens, hap_lens, n_reads, n_haps = [], [], [], []
+    for _ in range(n_batches):
+        base = RNG.choice(acgt, int(RNG.integers(hap_len[0], hap_len[1], endpoint=True)))
+        batch_haps = []
+        for _ in range(int(RNG.integers(haps[0], haps[1], endpoint=True))):
+            hap = base.copy()
+            hap[RNG.random(len(hap)) < 0.01] = ord("C")
+            batch_haps.append(hap if RNG.random() > 0.2 else hap[: max(1, len(hap) - int(RNG.integers(0, 40)))])
+        count = int(RNG.integers(reads[0], reads[1], endpoint=True))
+        for _ in range(count):
+            span = long_len if RNG.random() < long_reads else short_len
+            length = int(RNG.integers(span[0], span[1], endpoint=True))
+            source = batch_haps[int(RNG.integers(len(batch_haps)))]
+            if RNG.random() < related and length <= len(source):
+                start = int(RNG.integers(0, len(source) - length + 1))
+                read = source[start:start + length].copy()
+                read[RNG.random(length) < 0.01] = RNG.choice(acgt)
+            else:
+                read = RNG.choice(acgt, length)
+            read[RNG.random(length) < 0.005] = ord("N")
+            parts["bases"].append(read)
+            parts["quals"].append(RNG.integers(6, qual_high, length, dtype=np.uint8))
+            parts["ins"].append(RNG.integers(25, 46, length, dtype=np.uint8))
+            parts["del"].append(RNG.integers(25, 46, length, dtype=np.uint8))
+            parts["gcp"].append(np.full(length, 10, np.uint8))
+            read_lens.append(length)
+        parts["haps"] += batch_haps
+        hap_lens += [len(h) for h in batch_haps]
+        n_reads.append(count)
+        n_haps.append(len(batch_haps))
+
+    def offsets(lengths: list[int]) -> np.ndarray:
+        return np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
+
+    return warpdp.PairHmmBatches.from_arrays(
+        read_bases=np.concatenate(parts["bases"]), read_quals=np.concatenate(parts["quals"]),
+        read_ins=np.concatenate(parts["ins"]), read_del=np.concatenate(parts["del"]),
+        read_gcp=np.concatenate(parts["gcp"]), read_offsets=offsets(read_lens),
+        hap_bases=np.concatenate(parts["haps"]), hap_offsets=offsets(hap_lens),
+        batch_reads=offsets(n_reads), batch_haps=offsets(n_haps))
+
+
+def pairhmm_gpu_cases() -> list[Case]:
+    """Batches for the GPU launcher's bins (reads 20-60 bp mostly, some 150-250, a few over 512:
+    the multi-strip bin), its chunks (over 10^9 cells: several; one batch over the first chunk's
+    cells: cut by reads) and GKL's double recomputation (unrelated reads with high qualities;
+    long mismatching ones that underflow even in double: -inf)."""
+    mixed = pairhmm_random(1500, (5, 30), (2, 8), (100, 400), long_reads=0.15)
+    rescue = pairhmm_random(300, (5, 20), (2, 6), (50, 400), long_reads=0.3, related=0.3, qual_high=61)
+    long_reads = pairhmm_random(20, (4, 12), (1, 3), (1000, 2500), long_reads=1.0, long_len=(520, 1200))
+    one_batch = pairhmm_random(1, (6000, 6000), (8, 8), (300, 300), long_reads=1.0)
+    n = 1000
+    hopeless = warpdp.PairHmmBatches.from_arrays(
+        read_bases=np.full(2 * n, ord("A"), np.uint8), read_quals=np.full(2 * n, 60, np.uint8),
+        read_ins=np.full(2 * n, 45, np.uint8), read_del=np.full(2 * n, 45, np.uint8),
+        read_gcp=np.full(2 * n, 10, np.uint8), read_offsets=np.array([0, n, 2 * n]),
+        hap_bases=np.full(1500, ord("C"), np.uint8), hap_offsets=np.array([0, 1500]),
+        batch_reads=np.array([0, 2]), batch_haps=np.array([0, 1]))
+    cases = []
+    for name, batches in (("gpu.mixed", mixed), ("gpu.rescue", rescue), ("gpu.long-reads", long_reads),
+                          ("gpu.one-batch", one_batch), ("gpu.underflow", hopeless)):
+        cases += [pairhmm_case(f"{name}.{mode}", batches, mode == "double", "gpu") for mode in ("float", "double")]
+    return cases
+
+
+GPU_CASES["pairhmm"] = pairhmm_gpu_cases
+GPU_BASE_CASES["pairhmm"] = partial(pairhmm_cases, backend="gpu")
 
 
 # ---------------------------------------------------------------------------------- align and edit
@@ -348,6 +452,104 @@ def align_cases() -> list[Case]:
     cases.append(align_case("synthetic.semiglobal", pairs, mode="semiglobal", cigar=True))
     cases.append(align_case("bad.gap_open", pairs, gap_open=1, gap_extend=3))
     return cases
+
+
+def packed_pairs(query_lengths: np.ndarray, target_lengths: np.ndarray, rate: float) -> Any:
+    """AlignPairs of random targets of these lengths (a few N and lower-case bases) and queries
+    drawn from them with about `rate` differences (substitutions, deletions, insertions),
+    cut or padded to their lengths: numpy only, fast at 10^4+ pairs."""
+    n = len(target_lengths)
+    alphabet = np.frombuffer(b"ACGTNacgt", dtype=np.uint8)
+    weights = np.array([0.24] * 4 + [0.01] + [0.0075] * 4)
+    target = RNG.choice(alphabet, int(target_lengths.sum()), p=weights / weights.sum())
+    source = np.concatenate([target, RNG.choice(alphabet[:4], int(query_lengths.sum()))])  # enough bases
+    draw = RNG.random(len(source))
+    copies = np.where(draw < rate / 3, 0, np.where(draw < 2 * rate / 3, 2, 1))
+    query = np.repeat(source, copies)
+    changed = RNG.random(len(query)) < rate / 3
+    query[changed] = RNG.choice(alphabet[:4], int(changed.sum()))
+    starts = np.concatenate(([0], np.cumsum(target_lengths)[:-1]))  # each query starts where its target does
+    at = np.concatenate(([0], np.cumsum(copies)))[np.minimum(starts, len(source))]
+    query = np.concatenate([query[a:a + q] for a, q in zip(at.tolist(), query_lengths.tolist())])
+    query_offsets = np.concatenate(([0], np.cumsum(query_lengths))).astype(np.int64)
+    target_offsets = np.concatenate(([0], np.cumsum(target_lengths))).astype(np.int64)
+    assert len(query) == query_offsets[-1] and n == len(query_lengths)
+    return warpdp.AlignPairs(query, query_offsets, target, target_offsets)
+
+
+def mixed_lengths(n: int, lo: int, hi: int, long: int) -> np.ndarray:
+    """n lengths in lo..hi, `long` of them (at random places) of 2-5 kb."""
+    lengths = RNG.integers(lo, hi + 1, n)
+    lengths[RNG.choice(n, long, replace=False)] = RNG.integers(2000, 5001, long)
+    return lengths
+
+
+def with_matrix(case: Case, matrix: tuple[tuple[int, ...], ...]) -> Case:
+    """The harness reads a 5x5 matrix from matrix.bin (has_matrix 1)."""
+    case.arrays["matrix"] = np.array(matrix, dtype=np.int32).ravel()
+    case.params = {k: v for k, v in case.params.items() if k != "matrix"}
+    case.params["has_matrix"] = 1
+    return case
+
+
+# GATK's HaplotypeCaller parameter sets (match, mismatch, gap_open, gap_extend): NEW_SW_PARAMETERS
+# (haplotypes against the reference), ALIGNMENT_TO_BEST_HAPLOTYPE_SW_PARAMETERS (reads against
+# their haplotype), STANDARD_NGS.
+HAPLOTYPE_CALLER = ((200, -150, -260, -11), (10, -15, -30, -5), (25, -50, -110, -6))
+
+
+def align_gpu_cases() -> list[Case]:
+    """10^4 pairs (1-400 bases, eight of 2-5 kb: global scratch rows) in every mode, affine and
+    linear gaps, both gap conventions, a 5x5 matrix, with and without CIGARs (score-only local and
+    semiglobal carry traceback ends: dp_kernel's ORIGIN); GATK mode with every overhang strategy
+    and HaplotypeCaller's three parameter sets; short pairs in three chunks (the two slots reused);
+    one pair whose traceback is over the GPU's chunk bound (the CPU driver's)."""
+    n = 10_000
+    t_lengths = mixed_lengths(n, 1, 400, 8)
+    q_lengths = np.maximum(1, (t_lengths * RNG.uniform(0.8, 1.2, n)).astype(np.int64))
+    pairs = packed_pairs(q_lengths, t_lengths, 0.1)
+    cases = []
+    for mode in ("global", "semiglobal", "local", "extension"):
+        cases.append(align_case(f"gpu.{mode}.affine.cigar", pairs, mode=mode, cigar=True))
+        cases.append(align_case(f"gpu.{mode}.linear", pairs, mode=mode, gaps="linear", gap_extend=3))
+    cases.append(align_case("gpu.global.L.cigar", pairs, gap_open=6, gap_extend=1, gap_convention="L", cigar=True))
+    cases.append(align_case("gpu.local.L", pairs, mode="local", gap_open=4, gap_extend=2, gap_convention="L"))
+    cases.append(align_case("gpu.extension.zdrop.cigar", pairs, mode="extension", zdrop=30, cigar=True))
+    cases.append(align_case("gpu.extension.zdrop", pairs, mode="extension", zdrop=30, gaps="linear", gap_extend=2))
+    matrix = tuple(tuple(int(v) for v in row) for row in RNG.integers(-6, 7, (5, 5)))
+    cases.append(with_matrix(align_case("gpu.local.matrix.cigar", pairs, mode="local", matrix=matrix, cigar=True),
+                             matrix))
+    cases.append(with_matrix(align_case("gpu.semiglobal.matrix", pairs, mode="semiglobal", matrix=matrix), matrix))
+    # GATK: alt (query) against ref (target); bytes as they are
+    refs = mixed_lengths(n, 100, 400, 4)
+    alts = np.maximum(1, (refs * RNG.uniform(0.3, 1.1, n)).astype(np.int64))
+    gatk = packed_pairs(alts, refs, 0.05)
+    for match, mismatch, gap_open, gap_extend in HAPLOTYPE_CALLER:
+        for overhang in OVERHANGS:
+            cases.append(align_case(f"gpu.gatk.{match}.{overhang}", gatk, mode="gatk", match=match, mismatch=mismatch,
+                                    gap_open=gap_open, gap_extend=gap_extend, overhang=overhang, cigar=True))
+    cases.append(align_case("gpu.gatk.200.SOFTCLIP.no-cigar", gatk, mode="gatk", match=200, mismatch=-150,
+                            gap_open=-260, gap_extend=-11))
+    # 6 * 10^5 short pairs: three chunks of at most 2^18 pairs, so each of the two slots is reused
+    m = 600_000
+    cases.append(align_case("gpu.short.chunks.cigar", packed_pairs(RNG.integers(1, 25, m), RNG.integers(1, 25, m),
+                                                                   0.1), mode="semiglobal", cigar=True))
+    # a 7 * 10^7-base query against 1 base between two short pairs: 4 bits a cell in stripes of 128
+    # rows make its traceback over 1 GiB, the GPU's per-chunk bound (its 7 * 10^7 cells are within
+    # max_traceback_cells): the CPU driver aligns it
+    long_query = np.frombuffer(b"ACGT", dtype=np.uint8)[RNG.integers(0, 4, 70_000_000, dtype=np.uint8)]
+    short = packed_pairs(np.array([300, 280]), np.array([310, 290]), 0.1)
+    q, t = short.query_offsets, short.target_offsets
+    three = warpdp.AlignPairs(
+        np.concatenate([short.query_bases[:q[1]], long_query, short.query_bases[q[1]:]]),
+        np.array([0, q[1], q[1] + len(long_query), q[2] + len(long_query)], dtype=np.int64),
+        np.concatenate([short.target_bases[:t[1]], np.frombuffer(b"G", dtype=np.uint8), short.target_bases[t[1]:]]),
+        np.array([0, t[1], t[1] + 1, t[2] + 1], dtype=np.int64))
+    cases.append(align_case("gpu.cpu-pair.cigar", three, mode="global", cigar=True))
+    return cases
+
+
+GPU_CASES["align"] = align_gpu_cases
 
 
 EDIT = {"mode": {"nw": 0, "shw": 1, "hw": 2}, "task": {"distance": 0, "locations": 1, "path": 2},
@@ -645,6 +847,7 @@ def main() -> int:
     elif args.gpu:
         if gpu_unusable(args.family, cases[0], args.harness, args.work):
             return NO_GPU_EXIT
+        cases = GPU_BASE_CASES.get(args.family, lambda: cases)()
         for case in cases + GPU_CASES.get(args.family, list)():
             problems += run_case(args.family, case, args.harness, args.work / "gpu", {"gpu": "0"})
     else:
