@@ -162,12 +162,13 @@ void lay_out_chunk(ChunkPlan &plan, size_t params_bytes)
         bytes = std::max(bytes, launch.slots * launch.bytes_per_slot);
     }
     const size_t n = (size_t)plan.n;
-    const size_t list = plan.windowed ? 4 * n : 0, resume = plan.windowed ? 8 * RESUME_VALUES * n : 0;
-    plan.device_bytes = lay_out(plan.at, {{S_OUT, 8 * OUT_COLUMNS * n}, {S_LOC_BEGIN, 8 * (size_t)plan.loc_room},
-                                          {S_LOC_END, 8 * (size_t)plan.loc_room}, {S_CIGAR, 4 * (size_t)plan.cigar_room},
-                                          {S_LIST1, list}, {S_LIST2, list}, {S_RESUME, resume},
-                                          {S_WORDS, 8 * (size_t)words}, {S_INTS, 4 * (size_t)ints},
-                                          {S_BYTES, (size_t)bytes}}, plan.blob_bytes);
+    std::vector<std::pair<Section, size_t>> sizes = {
+        {S_OUT, 8 * OUT_COLUMNS * n}, {S_LOC_BEGIN, 8 * (size_t)plan.loc_room}, {S_LOC_END, 8 * (size_t)plan.loc_room},
+        {S_CIGAR, 4 * (size_t)plan.cigar_room}};
+    if (plan.windowed)  // the tiers' overflow lists and the pairs' resume records
+        sizes.insert(sizes.end(), {{S_LIST1, 4 * n}, {S_LIST2, 4 * n}, {S_RESUME, 8 * RESUME_VALUES * n}});
+    sizes.insert(sizes.end(), {{S_WORDS, 8 * (size_t)words}, {S_INTS, 4 * (size_t)ints}, {S_BYTES, (size_t)bytes}});
+    plan.device_bytes = lay_out(plan.at, sizes, plan.blob_bytes);
     plan.head_bytes = plan.at[S_CIGAR] - plan.at[S_OUT];
 }
 
