@@ -6,6 +6,9 @@
    on the CPU's per-pair body (edit_pair_scalar), as the Python launcher leaves them to the CPU
    backend. Results are written packed, chunk after chunk, into the caller's arrays. */
 #include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string.h>
 #include <vector>
 #include "gpu.h"
@@ -30,14 +33,47 @@ const char *const FAMILY = "edit";
 constexpr int64_t BAD_BASE = kernel::BAD_BASE;  // the windowed kernel's distance of a pair not ACGT
 constexpr int SLOTS = 2;                             // chunks in flight
 
-/* One chunk in flight: pinned upload and head buffers, the device buffer, the stream (declared last:
-   destroyed first, it waits for the chunk's work before the memory goes). */
+/* One chunk in flight: pinned upload and head buffers, the device buffer, the packed CIGARs, the
+   stream (declared last: destroyed first, it waits for the chunk's work before the memory goes). */
 struct Slot {
     PinnedArray<uint8_t> in, out;
-    DeviceArray<uint8_t> device;
+    DeviceArray<uint8_t> device, packed;
     ChunkPlan plan;
     bool busy = false;
     Stream stream;
+};
+
+/* The slots kept between calls on a device, as the Python launcher keeps its runner's (allocating
+   pinned memory costs more than a short batch's kernels): the call that holds `lock` uses them, a
+   call beside it makes its own. Never freed (they live as long as the process). */
+struct SlotPool {
+    std::mutex lock;
+    Slot slots[SLOTS];
+};
+
+SlotPool &device_pool(int device)
+{
+    static std::mutex pools_lock;
+    static auto *pools = new std::map<int, std::unique_ptr<SlotPool>>();
+    const std::lock_guard<std::mutex> held(pools_lock);
+    std::unique_ptr<SlotPool> &pool = (*pools)[device];
+    if (!pool)
+        pool.reset(new SlotPool());
+    return *pool;
+}
+
+/* Leaves a call's slots idle on every return: after an error, the chunks still in flight are waited
+   for and dropped, so that the next call on these slots starts clean. */
+struct SlotsDone {
+    Slot *slots;
+    ~SlotsDone()
+    {
+        for (int i = 0; i < SLOTS; i++) {
+            if (slots[i].busy)
+                cudaStreamSynchronize(slots[i].stream.get());
+            slots[i].busy = false;
+        }
+    }
 };
 
 // Where the packed results stand: the next location and CIGAR run, the first pair refused.
@@ -233,9 +269,8 @@ int write_cigars(Slot &slot, const warpdp_edit_results *r, const std::vector<Cpu
     if (total > 0) {
         const cudaStream_t stream = slot.stream.get();
         uint8_t *base = slot.device.get();
-        DeviceArray<uint8_t> packed;
-        WD_TRY(packed.allocate(8 * offsets.size() + 4 * (size_t)total, FAMILY, "allocating packed CIGARs"));
-        i64 *packed_offsets = (i64 *)packed.get();
+        WD_TRY(grow(slot.packed, 8 * offsets.size() + 4 * (size_t)total, "allocating packed CIGARs"));
+        i64 *packed_offsets = (i64 *)slot.packed.get();
         uint32_t *packed_ops = (uint32_t *)(packed_offsets + offsets.size());
         WD_CUDA_TRY(FAMILY, "uploading CIGAR offsets",
                     cudaMemcpyAsync(packed_offsets, offsets.data(), 8 * offsets.size(), cudaMemcpyHostToDevice,
@@ -298,9 +333,14 @@ int wd_gpu_edit(wd_gpu *gpu, const warpdp_seq_pairs *pairs, const warpdp_edit_pa
     if (params->task == WARPDP_EDIT_PATH)
         results->cigar_offsets[0] = 0;
     const size_t slot_budget = wd_gpu_budget(gpu) / SLOTS;
-    Slot slots[SLOTS];
-    for (Slot &slot : slots)
-        WD_TRY(slot.stream.create(FAMILY));
+    SlotPool &pool = device_pool(gpu->device);
+    std::unique_lock<std::mutex> held(pool.lock, std::try_to_lock);
+    std::unique_ptr<Slot[]> own(held.owns_lock() ? nullptr : new Slot[SLOTS]);
+    Slot *slots = own ? own.get() : pool.slots;
+    const SlotsDone done = {slots};
+    for (int i = 0; i < SLOTS; i++)
+        if (slots[i].stream.get() == nullptr)
+            WD_TRY(slots[i].stream.create(FAMILY));
     Written written;
     ChunkPlan plan;
     int next = 0;  // the slot the next chunk takes (its previous chunk collected first: results in order)
@@ -311,8 +351,8 @@ int wd_gpu_edit(wd_gpu *gpu, const warpdp_seq_pairs *pairs, const warpdp_edit_pa
         next = (next + 1) % SLOTS;
         WD_TRY(collect(slot, pairs, params, results, written));
         std::swap(slot.plan, plan);
+        slot.busy = true;  // before its work is enqueued: SlotsDone waits for it after a failed enqueue too
         WD_TRY(enqueue(slot, pairs, params));
-        slot.busy = true;
     }
     for (int i = 0; i < SLOTS; i++)
         WD_TRY(collect(slots[(next + i) % SLOTS], pairs, params, results, written));
