@@ -1,17 +1,14 @@
-"""The C API's in-process GPU handle (warpdp_open_gpu, libwarpdp built with CUDA) against the Python
-API's GPU backend on the same packed arrays (issue 29).
+"""The C API's GPU handle (libwarpdp built with CUDA: warpdp_open_gpu) against the Python API's GPU
+backend on the same packed arrays (issue 29), one large input per family: the results must be
+equal element for element, and each side's time of one call is the best of --repeats calls after
+a warm-up call (the harness times calls inside one process; Python times warpdp.<family>).
 
-    python benchmarks/c_api_gpu.py --family FAMILY --harness BUILD/tests/warpdp_harness
-                                   [--pairs N] [--repeats 5]
+    python benchmarks/c_api_gpu.py --harness BUILD/tests/warpdp_harness [--family pairhmm]
+                                   [--pairs 100000] [--repeats 5]
 
 Build the harness without sanitizers (`cmake -S clients/cpp -B build/cpp-gpu -DCMAKE_BUILD_TYPE=Release
--DWARPDP_CUDA_ARCHITECTURES=90-real && cmake --build build/cpp-gpu`). Each family's function (FAMILIES)
-packs one large batch and times its rows: the Python side `warpdp.<family>(..., backend="gpu")`
-(validation, chunking, copies, kernels), the C side the warpdp_<family> call inside warpdp_harness on
-a GPU handle (device 0), both from arrays in memory to results in memory. Each figure is the median
-of --repeats calls after one warm-up call (the C side's in the same process, on the same handle).
-The C results of the last call must equal the Python results, array for array (exit 1 otherwise).
-Prints C seconds, Python seconds and C / Python per row.
+-DWARPDP_CUDA_ARCHITECTURES=90-real && cmake --build build/cpp-gpu`). Prints a markdown table for
+BENCHMARKS.md; exits 1 when a family's results differ.
 """
 from __future__ import annotations
 
@@ -23,7 +20,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -32,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import warpdp  # noqa: E402
 from bench_common import commit  # noqa: E402
+from pairhmm_workloads import active_region_batches  # noqa: E402
 
 
 @dataclass
@@ -41,92 +39,132 @@ class Row:
     pairs: int
     c_seconds: float
     python_seconds: float
+    python_median: float
     equal: bool
 
 
-def python_median(call: Callable[[], dict[str, np.ndarray]], repeats: int) -> tuple[float, dict[str, np.ndarray]]:
-    """Median seconds of `repeats` calls after a warm-up, and the last call's results."""
-    found = call()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        found = call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), found
-
-
-def c_median(harness: str, family: str, arrays: dict[str, np.ndarray], params: dict[str, int], repeats: int,
-             expected: dict[str, np.ndarray]) -> tuple[float, bool]:
-    """Median seconds of `repeats` calls after a warm-up on one GPU handle, and whether the last
-    call's outputs equal `expected` (out_<name> arrays)."""
+def c_call(harness: str, family: str, arrays: dict[str, np.ndarray], params: dict[str, int], repeats: int,
+           outputs: dict[str, Any]) -> tuple[float, dict[str, np.ndarray]]:
+    """The best wall time of 1 + repeats calls on a GPU handle (device 0), and the last call's outputs
+    (name -> dtype)."""
     with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder)
         for name, array in arrays.items():
-            np.ascontiguousarray(array).tofile(path / f"{name}.bin")
-        (path / "params.txt").write_text("".join(f"{k} {v}\n" for k, v in {**params, "gpu": 0}.items()))
+            np.ascontiguousarray(array).tofile(Path(folder) / f"{name}.bin")
+        (Path(folder) / "params.txt").write_text("".join(f"{k} {v}\n" for k, v in {**params, "gpu": 0}.items()))
         done = subprocess.run([harness, family, folder, str(repeats + 1)], capture_output=True, text=True)
         if done.returncode != 0:
             raise SystemExit(f"warpdp_harness {family} failed ({done.returncode}): {done.stderr.strip()}")
         values = dict(line.split() for line in done.stdout.splitlines())
-        equal = all(np.array_equal(np.fromfile(path / f"out_{name}.bin", dtype=want.dtype), want.ravel())
-                    for name, want in expected.items())
-        return float(values["median_seconds"]), equal
+        got = {name: np.fromfile(Path(folder) / f"out_{name}.bin", dtype=dtype) for name, dtype in outputs.items()}
+        return float(values["seconds"]), got
+
+
+def python_calls(call: Callable[[], Any], repeats: int) -> tuple[float, float, Any]:
+    """(best, median) wall seconds of `repeats` calls after a warm-up call, and the last result."""
+    result = call()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = call()
+        times.append(time.perf_counter() - start)
+    return min(times), statistics.median(times), result
+
+
+# ---------------------------------------------------------------------------------------- pairhmm
+
+PAIRHMM_ARRAYS = ("read_bases", "read_quals", "read_ins", "read_del", "read_gcp", "read_offsets", "hap_bases",
+                  "hap_offsets", "batch_reads", "batch_haps")
+
+
+def pairhmm(args: argparse.Namespace) -> list[Row]:
+    """GATK-like active regions (10-50 reads of 100-150 bp against 2-5 haplotypes of 200-400 bp),
+    about --pairs pairs, in GKL's float mode (with its double recomputation) and in double."""
+    batches = active_region_batches(np.random.default_rng(29), max(1, args.pairs // 105))
+    arrays = {name: getattr(batches, name) for name in PAIRHMM_ARRAYS}
+    pairs = int(np.sum(np.diff(batches.batch_reads) * np.diff(batches.batch_haps)))
+    rows = []
+    for double in (False, True):
+        c_seconds, got = c_call(args.harness, "pairhmm", arrays, {"double": int(double)}, args.repeats,
+                                {"values": np.float64})
+        best, median, want = python_calls(lambda: warpdp.pairhmm(batches, backend="gpu", double=double), args.repeats)
+        workload = f"active regions, {batches.n_cells / 1e9:.2f} G cells, {'double' if double else 'float'}"
+        rows.append(Row("pairhmm", workload, pairs, c_seconds, best, median,
+                        bool(np.array_equal(got["values"], np.asarray(want)))))
+    return rows
 
 
 # ------------------------------------------------------------------------------------------- edit
 
+SEQ_PAIR_ARRAYS = ("query_bases", "target_bases", "query_offsets", "target_offsets")
+EDIT_OUTPUTS = {"distance": np.int64, "target_begin": np.int64, "target_end": np.int64, "loc_begin": np.int64,
+                "loc_end": np.int64, "loc_offsets": np.int64, "cigar_ops": np.uint32, "cigar_offsets": np.int64}
+
+
+def edit_arrays(result: Any) -> dict[str, np.ndarray]:
+    """An EditResults' arrays by the harness's output names."""
+    out = {c: np.asarray(getattr(result, c)) for c in ("distance", "target_begin", "target_end")}
+    if result.locations is not None:
+        out["loc_begin"], out["loc_end"], out["loc_offsets"] = (np.asarray(a) for a in result.locations)
+    if result.cigar_ops is not None:
+        out["cigar_ops"], out["cigar_offsets"] = np.asarray(result.cigar_ops), np.asarray(result.cigar_offsets)
+    return out
+
+
 def edit(args: argparse.Namespace) -> list[Row]:
-    """Short reads (100-250 bases, 1-5 % errors: benchmarks/edit.py's generator): Scrooge's windowed
-    GenASM (W=32, O=17) with the path, and exact NW distance."""
+    """--pairs short reads (100-250 bases, 1-5 % errors: benchmarks/edit.py's generator): Scrooge's
+    windowed GenASM (W=32, O=17) with the path, and exact NW distance."""
     from edit import read_pairs
 
-    pairs = read_pairs(args.pairs or 100_000, (100, 250), (0.01, 0.05), (0.8, 0.1, 0.1), seed=2)
-    arrays = {n: getattr(pairs, n) for n in ("query_bases", "target_bases", "query_offsets", "target_offsets")}
+    pairs = read_pairs(args.pairs, (100, 250), (0.01, 0.05), (0.8, 0.1, 0.1), seed=2)
+    arrays = {name: getattr(pairs, name) for name in SEQ_PAIR_ARRAYS}
     rows = []
     for workload, params, harness_params in (
-            ("windowed W=32 O=17, path", {"mode": "shw", "method": "windowed", "window": 32, "overlap": 17,
-                                          "task": "path"},
+            ("short reads, windowed W=32 O=17, path",
+             {"mode": "shw", "method": "windowed", "window": 32, "overlap": 17, "task": "path"},
              {"mode": 1, "method": 1, "window": 32, "overlap": 17, "task": 2}),
-            ("exact NW, distance", {"mode": "nw"}, {"mode": 0})):
-        def python(params: dict = params) -> dict[str, np.ndarray]:
-            r = warpdp.edit(pairs, backend="gpu", **params)
-            out = {c: np.asarray(getattr(r, c)) for c in ("distance", "target_begin", "target_end")}
-            if r.locations is not None:
-                out["loc_begin"], out["loc_end"], out["loc_offsets"] = (np.asarray(a) for a in r.locations)
-            if r.cigar_ops is not None:
-                out["cigar_ops"], out["cigar_offsets"] = np.asarray(r.cigar_ops), np.asarray(r.cigar_offsets)
-            return out
+            ("short reads, exact NW, distance", {"mode": "nw"}, {"mode": 0})):
+        def python(params: dict[str, Any] = params) -> dict[str, np.ndarray]:
+            return edit_arrays(warpdp.edit(pairs, backend="gpu", **params))
 
-        py, expected = python_median(python, args.repeats)
-        c, equal = c_median(args.harness, "edit", arrays, harness_params, args.repeats, expected)
-        rows.append(Row("edit", workload, pairs.n_pairs, c, py, equal))
+        best, median, want = python_calls(python, args.repeats)
+        outputs = {name: EDIT_OUTPUTS[name] for name in want}
+        c_seconds, got = c_call(args.harness, "edit", arrays, harness_params, args.repeats, outputs)
+        equal = all(np.array_equal(got[name], want[name]) for name in want)
+        rows.append(Row("edit", workload, pairs.n_pairs, c_seconds, best, median, equal))
     return rows
 
 
-FAMILIES: dict[str, Callable[[argparse.Namespace], list[Row]]] = {"edit": edit}
+FAMILIES: dict[str, Callable[[argparse.Namespace], list[Row]]] = {"pairhmm": pairhmm, "edit": edit}
 
 
 def device_name() -> str:
-    import cupy
+    try:
+        import cupy
 
-    return cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+        return cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    except Exception as error:  # noqa: BLE001  (a name for the report only)
+        return f"unknown ({error})"
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--family", required=True, choices=sorted(FAMILIES))
-    parser.add_argument("--pairs", type=int, default=None, help="pairs of the batch (default: the family's)")
-    parser.add_argument("--harness", required=True, help="warpdp_harness of a Release build with CUDA")
-    parser.add_argument("--repeats", type=int, default=5, help="timed calls after the warm-up (default 5)")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--harness", required=True, help="warpdp_harness of a Release build of clients/cpp with CUDA")
+    parser.add_argument("--family", choices=sorted(FAMILIES), action="append",
+                        help="the families to time (repeatable; default: all)")
+    parser.add_argument("--pairs", type=int, default=100_000)
+    parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    rows = FAMILIES[args.family](args)
-    print(f"GPU: {device_name()}; commit {commit()}; median of {args.repeats} calls after a warm-up\n")
-    print("| family | workload | pairs | C GPU handle (s) | Python GPU (s) | C / Python | equal |")
+    print(f"GPU: {device_name()}; commit {commit()}; best of {args.repeats} calls after a warm-up\n")
+    print("| family | workload | pairs | C GPU handle (s) | Python GPU (s, best / median) | Python / C | equal |")
     print("|---|---|---|---|---|---|---|")
-    for r in rows:
-        print(f"| {r.family} | {r.workload} | {r.pairs} | {r.c_seconds:.4f} | {r.python_seconds:.4f} | "
-              f"{r.c_seconds / r.python_seconds:.3f} | {'yes' if r.equal else 'NO'} |")
-    return 0 if all(r.equal for r in rows) else 1
+    differ = False
+    for family in args.family or sorted(FAMILIES):
+        for row in FAMILIES[family](args):
+            differ |= not row.equal
+            print(f"| {row.family} | {row.workload} | {row.pairs} | {row.c_seconds:.4f} | {row.python_seconds:.4f} / "
+                  f"{row.python_median:.4f} | {row.python_seconds / row.c_seconds:.2f} | {'yes' if row.equal else 'NO'} |",
+                  flush=True)
+    return 1 if differ else 0
 
 
 if __name__ == "__main__":

@@ -108,3 +108,30 @@ def test_reads_per_float_bin_counts_each_read_in_the_first_bin_that_takes_its_le
         for length in read_lens:
             expected[next((b for b, bound in enumerate(bounds) if length <= bound), len(bounds))] += 1
         assert gpu_module._reads_per_float_bin(read_lens).tolist() == expected.tolist()
+
+
+def test_c_api_launcher_has_the_python_launchers_configurations() -> None:
+    """libwarpdp's GPU launcher (clients/cpp/src/gpu/pairhmm*.cu) keeps its own table of the
+    kernel configurations and bins: it must be pairhmm_plan.py's (same order, bounds and warps),
+    and instantiate each of them."""
+    import re
+    from pathlib import Path
+
+    from warpdp.kernels import pairhmm_plan as plan
+
+    gpu_dir = Path(__file__).resolve().parents[1] / "clients" / "cpp" / "src" / "gpu"
+    header = (gpu_dir / "pairhmm_plan.h").read_text()
+    rows = r"\{(true|false), (\d+), (\d+), (true|false), (\d+), (\d+)\}"
+    floats = re.search(r"FLOAT_BINS\[N_FLOAT_BINS\] = \{(.*?)\};", header, re.S).group(1)
+    double = re.search(r"DOUBLE_CONFIG = (\{.*?\});", header).group(1)
+
+    def config(row: tuple[str, ...]) -> plan.KernelConfig:
+        real = "double" if row[0] == "true" else "float"
+        return plan.KernelConfig(real, int(row[1]), int(row[2]), row[3] == "true", int(row[4]), int(row[5]))
+
+    assert tuple(config(r) for r in re.findall(rows, floats)) == plan.FLOAT_BINS
+    assert config(re.fullmatch(rows, double).groups()) == plan.DOUBLE_CONFIG
+    launcher = (gpu_dir / "pairhmm.cu").read_text()
+    instantiated = re.findall(r"forward_kernel<(\w+), (\d+), (\d+), (\w+)>", launcher)
+    assert instantiated == [(c.real, str(c.lanes), str(c.rows), "true" if c.multi else "false")
+                            for c in plan.KERNEL_CONFIGS]

@@ -39,8 +39,7 @@ static int score_pair(const pairhmm_pair *pair, warpdp_workspace *ws, int use_do
     return 0;
 }
 
-/* The checks of pairhmm_forward_batches' arguments: 0, or WARPDP_BAD_ARGUMENT with *bad filled. */
-static int check_arguments(const pairhmm_batches *b, const double *out, int64_t n_out, int threads,
+int pairhmm_check_arguments(const pairhmm_batches *b, const double *out, int64_t n_out, int threads,
                            warpdp_bad_argument *bad)
 {
     if (threads < 0 || threads > WARPDP_MAX_THREADS)
@@ -93,7 +92,7 @@ int pairhmm_forward_batches(const pairhmm_batches *b, double *out, int64_t n_out
     }
     if (!warpdp_cpu_supports(isa))
         return -2;
-    if (check_arguments(b, out, n_out, threads, bad) != 0)
+    if (pairhmm_check_arguments(b, out, n_out, threads, bad) != 0)
         return WARPDP_BAD_ARGUMENT;
     pairhmm_tables_init();
 

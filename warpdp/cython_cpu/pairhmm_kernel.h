@@ -54,4 +54,9 @@ enum {
 int pairhmm_forward_batches(const pairhmm_batches *batches, double *out, int64_t n_out, int use_double,
                             int threads, int isa, warpdp_bad_argument *bad);
 
+/* pairhmm_forward_batches' checks of its arguments alone (the C API's GPU handles run them
+   too): 0, or WARPDP_BAD_ARGUMENT with *bad filled. */
+int pairhmm_check_arguments(const pairhmm_batches *batches, const double *out, int64_t n_out, int threads,
+                            warpdp_bad_argument *bad);
+
 #endif

@@ -79,17 +79,20 @@ int warpdp_pairhmm(warpdp_handle *handle, const warpdp_pairhmm_batches *batches,
         return wd_client_pairhmm(handle->client, batches, use_double, out, n_out);
     }
 #endif
-#ifdef WARPDP_WITH_CUDA
-    if (handle->gpu != NULL)
-        return wd_gpu_pairhmm(handle->gpu, batches, use_double, out, n_out);
-#endif
-    int isa;
-    WD_TRY(wd_family_isa(handle, "pairhmm", 7u, &isa));
     const pairhmm_batches b = {batches->read_bases, batches->read_quals, batches->read_ins, batches->read_del,
                                batches->read_gcp, batches->read_offsets, batches->hap_bases, batches->hap_offsets,
                                batches->batch_reads, batches->batch_haps, batches->n_batches,
                                batches->n_read_bases, batches->n_hap_bases, batches->n_reads, batches->n_haps};
     warpdp_bad_argument bad = {0, -1};
+#ifdef WARPDP_WITH_CUDA
+    if (handle->gpu != NULL) { /* the driver's checks first: the GPU refuses what the CPU refuses */
+        const int checked = pairhmm_check_arguments(&b, out, n_out, handle->threads, &bad);
+        WD_TRY(wd_driver_status("pairhmm", checked, FIELDS, ITEMS, (int)(sizeof FIELDS / sizeof *FIELDS), bad));
+        return wd_gpu_pairhmm(handle->gpu, batches, use_double, out, n_out);
+    }
+#endif
+    int isa;
+    WD_TRY(wd_family_isa(handle, "pairhmm", 7u, &isa));
     const int status = pairhmm_forward_batches(&b, out, n_out, use_double, handle->threads, isa, &bad);
     WD_TRY(wd_driver_status("pairhmm", status, FIELDS, ITEMS, (int)(sizeof FIELDS / sizeof *FIELDS), bad));
     return wd_ok();

@@ -7,8 +7,7 @@
    every output array to DIR/out_<name>.bin. Exit 0; 3 with "STATUS_NAME: message" on stderr when
    the call fails; 2 on a harness error. With REPEATS, the call runs that many times and the
    fastest call's wall time is printed ("seconds S"), after the least CPU time of the calling
-   thread ("thread_cpu_seconds S") and the median wall time of the calls after the first, a
-   warm-up ("median_seconds S"; the only call's with REPEATS 1). */
+   thread ("thread_cpu_seconds S"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,9 +16,6 @@
 
 static int repeats = 1;
 static double best_seconds = 1e300, best_cpu_seconds = 1e300;
-#define MAX_TIMED 1024 /* calls whose wall times are kept for the median */
-static double call_seconds[MAX_TIMED];
-static int n_timed;
 
 static double clock_seconds(clockid_t clock)
 {
@@ -38,29 +34,10 @@ static double clock_seconds(clockid_t clock)
         const double cpu_ = clock_seconds(CLOCK_THREAD_CPUTIME_ID) - cpu_start_;     \
         const double took_ = clock_seconds(CLOCK_MONOTONIC) - start_;                \
         best_seconds = took_ < best_seconds ? took_ : best_seconds;                  \
-        if (n_timed < MAX_TIMED)                                                     \
-            call_seconds[n_timed++] = took_;                                         \
         best_cpu_seconds = cpu_ < best_cpu_seconds ? cpu_ : best_cpu_seconds;        \
         if (status != WARPDP_OK)                                                     \
             break;                                                                   \
     }
-
-static int by_value(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The median wall time of the calls after the first (the first's alone when it is the only one). */
-static double median_seconds(void)
-{
-    const int skip = n_timed > 1 ? 1 : 0, n = n_timed - skip;
-    if (n < 1)
-        return 0.0;
-    qsort(call_seconds + skip, (size_t)n, sizeof(double), by_value);
-    const double *t = call_seconds + skip;
-    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-}
 
 static const char *dir;
 
@@ -360,7 +337,6 @@ int main(int argc, char **argv)
         return 3;
     }
     if (argc == 4)
-        printf("thread_cpu_seconds %.6f\nseconds %.6f\nmedian_seconds %.6f\n", best_cpu_seconds, best_seconds,
-               median_seconds());
+        printf("thread_cpu_seconds %.6f\nseconds %.6f\n", best_cpu_seconds, best_seconds);
     return 0;
 }
