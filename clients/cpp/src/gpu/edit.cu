@@ -31,7 +31,7 @@ using i64 = kernel::i64;  // the kernels' int64 (long long, not int64_t's long)
 
 const char *const FAMILY = "edit";
 constexpr int64_t BAD_BASE = kernel::BAD_BASE;  // the windowed kernel's distance of a pair not ACGT
-constexpr int SLOTS = 2;                             // chunks in flight
+constexpr int SLOTS = 2;                        // chunks in flight
 
 /* One chunk in flight: pinned upload and head buffers, the device buffer, the packed CIGARs, the
    stream (declared last: destroyed first, it waits for the chunk's work before the memory goes). */
@@ -43,9 +43,9 @@ struct Slot {
     Stream stream;
 };
 
-/* The slots kept between calls on a device, as the Python launcher keeps its runner's (allocating
-   pinned memory costs more than a short batch's kernels): the call that holds `lock` uses them, a
-   call beside it makes its own. Never freed (they live as long as the process). */
+/* The slots kept between calls on a device, as the Python launcher keeps its runner's: a call
+   allocates only when its chunks outgrow them. The call that holds `lock` uses them, a call beside
+   it makes its own. Never freed (they live as long as the process). */
 struct SlotPool {
     std::mutex lock;
     Slot slots[SLOTS];
