@@ -123,6 +123,46 @@ def align(args: argparse.Namespace) -> list[Row]:
                 equal_arrays(got, want))]
 
 
+# ------------------------------------------------------------------------------------------- edit
+
+EDIT_OUTPUTS = {"distance": np.int64, "target_begin": np.int64, "target_end": np.int64, "loc_begin": np.int64,
+                "loc_end": np.int64, "loc_offsets": np.int64, "cigar_ops": np.uint32, "cigar_offsets": np.int64}
+
+
+def edit_arrays(result: Any) -> dict[str, np.ndarray]:
+    """An EditResults' arrays by the harness's output names."""
+    out = {c: np.asarray(getattr(result, c)) for c in ("distance", "target_begin", "target_end")}
+    if result.locations is not None:
+        out["loc_begin"], out["loc_end"], out["loc_offsets"] = (np.asarray(a) for a in result.locations)
+    if result.cigar_ops is not None:
+        out["cigar_ops"], out["cigar_offsets"] = np.asarray(result.cigar_ops), np.asarray(result.cigar_offsets)
+    return out
+
+
+def edit(args: argparse.Namespace) -> list[Row]:
+    """--pairs short reads (100-250 bases, 1-5 % errors: benchmarks/edit.py's generator): Scrooge's
+    windowed GenASM (W=32, O=17) with the path, and exact NW distance."""
+    from edit import read_pairs
+
+    pairs = read_pairs(args.pairs, (100, 250), (0.01, 0.05), (0.8, 0.1, 0.1), seed=2)
+    arrays = {name: getattr(pairs, name) for name in SEQ_PAIR_ARRAYS}
+    rows = []
+    for workload, params, harness_params in (
+            ("short reads, windowed W=32 O=17, path",
+             {"mode": "shw", "method": "windowed", "window": 32, "overlap": 17, "task": "path"},
+             {"mode": 1, "method": 1, "window": 32, "overlap": 17, "task": 2}),
+            ("short reads, exact NW, distance", {"mode": "nw"}, {"mode": 0})):
+        def python(params: dict[str, Any] = params) -> dict[str, np.ndarray]:
+            return edit_arrays(warpdp.edit(pairs, backend="gpu", **params))
+
+        seconds, want = python_calls(python, args.repeats)
+        outputs = {name: EDIT_OUTPUTS[name] for name in want}
+        c_seconds, got = c_call(args.harness, "edit", arrays, harness_params, args.repeats, outputs)
+        equal = all(np.array_equal(got[name], want[name]) for name in want)
+        rows.append(Row("edit", workload, pairs.n_pairs, c_seconds, seconds, equal))
+    return rows
+
+
 # ---------------------------------------------------------------------------------------- seedext
 
 SEEDEXT_ARRAYS = ("query", "target", "query_offsets", "target_offsets")
@@ -141,7 +181,7 @@ def seedext(args: argparse.Namespace) -> list[Row]:
                 bool(np.array_equal(got["table"], want.table.ravel())))]
 
 
-FAMILIES: dict[str, Callable[[argparse.Namespace], list[Row]]] = {"pairhmm": pairhmm, "align": align,
+FAMILIES: dict[str, Callable[[argparse.Namespace], list[Row]]] = {"pairhmm": pairhmm, "align": align, "edit": edit,
                                                                    "seedext": seedext}
 
 

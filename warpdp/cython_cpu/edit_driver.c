@@ -10,7 +10,7 @@
 /* A CIGAR run length is 28 bits (len << 4 | op), so no sequence may be longer. */
 #define EDIT_MAX_LENGTH (((int64_t)1 << 28) - 1)
 
-static int check_arguments(const edit_pairs *pairs, const edit_params *p, int threads, warpdp_bad_argument *bad)
+int edit_check_arguments(const edit_pairs *pairs, const edit_params *p, int threads, warpdp_bad_argument *bad)
 {
     if (threads < 0 || threads > WARPDP_MAX_THREADS)
         return warpdp_bad(bad, EDIT_BAD_THREADS, -1);
@@ -63,7 +63,7 @@ int edit_run(const edit_pairs *pairs, const edit_params *p, edit_outputs *out, i
     if (!warpdp_cpu_supports(isa))
         return -2;
     *bad_pair = -1;
-    if (check_arguments(pairs, p, threads, bad) != 0)
+    if (edit_check_arguments(pairs, p, threads, bad) != 0)
         return WARPDP_BAD_ARGUMENT;
     if (pairs->n_pairs == 0)
         return 0;

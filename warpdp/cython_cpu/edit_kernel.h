@@ -118,6 +118,10 @@ int edit_lanes_path(const edit_lane *lane, const edit_path_job *path, int count,
 int edit_run_lanes(const edit_pairs *pairs, const edit_params *p, edit_outputs *out, int threads,
                    edit_lanes_kernel kernel, int lanes, int64_t *first_bad);
 
+/* The arguments edit_run checks before anything runs (the GPU handle's launcher checks them too):
+   0, or WARPDP_BAD_ARGUMENT with *bad filled. */
+int edit_check_arguments(const edit_pairs *pairs, const edit_params *p, int threads, warpdp_bad_argument *bad);
+
 int edit_run(const edit_pairs *pairs, const edit_params *p, edit_outputs *out, int threads, int isa,
              int64_t *bad_pair, warpdp_bad_argument *bad);
 

@@ -60,6 +60,27 @@ static int make_outputs(const warpdp_edit_results *r, const warpdp_seq_pairs *pa
     return WARPDP_OK;
 }
 
+int wd_edit_refuse_byte(int64_t pair)
+{
+    return wd_fail(WARPDP_ERR_INVALID_ARGUMENT,
+                   "warpdp edit: pair %lld has a byte other than A, C, G, T (the windowed method takes only those)",
+                   (long long)pair);
+}
+
+#ifdef WARPDP_WITH_CUDA
+/* The driver's checks of what edit_run would refuse (the GPU path runs no driver), with its messages. */
+static int check_driver_arguments(const warpdp_handle *handle, const warpdp_seq_pairs *pairs,
+                                  const warpdp_edit_params *p)
+{
+    const edit_pairs c_pairs = {pairs->query_bases, pairs->target_bases, pairs->query_offsets,
+                                pairs->target_offsets, pairs->n_pairs, pairs->query_total, pairs->target_total};
+    const edit_params c_params = {p->mode, p->task, p->method, p->k, p->window, p->overlap};
+    warpdp_bad_argument bad = {0, -1};
+    const int status = edit_check_arguments(&c_pairs, &c_params, handle->threads, &bad);
+    return wd_driver_status("edit", status, FIELDS, NULL, (int)(sizeof FIELDS / sizeof *FIELDS), bad);
+}
+#endif
+
 static int run(warpdp_handle *handle, const warpdp_seq_pairs *pairs, const warpdp_edit_params *p,
                const warpdp_edit_results *results, edit_outputs *out)
 {
@@ -73,9 +94,7 @@ static int run(warpdp_handle *handle, const warpdp_seq_pairs *pairs, const warpd
     const int status = edit_run(&c_pairs, &c_params, out, handle->threads, isa, &bad_pair, &bad);
     WD_TRY(wd_driver_status("edit", status, FIELDS, NULL, (int)(sizeof FIELDS / sizeof *FIELDS), bad));
     if (bad_pair >= 0)
-        return wd_fail(WARPDP_ERR_INVALID_ARGUMENT,
-                       "warpdp edit: pair %lld has a byte other than A, C, G, T (the windowed method takes only those)",
-                       (long long)bad_pair);
+        return wd_edit_refuse_byte(bad_pair);
     const int64_t n = pairs->n_pairs;
     if (p->task >= WARPDP_EDIT_LOCATIONS)
         wd_pack_ragged(results->loc_begin, results->loc_end, sizeof(int64_t), results->loc_offsets, n,
@@ -104,8 +123,10 @@ int warpdp_edit(warpdp_handle *handle, const warpdp_seq_pairs *pairs, const warp
         return wd_client_edit(handle->client, pairs, params, results);
 #endif
 #ifdef WARPDP_WITH_CUDA
-    if (handle->gpu != NULL)
+    if (handle->gpu != NULL) {
+        WD_TRY(check_driver_arguments(handle, pairs, params));
         return wd_gpu_edit(handle->gpu, pairs, params, results);
+    }
 #endif
     scratch s;
     edit_outputs out;

@@ -55,6 +55,9 @@ int wd_gpu_edit(wd_gpu *gpu, const warpdp_seq_pairs *pairs, const warpdp_edit_pa
                 const warpdp_edit_results *results);
 #endif
 
+/* edit.c: the windowed method's refusal of pair `pair` (a byte other than A, C, G, T), CPU and GPU alike. */
+int wd_edit_refuse_byte(int64_t pair);
+
 /* Counts and byte totals beyond these are refused as absurd (2^40 pairs, 2^48 bytes) before any
    size is computed from them, so no product or sum of them can overflow int64. */
 #define WD_MAX_ITEMS ((int64_t)1 << 40)

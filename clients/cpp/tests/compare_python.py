@@ -607,6 +607,90 @@ def edit_cases() -> list[Case]:
     return cases
 
 
+def edit_read_pairs(n: int, lengths: tuple[int, int], rates: tuple[float, float], seed: int) -> Any:
+    """n reads with errors against the reference windows they came from (benchmarks/edit.py's
+    generator: Scrooge's short and long workloads)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
+    from edit import read_pairs
+
+    split = (0.8, 0.1, 0.1) if lengths[1] <= 1000 else (0.3, 0.35, 0.35)
+    return read_pairs(n, lengths, rates, split, seed)
+
+
+def edit_sequences(pairs: Any) -> list[tuple[bytes, bytes]]:
+    qb, qo, tb, to = pairs.query_bases, pairs.query_offsets, pairs.target_bases, pairs.target_offsets
+    return [(qb[qo[i]:qo[i + 1]].tobytes(), tb[to[i]:to[i + 1]].tobytes()) for i in range(pairs.n_pairs)]
+
+
+def edit_divergent_pairs(n: int) -> Any:
+    """Pairs whose windows need more than the first windowed tiers' edits (8, 24): reads with 20-45 %
+    errors, unrelated sequences, and homopolymers against other homopolymers (every base an edit)."""
+    noisy = edit_sequences(edit_read_pairs(n // 2, (300, 2000), (0.2, 0.45), seed=31))
+    unrelated = [(random_dna(int(RNG.integers(100, 1500))), random_dna(int(RNG.integers(100, 1500))))
+                 for _ in range(n // 2 - n // 20)]
+    homopolymers = [(bytes([a]) * int(RNG.integers(40, 400)), bytes([b]) * int(RNG.integers(40, 400)))
+                    for a, b in RNG.choice(np.frombuffer(b"ACGT", np.uint8), (n // 20, 2)).tolist() if a != b]
+    mixed = noisy + unrelated + homopolymers
+    return warpdp.pack_edit_pairs([mixed[i] for i in RNG.permutation(len(mixed))])
+
+
+def edit_gpu_cases() -> list[Case]:
+    """Batches through the GPU launcher's paths: the windowed tiers and their overflow lists, exact
+    thread and warp groups, bounds, several chunks, pairs left to the CPU, bytes refused."""
+    cases = []
+    short = edit_read_pairs(10_000, (100, 250), (0.01, 0.05), seed=32)
+    long = edit_read_pairs(2_000, (2000, 10000), (0.05, 0.15), seed=33)
+    for mode in ("nw", "shw", "hw"):
+        cases += [edit_case(f"gpu.short.{mode}.{task}", short, mode=mode, task=task)
+                  for task in ("distance", "locations", "path")]
+    cases += [edit_case("gpu.short.nw.distance.k3", short, mode="nw", k=3),
+              edit_case("gpu.short.shw.locations.k5", short, mode="shw", task="locations", k=5),
+              edit_case("gpu.short.hw.path.k4", short, mode="hw", task="path", k=4)]
+    for window, overlap in ((64, 33), (32, 17)):
+        cases += [edit_case(f"gpu.short.windowed.w{window}.{task}", short, mode="shw", method="windowed",
+                            window=window, overlap=overlap, task=task) for task in ("distance", "locations", "path")]
+    cases.append(edit_case("gpu.short.windowed.w32.path.k6", short, mode="shw", method="windowed", window=32,
+                           overlap=17, task="path", k=6))
+    cases += [edit_case("gpu.long.nw.distance", long, mode="nw"), edit_case("gpu.long.nw.path", long, mode="nw",
+                                                                             task="path"),
+              edit_case("gpu.long.nw.distance.k500", long, mode="nw", k=500),
+              edit_case("gpu.long.shw.locations", long, mode="shw", task="locations"),
+              edit_case("gpu.long.hw.path", long, mode="hw", task="path"),
+              edit_case("gpu.long.hw.locations.k800", long, mode="hw", task="locations", k=800)]
+    cases += [edit_case(f"gpu.long.windowed.w{w}.{task}", long, mode="shw", method="windowed", window=w,
+                        overlap=o, task=task) for w, o in ((64, 33), (32, 17)) for task in ("distance", "path")]
+    divergent = edit_divergent_pairs(3_000)
+    cases += [edit_case(f"gpu.divergent.windowed.w{w}.{task}", divergent, mode="shw", method="windowed", window=w,
+                        overlap=o, task=task) for w, o in ((64, 33), (32, 17)) for task in ("locations", "path")]
+    cases.append(edit_case("gpu.divergent.hw.path", divergent, mode="hw", task="path"))
+    # Either case for the windowed method; lower case and N as symbols of their own for the exact one.
+    sequences = edit_sequences(short)[:3_000]
+    lowered = [(q.lower() if i % 3 == 0 else q, t.lower() if i % 5 == 0 else t) for i, (q, t) in enumerate(sequences)]
+    cases.append(edit_case("gpu.short.windowed.lowercase", warpdp.pack_edit_pairs(lowered), mode="shw",
+                           method="windowed", window=32, overlap=17, task="path"))
+    with_n = [(q[:50] + b"N" + q[51:] if i % 7 == 0 else q, t) for i, (q, t) in enumerate(lowered)]
+    cases.append(edit_case("gpu.short.hw.path.symbols", warpdp.pack_edit_pairs(with_n), mode="hw", task="path"))
+    cases.append(edit_case("bad.gpu.windowed.N", warpdp.pack_edit_pairs(with_n), mode="shw", method="windowed"))
+    # Over 2^18 pairs: two chunks in flight, results joined in order.
+    many = edit_read_pairs(300_000, (100, 250), (0.01, 0.05), seed=34)
+    cases += [edit_case("gpu.many.windowed.locations", many, mode="shw", method="windowed", window=32, overlap=17,
+                        task="locations"), edit_case("gpu.many.nw.distance", many, mode="nw")]
+    # A pair too large for one GPU thread's scratch (the CPU's per-pair body runs it), among others.
+    target = bytearray(random_dna(8_400_000))
+    query = random_dna(200)
+    target[5_000_000:5_000_200] = query
+    huge = sequences[:100] + [(query, bytes(target))] + sequences[100:200]
+    for task in ("distance", "locations", "path"):
+        cases.append(edit_case(f"gpu.cpu-fallback.hw.{task}", warpdp.pack_edit_pairs(huge), mode="hw", task=task,
+                               k=20 if task == "locations" else -1))
+    cases.append(edit_case("gpu.cpu-fallback.alone", warpdp.pack_edit_pairs([(query, bytes(target))]), mode="shw",
+                           task="path"))
+    return cases
+
+
+GPU_CASES["edit"] = edit_gpu_cases
+
+
 FAMILIES = {"xdrop": xdrop_cases, "seedext": seedext_cases, "pairhmm": pairhmm_cases, "align": align_cases,
             "edit": edit_cases}
 
