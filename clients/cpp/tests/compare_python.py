@@ -931,8 +931,8 @@ def main() -> int:
     elif args.gpu:
         if gpu_unusable(args.family, cases[0], args.harness, args.work):
             return NO_GPU_EXIT
-        cases = GPU_BASE_CASES.get(args.family, lambda: cases)()
-        for case in cases + GPU_CASES.get(args.family, list)():
+        cases = GPU_BASE_CASES.get(args.family, lambda: cases)() + GPU_CASES.get(args.family, list)()
+        for case in cases:
             problems += run_case(args.family, case, args.harness, args.work / "gpu", {"gpu": "0"})
     else:
         for case in cases:
