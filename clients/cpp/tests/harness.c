@@ -7,7 +7,8 @@
    every output array to DIR/out_<name>.bin. Exit 0; 3 with "STATUS_NAME: message" on stderr when
    the call fails; 2 on a harness error. With REPEATS, the call runs that many times and the
    fastest call's wall time is printed ("seconds S"), after the least CPU time of the calling
-   thread ("thread_cpu_seconds S"). */
+   thread ("thread_cpu_seconds S"), then every call's wall time in order ("call_seconds S1,S2,...",
+   for medians). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,8 @@
 
 static int repeats = 1;
 static double best_seconds = 1e300, best_cpu_seconds = 1e300;
+static double *call_seconds; /* repeats entries */
+static int calls_made;
 
 static double clock_seconds(clockid_t clock)
 {
@@ -34,6 +37,7 @@ static double clock_seconds(clockid_t clock)
         const double cpu_ = clock_seconds(CLOCK_THREAD_CPUTIME_ID) - cpu_start_;     \
         const double took_ = clock_seconds(CLOCK_MONOTONIC) - start_;                \
         best_seconds = took_ < best_seconds ? took_ : best_seconds;                  \
+        call_seconds[calls_made++] = took_;                                           \
         best_cpu_seconds = cpu_ < best_cpu_seconds ? cpu_ : best_cpu_seconds;        \
         if (status != WARPDP_OK)                                                     \
             break;                                                                   \
@@ -298,6 +302,8 @@ int main(int argc, char **argv)
     dir = argv[2];
     if (argc == 4 && (repeats = atoi(argv[3])) < 1)
         die("REPEATS must be at least 1, not", argv[3]);
+    if ((call_seconds = calloc((size_t)repeats, sizeof *call_seconds)) == NULL)
+        die("out of memory", "");
     read_params();
     warpdp_handle *h;
     int status;
@@ -336,7 +342,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: %s\n", warpdp_status_name(status), warpdp_last_error());
         return 3;
     }
-    if (argc == 4)
-        printf("thread_cpu_seconds %.6f\nseconds %.6f\n", best_cpu_seconds, best_seconds);
+    if (argc == 4) {
+        printf("thread_cpu_seconds %.6f\nseconds %.6f\ncall_seconds ", best_cpu_seconds, best_seconds);
+        for (int i = 0; i < calls_made; i++)
+            printf(i ? ",%.6f" : "%.6f", call_seconds[i]);
+        printf("\n");
+    }
     return 0;
 }
