@@ -74,16 +74,16 @@ std::vector<warpdp_handle *> logan_handles(int ngpus)
     const char *value = std::getenv(BACKEND_VARIABLE);
     const std::string backend = value == nullptr || *value == '\0' ? "auto" : value;
     if (backend != "auto" && backend != "cpu" && backend != "gpu")
-        throw std::invalid_argument(std::string("warpdp_logan: ") + BACKEND_VARIABLE + " must be auto, cpu or gpu, not '" +
-                                    backend + "'");
+        throw std::invalid_argument(std::string("warpdp_logan: ") + BACKEND_VARIABLE +
+                                    " must be auto, cpu or gpu, not '" + backend + "'");
     if (backend != "cpu") {
         std::string why;
         std::vector<warpdp_handle *> gpus = gpu_handles().first(ngpus < 1 ? 1 : ngpus, &why);
         if (!gpus.empty())
             return gpus;
         if (backend == "gpu")
-            throw std::runtime_error(std::string("warpdp_logan: ") + BACKEND_VARIABLE + "=gpu but no GPU handle opens: " +
-                                     why);
+            throw std::runtime_error(std::string("warpdp_logan: ") + BACKEND_VARIABLE +
+                                     "=gpu but no GPU handle opens: " + why);
     }
     return {cpu_handle()};
 }

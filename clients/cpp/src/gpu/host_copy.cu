@@ -35,7 +35,8 @@ void wd_copy_parallel(const std::vector<wd_copy> &copies)
     for (const wd_copy &c : copies)
         total += c.bytes;
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    const size_t threads = total < PARALLEL_FROM_BYTES ? 1 : std::min<size_t>({MAX_THREADS, cores, total / SHARE_BYTES});
+    const size_t threads =
+        total < PARALLEL_FROM_BYTES ? 1 : std::min<size_t>({MAX_THREADS, cores, total / SHARE_BYTES});
     const size_t share = (total + threads - 1) / std::max<size_t>(threads, 1);
     std::vector<std::thread> helpers;
     size_t done_here = threads; // shares whose thread could not start are copied by this thread

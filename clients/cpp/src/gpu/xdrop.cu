@@ -231,7 +231,8 @@ int enqueue(Slot &slot, const wd_gpu *gpu)
         WD_TRY(wd_cuda_launched(FAMILY, "check_bases"));
     }
     for (const Launch &launch : slot.plan.launches) {
-        const Params *params = reinterpret_cast<const Params *>(base + at.params + PARAMS_STRIDE * size_t(launch.index));
+        const Params *params =
+            reinterpret_cast<const Params *>(base + at.params + PARAMS_STRIDE * size_t(launch.index));
         WD_TRY(launch_one(launch, params, stream));
     }
     WD_CUDA_TRY(FAMILY, "copying results back",
@@ -356,8 +357,9 @@ int wd_gpu_xdrop(wd_gpu *gpu, const warpdp_xdrop_pairs *pairs, const warpdp_xdro
     if (bad_from >= 0) {
         const int64_t pair = first_bad_pair(*pairs, bad_from, bad_to);
         if (pair < 0)
-            return wd_fail(WARPDP_ERR_INTERNAL, "warpdp xdrop (GPU): the GPU found a byte other than ACGTN in pairs "
-                                                "%lld..%lld, the host none", (long long)bad_from, (long long)bad_to - 1);
+            return wd_fail(WARPDP_ERR_INTERNAL,
+                           "warpdp xdrop (GPU): the GPU found a byte other than ACGTN in pairs %lld..%lld, the host none",
+                           (long long)bad_from, (long long)bad_to - 1);
         return wd_xdrop_bad_base(pair);
     }
     return wd_ok();

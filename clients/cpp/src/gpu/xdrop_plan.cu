@@ -195,8 +195,9 @@ void plan_chunk(const warpdp_xdrop_pairs &pairs, int64_t start, int64_t stop, co
     const int64_t window = expected_window(scores);
     for (int64_t i = 0; i < plan.n; i++) {
         const int64_t pair = start + i, h_pos = pairs.h_pos[pair], v_pos = pairs.v_pos[pair];
-        const int64_t flanks[2][2] = {{v_pos, h_pos},
-                                      {vo[pair + 1] - vo[pair] - v_pos - scores.k, ho[pair + 1] - ho[pair] - h_pos - scores.k}};
+        const int64_t len_h = ho[pair + 1] - ho[pair], len_v = vo[pair + 1] - vo[pair];
+        // item 2i: the left extension (flanks before the seed), 2i + 1: the right one
+        const int64_t flanks[2][2] = {{v_pos, h_pos}, {len_v - v_pos - scores.k, len_h - h_pos - scores.k}};
         for (int side = 0; side < 2; side++) {
             const size_t item = size_t(2 * i + side);
             m[item] = flanks[side][0];
