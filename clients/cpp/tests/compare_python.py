@@ -673,8 +673,10 @@ def main() -> int:
     elif args.gpu:
         if gpu_unusable(args.family, cases[0], args.harness, args.work):
             return NO_GPU_EXIT
-        for case in cases + GPU_CASES.get(args.family, list)():
+        gpu_only = GPU_CASES.get(args.family, list)()
+        for case in cases + gpu_only:
             problems += run_case(args.family, case, args.harness, args.work / "gpu", {"gpu": "0"})
+        print(f"{args.family}: {len(gpu_only)} GPU-only cases besides the ones below")
     else:
         for case in cases:
             problems += run_case(args.family, case, args.harness, args.work)
