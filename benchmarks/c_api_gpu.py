@@ -98,6 +98,32 @@ def equal_arrays(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> boo
     return all(np.array_equal(got[name], np.asarray(want[name]).ravel()) for name in want)
 
 
+# ------------------------------------------------------------------------------------------ xdrop
+
+XDROP_ARRAYS = ("h_bases", "v_bases", "h_offsets", "v_offsets", "h_pos", "v_pos")
+XDROP_COLUMNS = ("score", "begin_h", "end_h", "begin_v", "end_v", "cells")
+
+
+def xdrop(args: argparse.Namespace) -> list[Row]:
+    """--pairs LOGAN-style pairs (benchmarks/xdrop.py's generator), k = 17, X = 100, SeqAn's
+    longest extension."""
+    import xdrop as xdrop_benchmark
+
+    pairs = xdrop_benchmark.make_workload(args.pairs)
+    k, x = xdrop_benchmark.SEED_LENGTH, 100
+    arrays = {name: getattr(pairs, name) for name in XDROP_ARRAYS}
+    c_seconds, got = c_call(args.harness, "xdrop", arrays, {"k": k, "x": x, "report": 0}, args.repeats,
+                            {c: np.int64 for c in XDROP_COLUMNS})
+
+    def python() -> dict[str, np.ndarray]:
+        r = warpdp.xdrop(pairs, k=k, x=x, backend="gpu")
+        return {c: getattr(r, c) for c in XDROP_COLUMNS}
+
+    seconds, want = python_calls(python, args.repeats)
+    return [Row("xdrop", f"LOGAN-style pairs, k = {k}, X = {x}, longest", args.pairs, c_seconds, seconds,
+                equal_arrays(got, want))]
+
+
 # ------------------------------------------------------------------------------------------ align
 
 ALIGN_COLUMNS = ("score", "query_begin", "query_end", "target_begin", "target_end")
@@ -181,7 +207,7 @@ def seedext(args: argparse.Namespace) -> list[Row]:
                 bool(np.array_equal(got["table"], want.table.ravel())))]
 
 
-FAMILIES: dict[str, Callable[[argparse.Namespace], list[Row]]] = {"pairhmm": pairhmm, "align": align, "edit": edit,
+FAMILIES: dict[str, Callable[[argparse.Namespace], list[Row]]] = {"pairhmm": pairhmm, "xdrop": xdrop, "align": align, "edit": edit,
                                                                    "seedext": seedext}
 
 

@@ -98,9 +98,8 @@ static int extend_seed(extend2_kernel kernel, const uint8_t *v, int64_t len_v, i
                   q_right + m_right + XDROP_PAD, n_right, p, left, right, ws_dp);
 }
 
-/* The checks of xdrop_run's arguments: 0, or WARPDP_BAD_ARGUMENT with *bad filled. */
-static int check_arguments(const xdrop_pairs *pairs, int64_t k, const xdrop_params *p, int threads,
-                           warpdp_bad_argument *bad)
+int xdrop_check_arguments(const xdrop_pairs *pairs, int64_t k, const xdrop_params *p, int threads,
+                          warpdp_bad_argument *bad)
 {
     const int64_t max_length = INT32_MAX; /* the plugin's MAX_SEQUENCE_LENGTH */
     if (threads < 0 || threads > WARPDP_MAX_THREADS)
@@ -153,7 +152,7 @@ int xdrop_run(const xdrop_pairs *pairs, int64_t k, const xdrop_params *p, xdrop_
     if (!warpdp_cpu_supports(isa))
         return -2;
     *bad_pair = -1;
-    if (check_arguments(pairs, k, p, threads, bad) != 0)
+    if (xdrop_check_arguments(pairs, k, p, threads, bad) != 0)
         return WARPDP_BAD_ARGUMENT;
     if (pairs->n_pairs == 0)
         return 0;

@@ -105,4 +105,9 @@ typedef struct {
 int xdrop_run(const xdrop_pairs *pairs, int64_t k, const xdrop_params *p, xdrop_outputs *out,
               int threads, int isa, int64_t *bad_pair, warpdp_bad_argument *bad);
 
+/* The checks xdrop_run makes first (offsets, seeds, k, scores, threads; not the bases): 0, or
+   WARPDP_BAD_ARGUMENT with *bad filled. The C API's GPU handles make them too (clients/cpp). */
+int xdrop_check_arguments(const xdrop_pairs *pairs, int64_t k, const xdrop_params *p, int threads,
+                          warpdp_bad_argument *bad);
+
 #endif

@@ -1,7 +1,18 @@
 /* warpdp_logan.h: LOGAN's batch X-drop call (extendSeedL) and its types, implemented on warpdp's
- * X-drop (SeqAn 2's gapped X-drop, exactly; CPU, in process), so a LOGAN caller such as BELLA's GPU
- * path relinks against libwarpdp_logan without code changes; plus SeqAn-like single-pair helpers
- * for CPU callers (warpdp::extendSeed, warpdp::XdropBatcher). C++17.
+ * X-drop (SeqAn 2's gapped X-drop, exactly; in process, on the GPU or the CPU), so a LOGAN caller
+ * such as BELLA's GPU path relinks against libwarpdp_logan without code changes; plus SeqAn-like
+ * single-pair helpers for CPU callers (warpdp::extendSeed, warpdp::XdropBatcher, always on the CPU).
+ * C++17.
+ *
+ * Where extendSeedL runs: the environment variable WARPDP_LOGAN_BACKEND, read at each call:
+ *  - auto (the default, also when unset or empty): on GPUs when libwarpdp was built with CUDA
+ *    (WARPDP_WITH_CUDA) and device 0 opens (warpdp_open_gpu), else on the CPU (every core);
+ *  - gpu: on GPUs; std::runtime_error naming the reason when no GPU handle opens;
+ *  - cpu: on the CPU, in process (warpdp_open_local).
+ * On GPUs the call uses devices 0 .. ngpus - 1 (those that exist: fewer where fewer open), the
+ * pairs split into consecutive ranges, one per device, each run on its own thread; the results
+ * are in the seeds' order either way, and the same as on the CPU. GPU and CPU handles are opened
+ * at first use and kept for the process.
  *
  * The names, members and argument lists are LOGAN's (github.com/PASSIONLab/LOGAN, the
  * 11-argument extendSeedL, and the 10-argument one of the LOGAN copy BELLA calls). Semantics, as LOGAN's: query = V, target = H; seed i starts at
@@ -10,11 +21,12 @@
  * right score + kmer_length; the seed's begin positions become those of the left extension and its
  * end positions those of the right one. Differences, deliberate:
  *  - errors (positive gap scores, seeds outside their sequences, bytes other than ACGTN, vectors
- *    shorter than numAlignments) throw std::invalid_argument instead of printing and exiting;
+ *    shorter than numAlignments, a bad WARPDP_LOGAN_BACKEND) throw std::invalid_argument instead
+ *    of printing and exiting;
  *  - scores are exact for any length (LOGAN keeps 16-bit anti-diagonals);
  *  - only linear gaps (gap_open_score == gap_extend_score), as LOGAN computes;
- *  - ngpus and n_threads (GPU count, CUDA block size) are accepted and unused: the CPU threads are
- *    every core (OMP_NUM_THREADS bounds them);
+ *  - n_threads (LOGAN's CUDA block size) is accepted and unused; on the CPU the threads are every
+ *    core (OMP_NUM_THREADS bounds them);
  *  - direction EXTEND_LEFTL / EXTEND_RIGHTL extend one side only (LOGAN always extends both);
  *  - lowerDiagonal / upperDiagonal become the extended seed's begin and end diagonals.
  */

@@ -1,17 +1,22 @@
 // LOGAN's extendSeedL and SeqAn-like single-pair helpers on warpdp_xdrop (see warpdp_logan.h).
 #include "warpdp_logan.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "warpdp.h"
 
 namespace {
 
-// One process-wide in-process handle (handles are thread-safe), opened on first use.
-warpdp_handle *shared_handle()
+// One process-wide in-process CPU handle (handles are thread-safe), opened on first use.
+warpdp_handle *cpu_handle()
 {
     static warpdp_handle *const handle = [] {
         warpdp_handle *h = nullptr;
@@ -20,6 +25,121 @@ warpdp_handle *shared_handle()
         return h;
     }();
     return handle;
+}
+
+// GPU handles on devices 0, 1, ..., opened as calls ask for them and kept for the process.
+class GpuHandles {
+  public:
+    // Handles on the first `wanted` devices (fewer where fewer open); none when device 0 does not
+    // open, with the reason in *why.
+    std::vector<warpdp_handle *> first(int wanted, std::string *why)
+    {
+        std::lock_guard<std::mutex> hold(lock_);
+        while (int(handles_.size()) < wanted && !exhausted_) {
+            const warpdp_gpu_options options = {int(handles_.size())};
+            warpdp_handle *h = nullptr;
+            if (warpdp_open_gpu(&options, &h) == WARPDP_OK) {
+                handles_.push_back(h);
+            } else {
+                exhausted_ = true; // no device beyond this one either
+                if (handles_.empty())
+                    failure_ = warpdp_last_error();
+            }
+        }
+        *why = failure_;
+        std::vector<warpdp_handle *> chosen = handles_;
+        chosen.resize(std::min(chosen.size(), std::size_t(wanted)));
+        return chosen;
+    }
+
+  private:
+    std::mutex lock_;
+    std::vector<warpdp_handle *> handles_;
+    bool exhausted_ = false;
+    std::string failure_;
+};
+
+GpuHandles &gpu_handles()
+{
+    static GpuHandles *const handles = new GpuHandles; // kept to the process's end
+    return *handles;
+}
+
+const char *const BACKEND_VARIABLE = "WARPDP_LOGAN_BACKEND";
+
+// The handles extendSeedL runs on, by $WARPDP_LOGAN_BACKEND: GPU handles on up to ngpus devices
+// (gpu; auto when at least one opens), else the CPU handle (cpu; auto otherwise).
+std::vector<warpdp_handle *> logan_handles(int ngpus)
+{
+    const char *value = std::getenv(BACKEND_VARIABLE);
+    const std::string backend = value == nullptr || *value == '\0' ? "auto" : value;
+    if (backend != "auto" && backend != "cpu" && backend != "gpu")
+        throw std::invalid_argument(std::string("warpdp_logan: ") + BACKEND_VARIABLE +
+                                    " must be auto, cpu or gpu, not '" + backend + "'");
+    if (backend != "cpu") {
+        std::string why;
+        std::vector<warpdp_handle *> gpus = gpu_handles().first(ngpus < 1 ? 1 : ngpus, &why);
+        if (!gpus.empty())
+            return gpus;
+        if (backend == "gpu")
+            throw std::runtime_error(std::string("warpdp_logan: ") + BACKEND_VARIABLE +
+                                     "=gpu but no GPU handle opens: " + why);
+    }
+    return {cpu_handle()};
+}
+
+// pairs[from, to) of a packed batch as a batch of its own (offsets from 0).
+struct Range {
+    std::vector<int64_t> h_offsets, v_offsets;
+    warpdp_xdrop_pairs pairs;
+    warpdp_xdrop_results results;
+};
+
+Range select(const warpdp_xdrop_pairs &all, const warpdp_xdrop_results &out, std::size_t from, std::size_t to)
+{
+    Range r;
+    for (std::size_t i = from; i <= to; i++) {
+        r.h_offsets.push_back(all.h_offsets[i] - all.h_offsets[from]);
+        r.v_offsets.push_back(all.v_offsets[i] - all.v_offsets[from]);
+    }
+    r.pairs = {all.h_bases + all.h_offsets[from], all.v_bases + all.v_offsets[from], r.h_offsets.back(),
+               r.v_offsets.back(), r.h_offsets.data(), r.v_offsets.data(), all.h_pos + from, all.v_pos + from,
+               int64_t(to - from)};
+    r.results = {out.score + from, out.begin_h + from, out.end_h + from, out.begin_v + from, out.end_v + from, nullptr};
+    return r;
+}
+
+// Runs the batch on the handles: one call, or (several GPUs) consecutive ranges of pairs, one per
+// handle, each on a thread of its own. Throws std::invalid_argument with the (first) failure's message.
+void run_xdrop(const std::vector<warpdp_handle *> &handles, const warpdp_xdrop_pairs &pairs,
+               const warpdp_xdrop_params &params, const warpdp_xdrop_results &results)
+{
+    const std::size_t n = std::size_t(pairs.n_pairs), parts = std::min(handles.size(), std::max<std::size_t>(n, 1));
+    if (parts == 1) {
+        if (warpdp_xdrop(handles[0], &pairs, &params, &results) != WARPDP_OK)
+            throw std::invalid_argument(std::string("warpdp_logan: ") + warpdp_last_error());
+        return;
+    }
+    std::vector<Range> ranges;
+    for (std::size_t part = 0; part < parts; part++)
+        ranges.push_back(select(pairs, results, n * part / parts, n * (part + 1) / parts));
+    std::vector<std::string> errors(parts);
+    const auto run = [&](std::size_t part) {
+        const Range &r = ranges[part];
+        if (warpdp_xdrop(handles[part], &r.pairs, &params, &r.results) != WARPDP_OK)
+            errors[part] = warpdp_last_error(); // the message of this thread's call
+    };
+    std::vector<std::thread> threads;
+    for (std::size_t part = 1; part < parts; part++)
+        threads.emplace_back(run, part);
+    run(0);
+    for (std::thread &t : threads)
+        t.join();
+    for (std::size_t part = 0; part < parts; part++)
+        if (!errors[part].empty())
+            throw std::invalid_argument("warpdp_logan: alignments " + std::to_string(n * part / parts) + " to " +
+                                        std::to_string(n * (part + 1) / parts - 1) + " (GPU " + std::to_string(part) +
+                                        "; pairs counted from the first of them): " + errors[part]);
 }
 
 struct Extended {
@@ -33,7 +153,8 @@ struct Extended {
 // H[end_h - 1 ..) (right only), and the same for V, give the same extensions for any seed length.
 template <typename GetH, typename GetV, typename GetDirection>
 std::vector<Extended> extend_all(const SeedL *seeds, std::size_t n, GetH h, GetV v, GetDirection direction,
-                                 const ScoringSchemeL &scoring, int xdrop)
+                                 const ScoringSchemeL &scoring, int xdrop,
+                                 const std::vector<warpdp_handle *> &handles = {cpu_handle()})
 {
     if (scoring.gap_open_score != scoring.gap_extend_score)
         throw std::invalid_argument("warpdp_logan: only linear gaps (gap_open_score == gap_extend_score)");
@@ -78,8 +199,7 @@ std::vector<Extended> extend_all(const SeedL *seeds, std::size_t n, GetH h, GetV
     params.gap = scoring.gap_extend_score;
     const warpdp_xdrop_results results = {score.data(), begin_h.data(), end_h.data(),
                                           begin_v.data(), end_v.data(), nullptr};
-    if (warpdp_xdrop(shared_handle(), &pairs, &params, &results) != WARPDP_OK)
-        throw std::invalid_argument(std::string("warpdp_logan: ") + warpdp_last_error());
+    run_xdrop(handles, pairs, params, results);
     std::vector<Extended> out(n);
     for (std::size_t i = 0; i < n; i++) {
         const SeedL &s = seeds[i];
@@ -107,7 +227,6 @@ void extendSeedL(std::vector<SeedL> &seeds, ExtensionDirectionL direction, std::
                  std::vector<std::string> &query, std::vector<ScoringSchemeL> &penalties, int const &XDrop,
                  int const &kmer_length, int *res, int numAlignments, int ngpus, int n_threads)
 {
-    (void)ngpus;
     (void)n_threads;
     if (numAlignments < 0 || std::size_t(numAlignments) > seeds.size() || std::size_t(numAlignments) > target.size() ||
         std::size_t(numAlignments) > query.size())
@@ -123,7 +242,7 @@ void extendSeedL(std::vector<SeedL> &seeds, ExtensionDirectionL direction, std::
     const std::vector<Extended> done = extend_all(
         seeds.data(), n, [&](std::size_t i) -> const std::string & { return target[i]; },
         [&](std::size_t i) -> const std::string & { return query[i]; }, [&](std::size_t) { return direction; },
-        scoring, XDrop);
+        scoring, XDrop, logan_handles(ngpus));
     for (std::size_t i = 0; i < n; i++) {
         // LOGAN's total: the extensions plus kmer_length (whatever the match score).
         const int64_t length = seeds[i].endPositionH - seeds[i].beginPositionH;

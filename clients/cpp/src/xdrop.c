@@ -13,6 +13,15 @@ warpdp_xdrop_params warpdp_xdrop_params_default(int64_t k, int64_t x)
     return p;
 }
 
+/* The error for a byte other than ACGTN in pair `pair` (the first such pair), on every handle that
+   runs in process (gpu/xdrop_plan.h declares it for the GPU launcher). */
+int wd_xdrop_bad_base(int64_t pair);
+int wd_xdrop_bad_base(int64_t pair)
+{
+    return wd_fail(WARPDP_ERR_INVALID_ARGUMENT, "warpdp xdrop: pair %lld has a byte other than A, C, G, T and N",
+                   (long long)pair);
+}
+
 static int check_pairs(const warpdp_xdrop_pairs *pairs)
 {
     WD_TRY(wd_check_pointer(pairs, "pairs", 1));
@@ -51,24 +60,26 @@ int warpdp_xdrop(warpdp_handle *handle, const warpdp_xdrop_pairs *pairs, const w
     if (handle->client != NULL)
         return wd_client_xdrop(handle->client, pairs, params, results);
 #endif
-#ifdef WARPDP_WITH_CUDA
-    if (handle->gpu != NULL)
-        return wd_gpu_xdrop(handle->gpu, pairs, params, results);
-#endif
-    int isa;
-    WD_TRY(wd_family_isa(handle, "xdrop", 7u, &isa));
     const xdrop_pairs c_pairs = {pairs->h_bases, pairs->v_bases, pairs->h_offsets, pairs->v_offsets, pairs->h_pos,
                                  pairs->v_pos, pairs->n_pairs, pairs->h_total, pairs->v_total};
     const xdrop_params c_params = {params->match, params->mismatch, params->gap, params->x,
                                    params->report == WARPDP_XDROP_REPORT_BEST};
+    warpdp_bad_argument bad = {0, -1};
+#ifdef WARPDP_WITH_CUDA
+    if (handle->gpu != NULL) { /* the driver's checks, then the GPU (which checks the bases) */
+        const int checked = xdrop_check_arguments(&c_pairs, params->k, &c_params, handle->threads, &bad);
+        WD_TRY(wd_driver_status("xdrop", checked, FIELDS, NULL, (int)(sizeof FIELDS / sizeof *FIELDS), bad));
+        return wd_gpu_xdrop(handle->gpu, pairs, params, results);
+    }
+#endif
+    int isa;
+    WD_TRY(wd_family_isa(handle, "xdrop", 7u, &isa));
     xdrop_outputs out = {results->score, results->begin_h, results->end_h,
                          results->begin_v, results->end_v, results->cells};
     int64_t bad_pair = -1;
-    warpdp_bad_argument bad = {0, -1};
     const int status = xdrop_run(&c_pairs, params->k, &c_params, &out, handle->threads, isa, &bad_pair, &bad);
     if (status == -3)
-        return wd_fail(WARPDP_ERR_INVALID_ARGUMENT, "warpdp xdrop: pair %lld has a byte other than A, C, G, T and N",
-                       (long long)bad_pair);
+        return wd_xdrop_bad_base(bad_pair);
     WD_TRY(wd_driver_status("xdrop", status, FIELDS, NULL, (int)(sizeof FIELDS / sizeof *FIELDS), bad));
     return wd_ok();
 }

@@ -25,6 +25,7 @@ server, in this process, counts the results it writes there (the reply then carr
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import shutil
 import subprocess
 import sys
@@ -170,6 +171,89 @@ def xdrop_cases() -> list[Case]:
     cases.append(xdrop_case("bad.k", bad, k=9, x=5))  # the seed runs past the end
     cases.append(xdrop_case("bad.gap", bad, k=3, x=5, gap=0))
     return cases
+
+
+ACGT = np.frombuffer(b"ACGT", dtype=np.uint8)
+
+
+def xdrop_noisy_pairs(lengths: np.ndarray, k: int, error: float) -> warpdp.XdropPairs:
+    """V random of the given lengths, H = V with `error` substitutions, deletions and insertions
+    (a third each) outside the seed, vectorized over the whole batch; seeds anywhere in V, every
+    eighth at V's start and every eighth at its end (nothing to extend into on one side); about
+    a tenth of the H sequences lowercase and one V base in a thousand N."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    n = len(lengths)
+    v_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    v = ACGT[RNG.integers(0, 4, int(v_offsets[-1]))]
+    v_pos = (RNG.random(n) * (lengths - k + 1)).astype(np.int64)
+    v_pos[0::8], v_pos[1::8] = 0, lengths[1::8] - k
+    starts = v_offsets[:-1] + v_pos
+    seed_marks = np.zeros(len(v) + 1, dtype=np.int64)
+    np.add.at(seed_marks, starts, 1)
+    np.add.at(seed_marks, starts + k, -1)
+    u = RNG.random(len(v))
+    u[np.cumsum(seed_marks)[:-1] > 0] = 1.0  # the seed is copied exactly
+    third = error / 3
+    h_source = v.copy()
+    sub = u < third
+    h_source[sub] = ACGT[(np.searchsorted(ACGT, v[sub]) + RNG.integers(1, 4, int(sub.sum()))) % 4]
+    pieces = 1 - ((u >= third) & (u < 2 * third)) + ((u >= 2 * third) & (u < error))  # 0: deleted, 2: inserted
+    h = np.repeat(h_source, pieces)
+    ends = np.cumsum(pieces)
+    h_offsets = np.concatenate([[0], ends[v_offsets[1:] - 1]]).astype(np.int64)
+    h_pos = ends[starts] - 1 - h_offsets[:-1]  # a seed base is its own single H base
+    h[np.repeat(RNG.random(n) < 0.1, np.diff(h_offsets))] |= 0x20
+    v[(RNG.random(len(v)) < 0.001) & (np.cumsum(seed_marks)[:-1] == 0)] = ord("N")
+    return warpdp.XdropPairs.from_arrays(h_bases=h, h_offsets=h_offsets, v_bases=v, v_offsets=v_offsets,
+                                         h_pos=h_pos, v_pos=v_pos)
+
+
+def xdrop_concat(groups: list[warpdp.XdropPairs]) -> warpdp.XdropPairs:
+    def offsets(name: str, bases: str) -> np.ndarray:
+        shifts = np.cumsum([0] + [len(getattr(g, bases)) for g in groups[:-1]])
+        return np.concatenate([[0]] + [getattr(g, name)[1:] + shift for g, shift in zip(groups, shifts)])
+
+    return warpdp.XdropPairs.from_arrays(
+        h_bases=np.concatenate([g.h_bases for g in groups]), h_offsets=offsets("h_offsets", "h_bases"),
+        v_bases=np.concatenate([g.v_bases for g in groups]), v_offsets=offsets("v_offsets", "v_bases"),
+        h_pos=np.concatenate([g.h_pos for g in groups]), v_pos=np.concatenate([g.v_pos for g in groups]))
+
+
+def xdrop_gpu_cases() -> list[Case]:
+    """Larger batches for the GPU launcher: every kernel (extend_kernel with int32 and int64 cells
+    in each flank bin, the shared-memory kernel, each wide-kernel frame), both report modes, a
+    batch of more pairs than one chunk holds (2^19), and a bad byte deep in a batch."""
+    k = 17
+    mixed = xdrop_concat([
+        xdrop_noisy_pairs(RNG.integers(k, 2500, 16000), k, 0.1),
+        xdrop_noisy_pairs(RNG.integers(2500, 9000, 3000), k, 0.15),
+        xdrop_noisy_pairs(RNG.integers(9000, 40000, 100), k, 0.1),    # flanks past 2^13 and 2^15
+        xdrop_noisy_pairs(RNG.integers(140000, 300000, 8), k, 0.05),  # past 2^17
+        xdrop_noisy_pairs(RNG.integers(1100000, 1200000, 2), k, 0.05),  # past 2^19
+        xdrop_noisy_pairs(RNG.integers(k, 3000, 1000), k, 0.75),      # unrelated
+    ])
+    wide = mixed.select(16000, 19000)  # frames of 1024, 2048 and 4096 columns, and longer flanks
+    cases = [xdrop_case(f"gpu.mixed.x{x}", mixed, k=k, x=x) for x in (10, 100, 500)]
+    cases.append(xdrop_case("gpu.mixed.x100.best", mixed, k=k, x=100, report="best"))
+    cases.append(xdrop_case("gpu.mixed.x500.best", mixed, k=k, x=500, report="best"))
+    # X = 2500 at ten times the scores: windows of ~1700 columns whose values do not fit int16.
+    cases.append(xdrop_case("gpu.wide.x25000", wide, k=k, x=25000, match=10, mismatch=-10, gap=-10))
+    cases.append(xdrop_case("gpu.wide.x25000.best", wide, k=k, x=25000, match=10, mismatch=-10, gap=-10,
+                            report="best"))
+    # Scores of 2^20: int64 cells wherever min(m, n) >= 512, int32 below.
+    big = 1 << 20
+    cases.append(xdrop_case("gpu.int64", mixed.select(17000, 19110), k=k, x=100 * big, match=big, mismatch=-big,
+                            gap=-big))
+    many = xdrop_noisy_pairs(RNG.integers(k, 60, (1 << 19) + 3000), k, 0.1)
+    cases.append(xdrop_case("gpu.chunks", many, k=k, x=20))
+    good = mixed.select(0, 12000)
+    bad = dataclasses.replace(good, v_bases=good.v_bases.copy())
+    bad.v_bases[int(bad.v_offsets[7777]) + 3] = ord("#")
+    cases.append(xdrop_case("gpu.bad_base", bad, k=k, x=10))
+    return cases
+
+
+GPU_CASES["xdrop"] = xdrop_gpu_cases
 
 
 # ---------------------------------------------------------------------------------------- seedext

@@ -1,9 +1,10 @@
 // Runs warpdp_logan.h's entry points on a LOGAN demo file, for compare_logan.py:
 //   warpdp_test_logan MODE INPUT.tsv K X
-// MODE: logan (extendSeedL on the whole file), bella (the same as BELLA calls it: 10 arguments,
+// MODE: logan (extendSeedL on the whole file), logan2 (the same with ngpus 2), bella (the same as BELLA calls it: 10 arguments,
 // results in loganResult), seed (warpdp::extendSeed per pair), batcher
 // (warpdp::XdropBatcher, batches of 7), directions (left-only and right-only extensions must
-// compose to the two-sided one), errors (bad input throws std::invalid_argument).
+// compose to the two-sided one), errors (bad input throws std::invalid_argument), gpu (exit 0
+// when a GPU handle opens here, 77 when not; INPUT, K, X unused).
 // Prints "score beginH endH beginV endV" per pair (strand c handled as LOGAN's demo does).
 #include <cstdio>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "warpdp.h"
 #include "warpdp_logan.h"
 
 namespace {
@@ -122,7 +124,7 @@ int check_errors(Input in, int k, int x)
 int main(int argc, char **argv)
 {
     if (argc != 5) {
-        std::fprintf(stderr, "usage: warpdp_test_logan logan|seed|batcher|directions|errors INPUT K X\n");
+        std::fprintf(stderr, "usage: warpdp_test_logan logan|logan2|bella|seed|batcher|directions|errors|gpu INPUT K X\n");
         return 2;
     }
     const std::string mode = argv[1];
@@ -130,10 +132,19 @@ int main(int argc, char **argv)
     Input in = read_input(argv[2], k);
     const ScoringSchemeL scoring(1, -1, -1, -1);  // BELLA's
     try {
-        if (mode == "logan") {
+        if (mode == "gpu") {
+            warpdp_handle *h = nullptr;
+            const int status = warpdp_open_gpu(nullptr, &h);
+            warpdp_close(h);
+            if (status != WARPDP_OK)
+                std::fprintf(stderr, "%s: %s\n", warpdp_status_name(status), warpdp_last_error());
+            return status == WARPDP_OK ? 0 : 77;
+        } else if (mode == "logan" || mode == "logan2") {
             std::vector<ScoringSchemeL> penalties{scoring};
             std::vector<int> res(in.seeds.size());
-            extendSeedL(in.seeds, EXTEND_BOTHL, in.h, in.v, penalties, x, k, res.data(), int(in.seeds.size()), 1, 128);
+            const int ngpus = mode == "logan2" ? 2 : 1;
+            extendSeedL(in.seeds, EXTEND_BOTHL, in.h, in.v, penalties, x, k, res.data(), int(in.seeds.size()), ngpus,
+                        128);
             for (std::size_t i = 0; i < in.seeds.size(); i++)
                 print(res[i], in.seeds[i]);
         } else if (mode == "bella") {
