@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "gpu.h"
+#include "host_copy.h"
 #include "../align_call.h"
 extern "C" {
 #include "../seq_pairs.h" /* C declarations */
@@ -214,8 +215,8 @@ Params params_of(const Job &job, const Layout &L, uint8_t *base)
 void fill(const Job &job, const Layout &L, uint8_t *blob, uint8_t *device_base)
 {
     const warpdp_seq_pairs *pairs = job.pairs;
-    memcpy(blob + L.query, pairs->query_bases + L.q0, (size_t)(L.q1 - L.q0));
-    memcpy(blob + L.target, pairs->target_bases + L.t0, (size_t)(L.t1 - L.t0));
+    wd_copy_parallel({{blob + L.query, pairs->query_bases + L.q0, (size_t)(L.q1 - L.q0)},
+                      {blob + L.target, pairs->target_bases + L.t0, (size_t)(L.t1 - L.t0)}});
     int64_t *qoff = reinterpret_cast<int64_t *>(blob + L.qoff), *toff = reinterpret_cast<int64_t *>(blob + L.toff);
     int64_t *trace_offsets = reinterpret_cast<int64_t *>(blob + L.trace_offsets);
     trace_offsets[0] = 0;

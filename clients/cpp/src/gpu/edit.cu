@@ -13,13 +13,14 @@
 #include <vector>
 #include "gpu.h"
 #include "edit_plan.h"
+#include "host_copy.h"
 extern "C" {
 #include "edit_kernel.h"
 }
 /* The kernels' source (warpdp/kernels/edit.cu; a quoted "edit.cu" would name this file), in a
    namespace of its own: its namespace warpdp_edit would clash with the function warpdp_edit. */
 namespace edit_kernels {
-#include "../../../../warpdp/kernels/edit.cu"
+#include <edit.cu>
 }
 
 namespace {
@@ -146,8 +147,8 @@ void fill(Slot &slot, const warpdp_seq_pairs *pairs, const warpdp_edit_params *p
     const size_t *at = plan.at;
     memcpy(blob + at[S_COUNTS], plan.counts.data(), 4 * plan.counts.size());
     memcpy(blob + at[S_SYMBOLS], plan.symbols, sizeof plan.symbols);
-    memcpy(blob + at[S_QUERY], pairs->query_bases + plan.q0, (size_t)(plan.q1 - plan.q0));
-    memcpy(blob + at[S_TARGET], pairs->target_bases + plan.t0, (size_t)(plan.t1 - plan.t0));
+    wd_copy_parallel({{blob + at[S_QUERY], pairs->query_bases + plan.q0, (size_t)(plan.q1 - plan.q0)},
+                      {blob + at[S_TARGET], pairs->target_bases + plan.t0, (size_t)(plan.t1 - plan.t0)}});
     int64_t *qoff = (int64_t *)(blob + at[S_QOFF]), *toff = (int64_t *)(blob + at[S_TOFF]);
     for (int64_t i = 0; i <= plan.n; i++) {
         qoff[i] = pairs->query_offsets[plan.start + i] - plan.q0;

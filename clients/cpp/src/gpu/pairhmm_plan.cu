@@ -5,6 +5,7 @@
 #include <string.h>
 #include <algorithm>
 #include "pairhmm_plan.h"
+#include "host_copy.h"
 
 namespace wd_pairhmm {
 
@@ -282,11 +283,11 @@ void fill_inputs(const ChunkPlan &p, const warpdp_pairhmm_batches *b, uint8_t *b
     }
     const uint8_t *planes[5] = {b->read_bases, b->read_quals, b->read_ins, b->read_del, b->read_gcp};
     const int64_t r0 = ro[p.r_lo];
+    std::vector<wd_copy> copies;
     for (int k = 0; k < 5; k++)
-        if (p.read_bytes > 0)
-            memcpy(blob + at.reads + (size_t)k * (size_t)p.read_plane, planes[k] + r0, (size_t)p.read_bytes);
-    if (p.code_bytes > 0)
-        memcpy(blob + at.codes, b->hap_bases + ho[p.h_lo], (size_t)p.code_bytes);
+        copies.push_back({blob + at.reads + (size_t)k * (size_t)p.read_plane, planes[k] + r0, (size_t)p.read_bytes});
+    copies.push_back({blob + at.codes, b->hap_bases + ho[p.h_lo], (size_t)p.code_bytes});
+    wd_copy_parallel(copies);
     memset(blob + at.codes + p.code_bytes, CODE_NONE, CODE_PAD);
 }
 
