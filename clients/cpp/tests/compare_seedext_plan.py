@@ -18,7 +18,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from compare_python import seedext_gpu_pairs  # noqa: E402
+from gpu_cases import seedext_gpu_pairs  # noqa: E402
 from warpdp.kernels import seedext as launcher  # noqa: E402
 from warpdp.plugin.seedext import SeedExtParams  # noqa: E402
 

@@ -19,7 +19,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from compare_python import RNG, xdrop_concat, xdrop_noisy_pairs  # noqa: E402
+from cases import RNG  # noqa: E402
+from gpu_cases import xdrop_concat, xdrop_noisy_pairs  # noqa: E402
 from warpdp.kernels import xdrop as launcher  # noqa: E402
 
 # A device as the plans see it (an H200-like one): blocks resident at once per kernel.
