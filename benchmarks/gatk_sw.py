@@ -1,6 +1,6 @@
 """GATK's Smith-Waterman calls on one CPU thread: warpdp's GATK mode against GKL's native IntelSmithWaterman.
 
-    python benchmarks/gatk_sw.py [--calls 20000] [--repeats 5] [--isa scalar,avx2,avx512]
+    PYTHONPATH=. python benchmarks/gatk_sw.py [--calls 20000] [--repeats 5] [--isa scalar,avx2,avx512]
                                  [--gkl-kernels native,avx2] [--no-gkl] [--include-long] [--data DIR]
 
 Workload: the Smith-Waterman calls of ../shared/data/sw/gatk-sw-600.tsv (the calls a HaplotypeCaller run
@@ -34,6 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import warpdp  # noqa: E402
 from bench_common import commit, cpu_name  # noqa: E402
 from warpdp.plugin.align import AlignPairs, AlignParams, align, align_cpu_isas  # noqa: E402
 
@@ -155,7 +156,7 @@ def main() -> int:
     if args.include_long:
         kernels = [k for k in kernels if k == "avx2"]
     print(f"machine: {cpu_name()}, {len(os.sched_getaffinity(0))} cores; commit {commit()}")
-    print(f"command: python {' '.join(sys.argv)}")
+    print(f"command: python {' '.join(sys.argv)}; warpdp from {Path(warpdp.__file__).parent}")
     rows = [r for r in ROWS if any(row_of(c[2]) == r for c in calls)]
     cells = {r: sum((len(c[0]) + 1) * (len(c[1]) + 1) for c in calls if row_of(c[2]) == r) for r in rows}
     counts = {r: sum(row_of(c[2]) == r for c in calls) for r in rows}

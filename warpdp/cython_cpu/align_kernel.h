@@ -84,7 +84,18 @@ typedef struct {
    n_ops. One tie rule for every variant. */
 void align_trace_back(const align_trace *tr, int mode, int64_t bi, int64_t bj, uint32_t *ops, align_result *res);
 
-/* The SIMD variants' inter-pair paths: up to ALIGN_MAX_LANES pairs (generic modes), one per lane,
+/* GATK mode's end cell, given the last column's best (*best at row *p1, the last row among equals)
+   and the bottom row (bottom[0..n_alt]): *p1, *p2 and *best as GKL picks them for the overhang. */
+void align_gatk_end(const int32_t *bottom, int64_t n_ref, int64_t n_alt, int overhang, int32_t *best, int64_t *p1,
+                    int64_t *p2);
+
+/* GATK mode's traceback from (p1, p2) (rows = ref, columns = alt; tr->q, tr->t unused): ops (room for
+   n_ref + n_alt + 2) receives GKL's CIGAR, res the ends, begins (t_begin = GKL's alignment offset)
+   and n_ops; res->score is the caller's. */
+void align_gatk_trace_back(const align_trace *tr, int overhang, int64_t p1, int64_t p2, int64_t n_alt,
+                           uint32_t *ops, align_result *res);
+
+/* The SIMD variants' inter-pair paths: up to ALIGN_MAX_LANES pairs (generic modes and GATK's), one per lane,
    of int16 cells where align_fits_int16 says a pair's values fit them, else of int32 cells. With a
    CIGAR, only pairs of at most ALIGN_LANE_TRACE_SIDE bases each (so that a batch's traceback,
    sized by its longest query and longest target, has at most ALIGN_LANE_TRACE_CELLS cells per
@@ -111,6 +122,17 @@ static inline int align_fits_int16(int64_t m, int64_t n, int32_t top, int32_t fi
     const int64_t high = (m < n ? m : n) * (int64_t)(top > 0 ? top : 0);
     const int64_t low = 2 * (int64_t)first + (m + n) * (int64_t)ext;
     return m <= INT16_MAX && n <= INT16_MAX && high + largest <= INT16_MAX && low + 2 * (int64_t)largest <= INT16_MAX;
+}
+
+/* The same for GATK mode (GATK's signs: match > 0, the others <= 0, added): a cell is at most
+   min(m, n) * match and at least a border (open + (max(m, n) - 1) * extend) plus min(m, n)
+   mismatches along a diagonal. */
+static inline int align_gatk_fits_int16(int64_t m, int64_t n, const align_params *p, int32_t largest)
+{
+    const int64_t shorter = m < n ? m : n, longer = m < n ? n : m;
+    const int64_t high = shorter * (int64_t)p->match;
+    const int64_t low = -(int64_t)p->gap_open - longer * (int64_t)p->gap_extend - shorter * (int64_t)p->mismatch;
+    return longer <= INT16_MAX && high + largest <= INT16_MAX && low + 2 * (int64_t)largest <= INT16_MAX;
 }
 
 /* 0, or -1 out of memory. */
