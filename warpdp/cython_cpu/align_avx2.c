@@ -43,10 +43,9 @@ static inline uint32_t bits_avx2(__m256i m)
     return (uint32_t)_mm_movemask_epi8(_mm_packs_epi16(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1)));
 }
 
-static inline void store_bytes_avx2(uint8_t *p, __m256i v)
+static inline __m128i low_bytes_avx2(__m256i v)
 {
-    const __m128i packed = _mm_packus_epi16(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    _mm_storeu_si128((__m128i *)p, packed);
+    return _mm_packus_epi16(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
 }
 
 #define LANES 16
@@ -74,7 +73,8 @@ static inline void store_bytes_avx2(uint8_t *p, __m256i v)
 #define V_SOURCE(d, e) _mm256_andnot_si256((d), _mm256_add_epi16(_mm256_set1_epi16(2), (e)))
 #define MAKE_SCORE_TABLE(p) make_score_table(p)
 #define V_SCORE(t, idx) score_avx2((t), (idx))
-#define V_STORE_BYTES(p, v) store_bytes_avx2((p), (v))
+#define V_STORE_BYTES(p, v) _mm_storeu_si128((__m128i *)(p), low_bytes_avx2(v))
+#define V_STREAM_BYTES(p, v) _mm_stream_si128((__m128i *)(p), low_bytes_avx2(v))
 #define QV_BIAS INT16_MIN
 #define LANES_ENTRY align_lanes_avx2
 #include "align_lanes_body.h"

@@ -39,6 +39,7 @@ static inline __m512i make_score_table(const align_params *p)
 #define MAKE_SCORE_TABLE(p) make_score_table(p)
 #define V_SCORE(t, idx) _mm512_permutexvar_epi16((idx), (t))
 #define V_STORE_BYTES(p, v) _mm256_storeu_si256((__m256i *)(p), _mm512_cvtepi16_epi8(v))
+#define V_STREAM_BYTES(p, v) _mm256_stream_si256((__m256i *)(p), _mm512_cvtepi16_epi8(v))
 #define LANES_ENTRY align_lanes_avx512
 #include "align_lanes_body.h"
 #endif /* WARPDP_X86_SIMD */

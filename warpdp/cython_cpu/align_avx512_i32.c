@@ -45,6 +45,7 @@ static inline score_table make_score_table(const align_params *p)
 #define MAKE_SCORE_TABLE(p) make_score_table(p)
 #define V_SCORE(t, idx) _mm512_permutex2var_epi32((t).lo, (idx), (t).hi)
 #define V_STORE_BYTES(p, v) _mm_storeu_si128((__m128i *)(p), _mm512_cvtepi32_epi8(v))
+#define V_STREAM_BYTES(p, v) _mm_stream_si128((__m128i *)(p), _mm512_cvtepi32_epi8(v))
 #define LANES_ENTRY align_lanes_avx512_i32
 #include "align_lanes_body.h"
 #endif /* WARPDP_X86_SIMD */

@@ -19,6 +19,8 @@
      MAKE_SCORE_TABLE(p)        the 5x5 matrix as a SCORE_TABLE
      V_SCORE(table, idx)        matrix[idx] per lane (idx = 5 * query code + target code)
      V_STORE_BYTES(p, v)        the low bytes of the LANES lanes to p[0..LANES)
+     V_STREAM_BYTES(p, v)       the same with a non-temporal store (p aligned to LANES bytes; GATK
+                                mode's traceback, megabytes per batch: no read for ownership)
      LANES_ENTRY                this variant's entry point
    and may define QV_BIAS, added to every 5 * query code (V_SCORE's idx). */
 
@@ -250,7 +252,10 @@ static inline __attribute__((always_inline)) void lane_row(lane_work *w, int64_t
                     bits = V_BLEND(stop, bits, V_SET1(3));
                 bits = V_ADD_WHERE(e_opened, bits, V_SET1(4));
                 bits = V_ADD_WHERE(f_opened, bits, V_SET1(8));
-                V_STORE_BYTES(tr + (size_t)j * LANES, bits);
+                if (gatk)
+                    V_STREAM_BYTES(tr + (size_t)j * LANES, bits);
+                else
+                    V_STORE_BYTES(tr + (size_t)j * LANES, bits);
             }
         }
         if (rowmax) {
@@ -457,6 +462,8 @@ int LANES_ENTRY(align_lane_batch *b, const align_params *p, warpdp_workspace *ws
         else
             lane_capture(&w, b, mode, track, i, M_BITS(M_AND(in_row, M_EQ(st.m, vi))));
     }
+    if (gatk)
+        _mm_sfence(); /* its traceback bytes were streamed (V_STREAM_BYTES) */
     lane_finish(&w, &st, b, p, track);
     return 0;
 }
