@@ -22,6 +22,12 @@ static inline __m128i low_bytes_avx2(__m256i v)
     return _mm_packus_epi16(words, words);
 }
 
+/* One scalar store per plane (asm: see align_avx512.c). */
+static inline void store_plane_avx2(uint8_t *p, __m256i m)
+{
+    __asm__("movb %1, %0" : "=m"(*p) : "q"((uint8_t)_mm256_movemask_ps(_mm256_castsi256_ps(m))));
+}
+
 #define LANES 8
 #define CELL int32_t
 #define CELL_NEG ALIGN_NEG
@@ -48,7 +54,9 @@ static inline __m128i low_bytes_avx2(__m256i v)
 #define MAKE_SCORE_TABLE(p) ((p)->matrix)
 #define V_SCORE(t, idx) _mm256_i32gather_epi32((const int *)(t), (idx), 4)
 #define V_STORE_BYTES(p, v) _mm_storel_epi64((__m128i *)(p), low_bytes_avx2(v))
-#define V_STREAM_BYTES(p, v) _mm_stream_si64((long long *)(p), _mm_cvtsi128_si64(low_bytes_avx2(v)))
+#define PLANE_BYTES 1
+#define LANE_BITS 1
+#define M_STORE_PLANE(p, m) store_plane_avx2((p), (m))
 #define LANES_ENTRY align_lanes_avx2_i32
 #include "align_lanes_body.h"
 #endif /* WARPDP_X86_SIMD */

@@ -229,7 +229,7 @@ static int gatk_pair(const uint8_t *alt, int64_t n_alt, const uint8_t *ref, int6
     int64_t p2;
     align_gatk_end(prev, n_ref, n_alt, ov, &best, &p1, &p2);
     res->score = best;
-    const align_trace tr = {trace, NULL, NULL, row, 1, 1};
+    const gatk_trace tr = {trace, row, 0, 0};
     align_gatk_trace_back(&tr, ov, p1, p2, n_alt, ops, res);
     return 0;
 }

@@ -89,10 +89,20 @@ void align_trace_back(const align_trace *tr, int mode, int64_t bi, int64_t bj, u
 void align_gatk_end(const int32_t *bottom, int64_t n_ref, int64_t n_alt, int overhang, int32_t *best, int64_t *p1,
                     int64_t *p2);
 
-/* GATK mode's traceback from (p1, p2) (rows = ref, columns = alt; tr->q, tr->t unused): ops (room for
+/* GATK mode's traceback matrix (rows = ref, columns = alt): with plane_bytes 0, one byte per cell (bits
+   as align_body.h describes; the scalar kernel); else the SIMD lanes' four masks per cell, each of
+   plane_bytes bytes, this lane's bit at `bit` of each: the diagonal is the cell's best, the horizontal
+   gap is, the horizontal gap opened here, the vertical one opened here. */
+typedef struct {
+    const uint8_t *bits;
+    size_t row;
+    int plane_bytes, bit;
+} gatk_trace;
+
+/* GATK mode's traceback from (p1, p2): ops (room for
    n_ref + n_alt + 2) receives GKL's CIGAR, res the ends, begins (t_begin = GKL's alignment offset)
    and n_ops; res->score is the caller's. */
-void align_gatk_trace_back(const align_trace *tr, int overhang, int64_t p1, int64_t p2, int64_t n_alt,
+void align_gatk_trace_back(const gatk_trace *tr, int overhang, int64_t p1, int64_t p2, int64_t n_alt,
                            uint32_t *ops, align_result *res);
 
 /* The SIMD variants' inter-pair paths: up to ALIGN_MAX_LANES pairs (generic modes and GATK's), one per lane,

@@ -19,8 +19,9 @@
      MAKE_SCORE_TABLE(p)        the 5x5 matrix as a SCORE_TABLE
      V_SCORE(table, idx)        matrix[idx] per lane (idx = 5 * query code + target code)
      V_STORE_BYTES(p, v)        the low bytes of the LANES lanes to p[0..LANES)
-     V_STREAM_BYTES(p, v)       the same with a non-temporal store (p aligned to LANES bytes; GATK
-                                mode's traceback, megabytes per batch: no read for ownership)
+     PLANE_BYTES, LANE_BITS     GATK mode's traceback planes: a mask as PLANE_BYTES bytes, lane l at bit
+                                l * LANE_BITS (align_kernel.h, gatk_trace)
+     M_STORE_PLANE(p, mask)     stores the mask so
      LANES_ENTRY                this variant's entry point
    and may define QV_BIAS, added to every 5 * query code (V_SCORE's idx). */
 
@@ -34,7 +35,7 @@ typedef struct {
     uint8_t *qc, *tc;     /* codes for the traceback: [k * LANES + l] */
     VEC *h, *f;           /* H of the row (in place) and F, by column */
     VEC *oi, *oj, *ofi, *ofj; /* score-only begins: origins of H and F, by column */
-    uint8_t *trace;       /* (max_m + 1) x (max_n + 1) cells of LANES bytes */
+    uint8_t *trace;       /* (max_m + 1) x (max_n + 1) cells of LANES bytes (GATK mode: 4 planes) */
 } lane_work;
 
 /* Per-lane state carried from row to row. */
@@ -70,7 +71,7 @@ static void lane_extent(lane_work *w, const align_lane_batch *b, int gatk)
     }
 }
 
-static int lane_reserve(lane_work *w, int track, int trace, warpdp_workspace *ws)
+static int lane_reserve(lane_work *w, int track, int trace, int gatk, warpdp_workspace *ws)
 {
     const size_t rows = (size_t)w->max_m + 1, cols = (size_t)w->max_n + 1;
     const size_t codes = round64(rows * LANES * sizeof(CELL)), tcodes = round64(cols * LANES * sizeof(CELL));
@@ -93,7 +94,7 @@ static int lane_reserve(lane_work *w, int track, int trace, warpdp_workspace *ws
     }
     w->trace = NULL;
     if (trace) {
-        w->trace = warpdp_workspace_reserve(ws + 1, rows * cols * LANES);
+        w->trace = warpdp_workspace_reserve(ws + 1, rows * cols * (gatk ? 4 * PLANE_BYTES : LANES));
         if (w->trace == NULL)
             return -1;
     }
@@ -212,7 +213,8 @@ static inline __attribute__((always_inline)) void lane_row(lane_work *w, int64_t
         olj = w->oj[0] = zero;
     }
     w->h[0] = h0;
-    uint8_t *tr = trace ? w->trace + (size_t)i * (size_t)(w->max_n + 1) * LANES : NULL;
+    const size_t cell_bytes = gatk ? 4 * PLANE_BYTES : LANES;
+    uint8_t *tr = trace ? w->trace + (size_t)i * (size_t)(w->max_n + 1) * cell_bytes : NULL;
     for (int64_t j = 1; j <= w->max_n; j++) {
         const VEC up = w->h[j], f_open = V_SUBS(up, first), f_ext = V_SUBS(w->f[j], ext);
         const VEC f = V_MAX(f_open, f_ext);
@@ -246,16 +248,19 @@ static inline __attribute__((always_inline)) void lane_row(lane_work *w, int64_t
                 odj = uj;
                 olj = w->oj[j] = oj;
             }
-            if (trace) {
+            if (gatk) { /* the four masks as they are: no vector work for the bits */
+                uint8_t *planes = tr + (size_t)j * cell_bytes;
+                M_STORE_PLANE(planes, is_d);
+                M_STORE_PLANE(planes + PLANE_BYTES, is_e);
+                M_STORE_PLANE(planes + 2 * PLANE_BYTES, e_opened);
+                M_STORE_PLANE(planes + 3 * PLANE_BYTES, f_opened);
+            } else if (trace) {
                 VEC bits = V_SOURCE(is_d, is_e);
                 if (local)
                     bits = V_BLEND(stop, bits, V_SET1(3));
                 bits = V_ADD_WHERE(e_opened, bits, V_SET1(4));
                 bits = V_ADD_WHERE(f_opened, bits, V_SET1(8));
-                if (gatk)
-                    V_STREAM_BYTES(tr + (size_t)j * LANES, bits);
-                else
-                    V_STORE_BYTES(tr + (size_t)j * LANES, bits);
+                V_STORE_BYTES(tr + (size_t)j * LANES, bits);
             }
         }
         if (rowmax) {
@@ -409,7 +414,7 @@ static void lane_finish(const lane_work *w, const lane_state *st, align_lane_bat
     }
     if (mode == ALIGN_GATK) {
         for (int l = 0; l < b->count; l++) {
-            const align_trace tr = {w->trace + l, NULL, NULL, (size_t)w->max_n + 1, LANES, LANES};
+            const gatk_trace tr = {w->trace, (size_t)w->max_n + 1, PLANE_BYTES, l * LANE_BITS};
             align_gatk_trace_back(&tr, p->overhang, b->res[l].t_end, b->res[l].q_end, b->m[l], b->ops[l], &b->res[l]);
         }
         return;
@@ -435,7 +440,7 @@ int LANES_ENTRY(align_lane_batch *b, const align_params *p, warpdp_workspace *ws
     const int begins = !p->cigar && (local || mode == ALIGN_SEMIGLOBAL);
     const int trace = gatk || p->cigar || (begins && (w.max_m + 1) * (w.max_n + 1) <= ALIGN_LANE_TRACE_CELLS);
     const int track = begins && !trace;
-    if (lane_reserve(&w, track, trace, ws) != 0)
+    if (lane_reserve(&w, track, trace, gatk, ws) != 0)
         return -1;
     if (gatk)
         lane_gatk_bytes(&w, b);
@@ -462,8 +467,6 @@ int LANES_ENTRY(align_lane_batch *b, const align_params *p, warpdp_workspace *ws
         else
             lane_capture(&w, b, mode, track, i, M_BITS(M_AND(in_row, M_EQ(st.m, vi))));
     }
-    if (gatk)
-        _mm_sfence(); /* its traceback bytes were streamed (V_STREAM_BYTES) */
     lane_finish(&w, &st, b, p, track);
     return 0;
 }

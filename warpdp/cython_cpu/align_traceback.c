@@ -87,7 +87,20 @@ void align_gatk_end(const int32_t *bottom, int64_t n_ref, int64_t n_alt, int ove
     }
 }
 
-void align_gatk_trace_back(const align_trace *tr, int overhang, int64_t p1, int64_t p2, int64_t n_alt,
+/* GATK cell (i, j) as the byte format's bits, from either layout (gatk_trace). */
+static inline unsigned gatk_cell(const gatk_trace *tr, int64_t i, int64_t j)
+{
+    const size_t c = (size_t)i * tr->row + (size_t)j;
+    if (tr->plane_bytes == 0)
+        return tr->bits[c];
+    const uint8_t *p = tr->bits + c * 4 * (size_t)tr->plane_bytes + tr->bit / 8;
+    const int shift = tr->bit % 8, step = tr->plane_bytes;
+    const unsigned diagonal = (p[0] >> shift) & 1, horizontal = (p[step] >> shift) & 1;
+    const unsigned move = diagonal ? 0 : horizontal ? 1 : 2;
+    return move | (((p[2 * step] >> shift) & 1) << 2) | (((p[3 * step] >> shift) & 1) << 3);
+}
+
+void align_gatk_trace_back(const gatk_trace *tr, int overhang, int64_t p1, int64_t p2, int64_t n_alt,
                            uint32_t *ops, align_result *res)
 {
     res->t_end = p1;
@@ -96,7 +109,7 @@ void align_gatk_trace_back(const align_trace *tr, int overhang, int64_t p1, int6
     push_op(&r, OP_S, n_alt - p2);
     int last = OP_M;
     while (p1 > 0 && p2 > 0) {
-        const int move = cell(tr, p1, p2) & 3;
+        const int move = gatk_cell(tr, p1, p2) & 3;
         if (move == 0) {
             push_op(&r, OP_M, 1);
             last = OP_M;
@@ -104,14 +117,14 @@ void align_gatk_trace_back(const align_trace *tr, int overhang, int64_t p1, int6
             p2--;
         } else if (move == 1) { /* horizontal: alt bases against a gap, length back to where it opened */
             int64_t k = p2;
-            while (!((cell(tr, p1, k) >> 2) & 1))
+            while (!((gatk_cell(tr, p1, k) >> 2) & 1))
                 k--;
             push_op(&r, OP_I, p2 - k + 1);
             last = OP_I;
             p2 = k - 1;
         } else { /* vertical: ref bases against a gap */
             int64_t k = p1;
-            while (!((cell(tr, k, p2) >> 3) & 1))
+            while (!((gatk_cell(tr, k, p2) >> 3) & 1))
                 k--;
             push_op(&r, OP_D, p1 - k + 1);
             last = OP_D;
