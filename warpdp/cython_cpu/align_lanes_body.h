@@ -6,6 +6,10 @@
    int16 cells (saturating adds) take only pairs whose values fit them (align_fits_int16), so no
    value inside a pair saturates; int32 cells take any pair the driver accepts: its values stay within
    +-2^29 ((m + n + 2) * largest), a batch's within +-2^30, so plain adds never overflow.
+   GATK mode is the same DP with rows = ref, columns = alt, GATK's parameters negated as gap costs,
+   bytes compared for match/mismatch, gaps opened only where strictly better (GKL's rule), no floor;
+   int16 where align_gatk_fits_int16 says so. Its traceback is kept as mask planes (gatk_trace) and
+   traced back, with its end cell, by the scalar kernel's functions (align_gatk_end/_trace_back).
 
    The includer defines LANES, CELL (int16_t or int32_t), CELL_NEG (below every value of a pair),
    VEC, MASK, SCORE_TABLE and:
