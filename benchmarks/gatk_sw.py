@@ -94,8 +94,10 @@ def run_gkl(calls: list[tuple], kernel: str, repeats: int, workdir: Path, classp
             times[words[1]].append(float(words[3]))
         else:
             found[words[0]] = words[1]
-    results = [(cigar, int(offset)) for cigar, offset in (line.split("\t") for line in out_file.read_text().splitlines())]
-    return {row: statistics.median(t) for row, t in times.items()}, results, found["kernel_picked"], found["kernel_used"]
+    lines = out_file.read_text().splitlines()
+    results = [(cigar, int(offset)) for cigar, offset in (line.split("\t") for line in lines)]
+    medians = {row: statistics.median(t) for row, t in times.items()}
+    return medians, results, found["kernel_picked"], found["kernel_used"]
 
 
 def warpdp_batches(calls: list[tuple]) -> dict[str, list[tuple]]:

@@ -1,9 +1,9 @@
 """GATK mode on the align family's SIMD variants (inter-pair lanes, int16 where GATK's bound fits, else
 int32): GKL's results on ../shared/data/sw with every CPU variant, and the scalar variant's results
 (CIGAR, offset and every column) on random pairs and parameters, including lengths and parameters at
-the int16 lanes' bound, pairs over the lanes' 1,023 bases (scalar kernel) in the same call, and bytes
-other than ACGT (GATK compares bytes as they are). The scalar variant is checked against the
-independent reference (tests/references/gatk_sw.py) here and in test_align_api.py."""
+the int16 lanes' bound, pairs of 1,024-2,047 bases (int32 lanes) and longer (scalar kernel) in the same
+call, and bytes other than ACGT (GATK compares bytes as they are). The scalar variant is checked against
+the independent reference (tests/references/gatk_sw.py) here and in test_align_api.py."""
 from __future__ import annotations
 
 from collections import defaultdict
@@ -109,12 +109,14 @@ def test_every_variant_equals_the_independent_reference(pairs: list[tuple[bytes,
 def test_int16_bound_and_the_lane_limit(overhang: str) -> None:
     # NEW_SW_PARAMETERS: an identical m x m pair reaches 200m, so the int16 lanes take it up to about
     # m = 160 (align_gatk_fits_int16), the int32 lanes above; unrelated pairs reach the low end
-    # (gaps of -11 per base, mismatches of -150); pairs over 1,023 bases take the scalar kernel
+    # (gaps of -11 per base, mismatches of -150); pairs of 1,024-2,047 bases take the int32 lanes,
+    # longer ones the scalar kernel
     pairs = []
     for length in (158, 159, 160, 161, 162, 163):
         pairs += [(b"A" * length, b"A" * length), (b"A" * length, b"C" * length), (b"AC" * length, b"G" * 9),
                   (b"T" * 5, b"GA" * length)]
-    pairs += [(b"ACGT" * 256, b"ACGT" * 200), (b"ACGTT" * 205, b"ACGT" * 255), (b"ACGT" * 255, b"ACGTA" * 205)]
+    pairs += [(b"ACGT" * 256, b"ACGT" * 200), (b"ACGTT" * 205, b"ACGT" * 255), (b"ACGT" * 255, b"ACGTA" * 205),
+              (b"ACGT" * 512, b"ACGA" * 100), (b"ACGT" * 512 + b"G", b"CGTA" * 300), (b"GT" * 20, b"ACGT" * 513)]
     for scores in (*HC_PARAMETERS, (700, -700, -700, -700)):
         assert_variants_agree(pairs * 3, gatk_params(scores, overhang))
     got = run(pairs[:24], gatk_params(HC_PARAMETERS[0], overhang), SIMD_ISAS[-1])

@@ -115,6 +115,9 @@ void align_gatk_trace_back(const gatk_trace *tr, int overhang, int64_t p1, int64
 #define ALIGN_LANE_TRACE_SIDE 1023
 #define ALIGN_LANE_MAX_LENGTH 65535
 #define ALIGN_LANE_TRACE_CELLS ((int64_t)(ALIGN_LANE_TRACE_SIDE + 1) * (ALIGN_LANE_TRACE_SIDE + 1))
+/* GATK mode keeps 4 bits per lane and cell (gatk_trace), so its int32 lanes take pairs of up to
+   2,047 bases a side: a batch's planes then hold at most 2048^2 cells x 8 bytes (AVX-512) = 32 MiB. */
+#define ALIGN_GATK_LANE_SIDE 2047
 typedef struct {
     int count; /* lanes in use */
     const uint8_t *q[ALIGN_MAX_LANES], *t[ALIGN_MAX_LANES]; /* bases as given */

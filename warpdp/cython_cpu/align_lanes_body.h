@@ -225,7 +225,8 @@ static inline __attribute__((always_inline)) void lane_row(lane_work *w, int64_t
         const VEC e_open = V_SUBS(left, first), e_ext = V_SUBS(e, ext);
         e = V_MAX(e_open, e_ext);
         const VEC tv = V_LOAD(w->tv + j * LANES);
-        const VEC d = V_ADDS(diag, gatk ? V_BLEND(M_EQ(qv, tv), gs.mismatch, gs.match) : V_SCORE(table, V_ADDS(qv, tv)));
+        const VEC s = gatk ? V_BLEND(M_EQ(qv, tv), gs.mismatch, gs.match) : V_SCORE(table, V_ADDS(qv, tv));
+        const VEC d = V_ADDS(diag, s);
         /* the row's dependency chain runs through e: combine the rest first */
         const VEC df = V_MAX(d, f), h_raw = V_MAX(df, e);
         const VEC h = local ? V_MAX(V_MAX(df, zero), e) : h_raw;
@@ -321,7 +322,7 @@ static void lane_gatk_row(const lane_work *w, lane_state *st, align_lane_batch *
         }
         if (i < n_ref)
             continue;
-        int32_t bottom[ALIGN_LANE_TRACE_SIDE + 1];
+        int32_t bottom[ALIGN_GATK_LANE_SIDE + 1];
         for (int64_t j = 0; j <= n_alt; j++)
             bottom[j] = h[j * LANES + l];
         int64_t p1 = st->last_row[l], p2;
