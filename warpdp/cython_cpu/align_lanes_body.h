@@ -25,7 +25,7 @@
      V_STORE_BYTES(p, v)        the low bytes of the LANES lanes to p[0..LANES)
      PLANE_BYTES, LANE_BITS     GATK mode's traceback planes: a mask as PLANE_BYTES bytes, lane l at bit
                                 l * LANE_BITS (align_kernel.h, gatk_trace)
-     M_STORE_PLANE(p, mask)     stores the mask so
+     M_STORE_PLANE(p, mask)     the mask's lane bits to p[0..PLANE_BYTES), one store
      LANES_ENTRY                this variant's entry point
    and may define QV_BIAS, added to every 5 * query code (V_SCORE's idx). */
 
@@ -232,8 +232,8 @@ static inline __attribute__((always_inline)) void lane_row(lane_work *w, int64_t
         const VEC h = local ? V_MAX(V_MAX(df, zero), e) : h_raw;
         vj = V_ADDS(vj, one);
         if (track || trace) {
-            /* equalities only (one instruction on every variant): opened <=> the max is the open
-               candidate; a local stop (h_raw <= 0) <=> h, floored at 0, is 0 */
+            /* one compare each on every variant: opened <=> the max is the open candidate (GATK: the
+               open candidate is strictly higher); a local stop (h_raw <= 0) <=> h, floored at 0, is 0 */
             const MASK f_opened = gatk ? M_GT(f_open, f_ext) : M_EQ(f, f_open);
             const MASK e_opened = gatk ? M_GT(e_open, e_ext) : M_EQ(e, e_open);
             const MASK is_d = M_EQ(h_raw, d), is_e = M_EQ(h_raw, e), stop = M_EQ(h, zero);
