@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -168,6 +169,10 @@ def main() -> int:
     expected = [c[4] for c in calls]
     gkl: dict[str, dict[str, float]] = {}
     gkl_results: dict[str, list] = {}
+    missing = [tool for tool in ("java", "javac", "mvn") if kernels and shutil.which(tool) is None]
+    if missing:
+        raise SystemExit(f"gatk_sw.py: GKL's runs need a JDK 17 and Maven ({', '.join(missing)} not found); "
+                         "or pass --no-gkl")
     if kernels:
         classpath = gkl_classpath()
         with tempfile.TemporaryDirectory() as tmp:
