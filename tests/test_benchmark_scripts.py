@@ -105,3 +105,16 @@ def test_align_cpu_benchmark_runs_its_warpdp_rows():
     assert run.returncode == 0, run.stderr[-3000:]
     for row in ("| 60 | global | score |", "| 60 | global | CIGAR |", "| 60 | extension | score |"):
         assert row in run.stdout
+
+
+def test_gatk_sw_benchmark_runs_its_warpdp_rows_and_checks_them():
+    from helpers.data import shared_file
+
+    data = shared_file("sw", "gatk-sw-600.tsv").parent
+    run = subprocess.run([sys.executable, str(REPO / "benchmarks" / "gatk_sw.py"), "--no-gkl", "--calls", "40",
+                          "--repeats", "1", "--data", str(data)],
+                         cwd=REPO, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "| NEW_SW_PARAMETERS | " in run.stdout and "| all | 40 | scalar |" in run.stdout
+    assert "results: every call equal to GKL's" in run.stdout

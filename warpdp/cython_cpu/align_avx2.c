@@ -43,10 +43,15 @@ static inline uint32_t bits_avx2(__m256i m)
     return (uint32_t)_mm_movemask_epi8(_mm_packs_epi16(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1)));
 }
 
-static inline void store_bytes_avx2(uint8_t *p, __m256i v)
+static inline void store_plane_avx2(uint8_t *p, __m256i m)
 {
-    const __m128i packed = _mm_packus_epi16(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    _mm_storeu_si128((__m128i *)p, packed);
+    /* asm: one scalar store per plane (see align_avx512.c) */
+    __asm__("movl %1, %0" : "=m"(*(uint32_t *)p) : "r"((uint32_t)_mm256_movemask_epi8(m)));
+}
+
+static inline __m128i low_bytes_avx2(__m256i v)
+{
+    return _mm_packus_epi16(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
 }
 
 #define LANES 16
@@ -74,7 +79,11 @@ static inline void store_bytes_avx2(uint8_t *p, __m256i v)
 #define V_SOURCE(d, e) _mm256_andnot_si256((d), _mm256_add_epi16(_mm256_set1_epi16(2), (e)))
 #define MAKE_SCORE_TABLE(p) make_score_table(p)
 #define V_SCORE(t, idx) score_avx2((t), (idx))
-#define V_STORE_BYTES(p, v) store_bytes_avx2((p), (v))
+#define V_STORE_BYTES(p, v) _mm_storeu_si128((__m128i *)(p), low_bytes_avx2(v))
+/* vpmovmskb: both bytes of a lane, so lane l at bits 2l and 2l + 1 */
+#define PLANE_BYTES 4
+#define LANE_BITS 2
+#define M_STORE_PLANE(p, m) store_plane_avx2((p), (m))
 #define QV_BIAS INT16_MIN
 #define LANES_ENTRY align_lanes_avx2
 #include "align_lanes_body.h"

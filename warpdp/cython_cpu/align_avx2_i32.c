@@ -16,10 +16,16 @@ static inline uint32_t bits_avx2(__m256i m)
     return (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(m));
 }
 
-static inline void store_bytes_avx2(uint8_t *p, __m256i v)
+static inline __m128i low_bytes_avx2(__m256i v)
 {
     const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    _mm_storel_epi64((__m128i *)p, _mm_packus_epi16(words, words));
+    return _mm_packus_epi16(words, words);
+}
+
+/* One scalar store per plane (asm: see align_avx512.c). */
+static inline void store_plane_avx2(uint8_t *p, __m256i m)
+{
+    __asm__("movb %1, %0" : "=m"(*p) : "q"((uint8_t)_mm256_movemask_ps(_mm256_castsi256_ps(m))));
 }
 
 #define LANES 8
@@ -47,7 +53,10 @@ static inline void store_bytes_avx2(uint8_t *p, __m256i v)
 #define V_SOURCE(d, e) _mm256_andnot_si256((d), _mm256_add_epi32(_mm256_set1_epi32(2), (e)))
 #define MAKE_SCORE_TABLE(p) ((p)->matrix)
 #define V_SCORE(t, idx) _mm256_i32gather_epi32((const int *)(t), (idx), 4)
-#define V_STORE_BYTES(p, v) store_bytes_avx2((p), (v))
+#define V_STORE_BYTES(p, v) _mm_storel_epi64((__m128i *)(p), low_bytes_avx2(v))
+#define PLANE_BYTES 1
+#define LANE_BITS 1
+#define M_STORE_PLANE(p, m) store_plane_avx2((p), (m))
 #define LANES_ENTRY align_lanes_avx2_i32
 #include "align_lanes_body.h"
 #endif /* WARPDP_X86_SIMD */

@@ -14,6 +14,13 @@ static inline __m512i make_score_table(const align_params *p)
     return _mm512_loadu_si512(entries);
 }
 
+/* One kmovd store from the mask register (asm: the compiler would otherwise gather the four planes
+   of a cell through general and vector registers into one store, costing vector uops). */
+static inline void store_plane_avx512(uint8_t *p, __mmask32 m)
+{
+    __asm__("kmovd %1, %0" : "=m"(*(uint32_t *)p) : "k"(m));
+}
+
 #define LANES 32
 #define CELL int16_t
 #define CELL_NEG INT16_MIN
@@ -39,6 +46,9 @@ static inline __m512i make_score_table(const align_params *p)
 #define MAKE_SCORE_TABLE(p) make_score_table(p)
 #define V_SCORE(t, idx) _mm512_permutexvar_epi16((idx), (t))
 #define V_STORE_BYTES(p, v) _mm256_storeu_si256((__m256i *)(p), _mm512_cvtepi16_epi8(v))
+#define PLANE_BYTES 4
+#define LANE_BITS 1
+#define M_STORE_PLANE(p, m) store_plane_avx512((p), (m))
 #define LANES_ENTRY align_lanes_avx512
 #include "align_lanes_body.h"
 #endif /* WARPDP_X86_SIMD */

@@ -20,6 +20,12 @@ static inline score_table make_score_table(const align_params *p)
     return t;
 }
 
+/* One kmovw store from the mask register (asm: see align_avx512.c). */
+static inline void store_plane_avx512(uint8_t *p, __mmask16 m)
+{
+    __asm__("kmovw %1, %0" : "=m"(*(uint16_t *)p) : "k"(m));
+}
+
 #define LANES 16
 #define CELL int32_t
 #define CELL_NEG ALIGN_NEG
@@ -45,6 +51,9 @@ static inline score_table make_score_table(const align_params *p)
 #define MAKE_SCORE_TABLE(p) make_score_table(p)
 #define V_SCORE(t, idx) _mm512_permutex2var_epi32((t).lo, (idx), (t).hi)
 #define V_STORE_BYTES(p, v) _mm_storeu_si128((__m128i *)(p), _mm512_cvtepi32_epi8(v))
+#define PLANE_BYTES 2
+#define LANE_BITS 1
+#define M_STORE_PLANE(p, m) store_plane_avx512((p), (m))
 #define LANES_ENTRY align_lanes_avx512_i32
 #include "align_lanes_body.h"
 #endif /* WARPDP_X86_SIMD */

@@ -226,70 +226,11 @@ static int gatk_pair(const uint8_t *alt, int64_t n_alt, const uint8_t *ref, int6
         cur = swap;
     }
     /* prev is the bottom row */
-    int64_t p2 = n_alt, tail = 0;
-    if (ov == GATK_INDEL) {
-        p1 = n_ref;
-        best = prev[n_alt];
-    } else if (ov != GATK_LEADING_INDEL) {
-        for (int64_t j = 1; j <= n_alt; j++) {
-            const int64_t d_new = n_ref - j < 0 ? j - n_ref : n_ref - j;
-            const int64_t d_old = p1 - p2 < 0 ? p2 - p1 : p1 - p2;
-            if (prev[j] > best || (prev[j] == best && d_new < d_old)) {
-                best = prev[j];
-                p1 = n_ref;
-                p2 = j;
-                tail = n_alt - j;
-            }
-        }
-    }
+    int64_t p2;
+    align_gatk_end(prev, n_ref, n_alt, ov, &best, &p1, &p2);
     res->score = best;
-    res->t_end = p1;
-    res->q_end = n_alt - tail;
-    op_runs r = {ops, 0};
-    push_op(&r, OP_S, tail);
-    int last = OP_M;
-    while (p1 > 0 && p2 > 0) {
-        const uint8_t cell = trace[(size_t)p1 * row + p2];
-        const int move = cell & 3;
-        if (move == 0) {
-            push_op(&r, OP_M, 1);
-            last = OP_M;
-            p1--;
-            p2--;
-        } else if (move == 1) { /* horizontal: alt bases against a gap, length back to where it opened */
-            int64_t k = p2;
-            while (!((trace[(size_t)p1 * row + k] >> 2) & 1))
-                k--;
-            push_op(&r, OP_I, p2 - k + 1);
-            last = OP_I;
-            p2 = k - 1;
-        } else { /* vertical: ref bases against a gap */
-            int64_t k = p1;
-            while (!((trace[(size_t)k * row + p2] >> 3) & 1))
-                k--;
-            push_op(&r, OP_D, p1 - k + 1);
-            last = OP_D;
-            p1 = k - 1;
-        }
-    }
-    if (ov == GATK_SOFTCLIP) {
-        push_op(&r, OP_S, p2);
-        res->t_begin = p1;
-        res->q_begin = p2;
-    } else if (ov == GATK_IGNORE) {
-        push_op(&r, last, p2); /* the alt prefix joins the traceback's last element, whatever its op */
-        res->t_begin = p1 - p2;
-        res->q_begin = 0;
-    } else {
-        if (p1 > 0)
-            push_op(&r, OP_D, p1);
-        else if (p2 > 0)
-            push_op(&r, OP_I, p2);
-        res->t_begin = 0;
-        res->q_begin = 0;
-    }
-    reverse_ops(&r);
-    res->n_ops = r.n;
+    const gatk_trace tr = {trace, row, 0, 0};
+    align_gatk_trace_back(&tr, ov, p1, p2, n_alt, ops, res);
     return 0;
 }
 

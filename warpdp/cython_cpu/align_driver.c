@@ -152,7 +152,13 @@ static int pair_cells(const align_pairs *pairs, const align_params *p, int32_t l
 {
     const int64_t m = pairs->q_offsets[i + 1] - pairs->q_offsets[i];
     const int64_t n = pairs->t_offsets[i + 1] - pairs->t_offsets[i];
-    if (p->mode == ALIGN_GATK || m > ALIGN_LANE_MAX_LENGTH || n > ALIGN_LANE_MAX_LENGTH ||
+    if (p->mode == ALIGN_GATK) {
+        if (m > ALIGN_GATK_LANE_SIDE || n > ALIGN_GATK_LANE_SIDE)
+            return CELLS_SCALAR;
+        const int short_pair = m <= ALIGN_LANE_TRACE_SIDE && n <= ALIGN_LANE_TRACE_SIDE;
+        return short_pair && align_gatk_fits_int16(m, n, p, largest) ? CELLS_INT16 : CELLS_INT32;
+    }
+    if (m > ALIGN_LANE_MAX_LENGTH || n > ALIGN_LANE_MAX_LENGTH ||
         (p->cigar && (m > ALIGN_LANE_TRACE_SIDE || n > ALIGN_LANE_TRACE_SIDE)))
         return CELLS_SCALAR;
     if (!align_fits_int16(m, n, top, p->gap_first, p->gap_ext, largest))

@@ -84,7 +84,28 @@ typedef struct {
    n_ops. One tie rule for every variant. */
 void align_trace_back(const align_trace *tr, int mode, int64_t bi, int64_t bj, uint32_t *ops, align_result *res);
 
-/* The SIMD variants' inter-pair paths: up to ALIGN_MAX_LANES pairs (generic modes), one per lane,
+/* GATK mode's end cell, given the last column's best (*best at row *p1, the last row among equals)
+   and the bottom row (bottom[0..n_alt]): *p1, *p2 and *best as GKL picks them for the overhang. */
+void align_gatk_end(const int32_t *bottom, int64_t n_ref, int64_t n_alt, int overhang, int32_t *best, int64_t *p1,
+                    int64_t *p2);
+
+/* GATK mode's traceback matrix (rows = ref, columns = alt): with plane_bytes 0, one byte per cell (bits
+   as align_body.h describes; the scalar kernel); else the SIMD lanes' four masks per cell, each of
+   plane_bytes bytes, this lane's bit at `bit` of each: the diagonal is the cell's best, the horizontal
+   gap is, the horizontal gap opened here, the vertical one opened here. */
+typedef struct {
+    const uint8_t *bits;
+    size_t row;
+    int plane_bytes, bit;
+} gatk_trace;
+
+/* GATK mode's traceback from (p1, p2): ops (room for
+   n_ref + n_alt + 2) receives GKL's CIGAR, res the ends, begins (t_begin = GKL's alignment offset)
+   and n_ops; res->score is the caller's. */
+void align_gatk_trace_back(const gatk_trace *tr, int overhang, int64_t p1, int64_t p2, int64_t n_alt,
+                           uint32_t *ops, align_result *res);
+
+/* The SIMD variants' inter-pair paths: up to ALIGN_MAX_LANES pairs (generic modes and GATK's), one per lane,
    of int16 cells where align_fits_int16 says a pair's values fit them, else of int32 cells. With a
    CIGAR, only pairs of at most ALIGN_LANE_TRACE_SIDE bases each (so that a batch's traceback,
    sized by its longest query and longest target, has at most ALIGN_LANE_TRACE_CELLS cells per
@@ -94,6 +115,9 @@ void align_trace_back(const align_trace *tr, int mode, int64_t bi, int64_t bj, u
 #define ALIGN_LANE_TRACE_SIDE 1023
 #define ALIGN_LANE_MAX_LENGTH 65535
 #define ALIGN_LANE_TRACE_CELLS ((int64_t)(ALIGN_LANE_TRACE_SIDE + 1) * (ALIGN_LANE_TRACE_SIDE + 1))
+/* GATK mode keeps 4 bits per lane and cell (gatk_trace), so its int32 lanes take pairs of up to
+   2,047 bases a side: a batch's planes then hold at most 2048^2 cells x 8 bytes (AVX-512) = 32 MiB. */
+#define ALIGN_GATK_LANE_SIDE 2047
 typedef struct {
     int count; /* lanes in use */
     const uint8_t *q[ALIGN_MAX_LANES], *t[ALIGN_MAX_LANES]; /* bases as given */
@@ -111,6 +135,17 @@ static inline int align_fits_int16(int64_t m, int64_t n, int32_t top, int32_t fi
     const int64_t high = (m < n ? m : n) * (int64_t)(top > 0 ? top : 0);
     const int64_t low = 2 * (int64_t)first + (m + n) * (int64_t)ext;
     return m <= INT16_MAX && n <= INT16_MAX && high + largest <= INT16_MAX && low + 2 * (int64_t)largest <= INT16_MAX;
+}
+
+/* The same for GATK mode (GATK's signs: match > 0, the others <= 0, added): a cell is at most
+   min(m, n) * match and at least a border (open + (max(m, n) - 1) * extend) plus min(m, n)
+   mismatches along a diagonal. */
+static inline int align_gatk_fits_int16(int64_t m, int64_t n, const align_params *p, int32_t largest)
+{
+    const int64_t shorter = m < n ? m : n, longer = m < n ? n : m;
+    const int64_t high = shorter * (int64_t)p->match;
+    const int64_t low = -(int64_t)p->gap_open - longer * (int64_t)p->gap_extend - shorter * (int64_t)p->mismatch;
+    return longer <= INT16_MAX && high + largest <= INT16_MAX && low + 2 * (int64_t)largest <= INT16_MAX;
 }
 
 /* 0, or -1 out of memory. */
