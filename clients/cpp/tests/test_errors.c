@@ -392,6 +392,94 @@ static void threads_share_a_handle(void)
     warpdp_close(shared);
 }
 
+/* One small call of family f on h, its results packed into out (the same bytes on every handle). */
+typedef struct {
+    int64_t ints[40];
+    uint32_t ops[32];
+    double likelihoods[2];
+    warpdp_seedext_result extension;
+} small_results;
+
+static int small_call(warpdp_handle *h, int f, small_results *o)
+{
+    memset(o, 0, sizeof *o);
+    int64_t *v = o->ints;
+    if (f == 0) {
+        const warpdp_xdrop_pairs p = {H, V, 15, 15, OFF15, OFF15, POS4, POS4, 1};
+        const warpdp_xdrop_params params = warpdp_xdrop_params_default(4, 10);
+        const warpdp_xdrop_results r = {v, v + 1, v + 2, v + 3, v + 4, v + 5};
+        return warpdp_xdrop(h, &p, &params, &r);
+    }
+    if (f == 1) {
+        const int32_t h0[] = {19};
+        const warpdp_seedext_pairs p = {H, V, 15, 15, OFF15, OFF15, h0, 1};
+        const warpdp_seedext_params params = warpdp_seedext_params_default();
+        return warpdp_seedext(h, &p, &params, &o->extension);
+    }
+    if (f == 2) {
+        const uint8_t q[] = {30, 30, 30, 30}, ins[] = {45, 45, 45, 45}, gcp[] = {10, 10, 10, 10};
+        const int64_t read_off[] = {0, 4}, hap_off[] = {0, 5}, one[] = {0, 1};
+        const warpdp_pairhmm_batches b = {(const uint8_t *)"ACGT", q, ins, ins, gcp, 4, read_off, 1,
+                                          (const uint8_t *)"ACGTA", 5, hap_off, 1, one, one, 1};
+        return warpdp_pairhmm(h, &b, 1, o->likelihoods, 1);
+    }
+    const int64_t q_off[] = {0, 8}, t_off[] = {0, 13};
+    const warpdp_seq_pairs p = {(const uint8_t *)"ACGTACGT", (const uint8_t *)"TTACGTTACGTAA", 8, 13, q_off, t_off, 1};
+    if (f == 3) {
+        warpdp_align_params a = warpdp_align_params_default();
+        a.mode = WARPDP_ALIGN_LOCAL;
+        a.cigar = 1;
+        const warpdp_align_results r = {v, v + 1, v + 2, v + 3, v + 4, o->ops, 32, v + 5};
+        return warpdp_align(h, &p, &a, &r);
+    }
+    warpdp_edit_params e = warpdp_edit_params_default();
+    e.mode = WARPDP_EDIT_HW;
+    e.task = WARPDP_EDIT_PATH;
+    const warpdp_edit_results r = {v, v + 1, v + 2, v + 3, v + 17, 14, v + 31, o->ops, 32, v + 33};
+    return warpdp_edit(h, &p, &e, &r);
+}
+
+#define N_FAMILIES 5
+static small_results cpu_results[N_FAMILIES];
+
+static void *family_worker(void *arg)
+{
+    const int f = (int)(long)arg % N_FAMILIES;
+    for (int round = 0; round < 20; round++) {
+        small_results got;
+        if (small_call(shared, f, &got) != WARPDP_OK || memcmp(&got, &cpu_results[f], sizeof got) != 0)
+            return (void *)1;
+    }
+    return NULL;
+}
+
+/* Ten threads on one GPU handle, two per family at once: every call gives the CPU handle's results. */
+static void threads_share_a_gpu_handle(void)
+{
+    warpdp_handle *cpu;
+    EXPECT(warpdp_open_local(NULL, &cpu), WARPDP_OK, "");
+    for (int f = 0; f < N_FAMILIES; f++)
+        EXPECT(small_call(cpu, f, &cpu_results[f]), WARPDP_OK, "");
+    warpdp_close(cpu);
+    const warpdp_gpu_options gpu = {0};
+    if (warpdp_open_gpu(&gpu, &shared) != WARPDP_OK)
+        return;
+    pthread_t threads[2 * N_FAMILIES];
+    for (long i = 0; i < 2 * N_FAMILIES; i++)
+        pthread_create(&threads[i], NULL, family_worker, (void *)i);
+    for (int i = 0; i < 2 * N_FAMILIES; i++) {
+        void *bad;
+        pthread_join(threads[i], &bad);
+        if (bad != NULL) {
+            fprintf(stderr, "GPU handle, thread %d (family %d): a call failed or differs from the CPU handle's\n", i,
+                    i % N_FAMILIES);
+            failures++;
+        }
+    }
+    warpdp_close(shared);
+    printf("bad input: ten threads shared a GPU handle\n");
+}
+
 int main(void)
 {
     handle_errors();
@@ -421,6 +509,7 @@ int main(void)
         printf("bad input: no GPU handle here (%s)\n", warpdp_last_error());
     }
     threads_share_a_handle();
+    threads_share_a_gpu_handle();
     if (failures)
         fprintf(stderr, "%d failures\n", failures);
     else
