@@ -37,13 +37,14 @@ int wd_gpu_enter(const wd_gpu *gpu, const char *family);
    several threads (and other programs) fit beside each other. */
 size_t wd_gpu_budget(const wd_gpu *gpu);
 
-/* Owns a device array of n T's. */
-template <typename T> class DeviceArray {
+/* Owns an array of n T's in device memory (PINNED false: cudaMalloc) or in pinned, page-locked
+   host memory (PINNED true: cudaMallocHost; copies from it run asynchronously). */
+template <typename T, bool PINNED> class CudaArray {
   public:
-    DeviceArray() = default;
-    DeviceArray(const DeviceArray &) = delete;
-    DeviceArray &operator=(const DeviceArray &) = delete;
-    ~DeviceArray() { release(); }
+    CudaArray() = default;
+    CudaArray(const CudaArray &) = delete;
+    CudaArray &operator=(const CudaArray &) = delete;
+    ~CudaArray() { release(); }
     /* Frees what it held and allocates n (n == 0 holds nothing). */
     int allocate(size_t n, const char *family, const char *what)
     {
@@ -51,7 +52,7 @@ template <typename T> class DeviceArray {
         if (n == 0)
             return WARPDP_OK;
         void *p = nullptr;
-        WD_CUDA_TRY(family, what, cudaMalloc(&p, n * sizeof(T)));
+        WD_CUDA_TRY(family, what, PINNED ? cudaMallocHost(&p, n * sizeof(T)) : cudaMalloc(&p, n * sizeof(T)));
         ptr_ = static_cast<T *>(p);
         n_ = n;
         return WARPDP_OK;
@@ -59,7 +60,7 @@ template <typename T> class DeviceArray {
     void release()
     {
         if (ptr_ != nullptr)
-            cudaFree(ptr_);
+            PINNED ? cudaFreeHost(ptr_) : cudaFree(ptr_);
         ptr_ = nullptr;
         n_ = 0;
     }
@@ -71,37 +72,29 @@ template <typename T> class DeviceArray {
     size_t n_ = 0;
 };
 
-/* Owns a pinned (page-locked) host array of n T's: copies from it run asynchronously. */
-template <typename T> class PinnedArray {
+template <typename T> using DeviceArray = CudaArray<T, false>;
+template <typename T> using PinnedArray = CudaArray<T, true>;
+
+/* Owns an event without timing: a point of one stream that others wait for. */
+class Event {
   public:
-    PinnedArray() = default;
-    PinnedArray(const PinnedArray &) = delete;
-    PinnedArray &operator=(const PinnedArray &) = delete;
-    ~PinnedArray() { release(); }
-    int allocate(size_t n, const char *family, const char *what)
+    Event() = default;
+    Event(const Event &) = delete;
+    Event &operator=(const Event &) = delete;
+    ~Event()
     {
-        release();
-        if (n == 0)
-            return WARPDP_OK;
-        void *p = nullptr;
-        WD_CUDA_TRY(family, what, cudaMallocHost(&p, n * sizeof(T)));
-        ptr_ = static_cast<T *>(p);
-        n_ = n;
+        if (event_ != nullptr)
+            cudaEventDestroy(event_);
+    }
+    int create(const char *family)
+    {
+        WD_CUDA_TRY(family, "creating an event", cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
         return WARPDP_OK;
     }
-    void release()
-    {
-        if (ptr_ != nullptr)
-            cudaFreeHost(ptr_);
-        ptr_ = nullptr;
-        n_ = 0;
-    }
-    T *get() const { return ptr_; }
-    size_t size() const { return n_; }
+    cudaEvent_t get() const { return event_; }
 
   private:
-    T *ptr_ = nullptr;
-    size_t n_ = 0;
+    cudaEvent_t event_ = nullptr;
 };
 
 /* Owns a non-blocking stream: a call's work runs on its own stream, beside other threads' calls. */

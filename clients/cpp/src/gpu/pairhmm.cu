@@ -55,28 +55,6 @@ static const int64_t DEFAULT_CHUNK_BYTES = (int64_t)1 << 30; /* pairhmm_plan.py'
 static const int64_t DEFAULT_CHUNK_CELLS = 4000000000LL;
 static const int SLOTS = 2;
 
-/* Owns an event (no timing): a stream's point other streams wait for. */
-class Event {
-  public:
-    Event() = default;
-    Event(const Event &) = delete;
-    Event &operator=(const Event &) = delete;
-    ~Event()
-    {
-        if (event_ != nullptr)
-            cudaEventDestroy(event_);
-    }
-    int create()
-    {
-        WD_CUDA_TRY(FAMILY, "creating an event", cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
-        return WARPDP_OK;
-    }
-    cudaEvent_t get() const { return event_; }
-
-  private:
-    cudaEvent_t event_ = nullptr;
-};
-
 /* One chunk in flight: its buffers, then its streams (destroyed first: they wait for their work
    before the memory it uses is freed). */
 struct Slot {
@@ -92,11 +70,11 @@ struct Slot {
     {
         WD_TRY(copy.create(FAMILY));
         WD_TRY(tail.create(FAMILY));
-        WD_TRY(uploaded.create());
-        WD_TRY(done.create());
+        WD_TRY(uploaded.create(FAMILY));
+        WD_TRY(done.create(FAMILY));
         for (int i = 0; i < N_FLOAT_BINS; i++) {
             WD_TRY(bins[i].create(FAMILY));
-            WD_TRY(bin_done[i].create());
+            WD_TRY(bin_done[i].create(FAMILY));
         }
         return WARPDP_OK;
     }

@@ -60,28 +60,6 @@ int blocks_per_sm(int config, size_t shared_bytes, int *blocks)
     return WARPDP_OK;
 }
 
-/* Owns an event without timing. */
-class Event {
-  public:
-    Event() = default;
-    Event(const Event &) = delete;
-    Event &operator=(const Event &) = delete;
-    ~Event()
-    {
-        if (event_ != nullptr)
-            cudaEventDestroy(event_);
-    }
-    int create()
-    {
-        WD_CUDA_TRY(FAMILY, "creating an event", cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
-        return WARPDP_OK;
-    }
-    cudaEvent_t get() const { return event_; }
-
-  private:
-    cudaEvent_t event_ = nullptr;
-};
-
 /* One chunk in flight: its pinned input and output, device memory, a stream for its copies
    and one per launch. The streams come last: they are destroyed (after their work) first. */
 struct Slot {
@@ -136,11 +114,11 @@ int make_ring(const wd_gpu *gpu, std::unique_ptr<Ring> *made)
     WD_TRY(set_kernel_attributes());
     for (Slot &slot : ring->slots) {
         WD_TRY(slot.stream.create(FAMILY));
-        WD_TRY(slot.uploaded.create());
-        WD_TRY(slot.done.create());
+        WD_TRY(slot.uploaded.create(FAMILY));
+        WD_TRY(slot.done.create(FAMILY));
         for (int b = 0; b < N_BINS; b++) {
             WD_TRY(slot.bin_streams[b].create(FAMILY));
-            WD_TRY(slot.finished[b].create());
+            WD_TRY(slot.finished[b].create(FAMILY));
         }
     }
     *made = std::move(ring);
