@@ -78,4 +78,6 @@ static inline void store_bytes_avx2(uint8_t *p, __m256i v)
 #define QV_BIAS INT16_MIN
 #define LANES_ENTRY align_lanes_avx2
 #include "align_lanes_body.h"
+#define DIAG_ENTRY align_diag_avx2
+#include "align_diag_body.h"
 #endif /* WARPDP_X86_SIMD */

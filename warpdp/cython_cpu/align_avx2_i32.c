@@ -50,4 +50,6 @@ static inline void store_bytes_avx2(uint8_t *p, __m256i v)
 #define V_STORE_BYTES(p, v) store_bytes_avx2((p), (v))
 #define LANES_ENTRY align_lanes_avx2_i32
 #include "align_lanes_body.h"
+#define DIAG_ENTRY align_diag_avx2_i32
+#include "align_diag_body.h"
 #endif /* WARPDP_X86_SIMD */

@@ -47,4 +47,6 @@ static inline score_table make_score_table(const align_params *p)
 #define V_STORE_BYTES(p, v) _mm_storeu_si128((__m128i *)(p), _mm512_cvtepi32_epi8(v))
 #define LANES_ENTRY align_lanes_avx512_i32
 #include "align_lanes_body.h"
+#define DIAG_ENTRY align_diag_avx512_i32
+#include "align_diag_body.h"
 #endif /* WARPDP_X86_SIMD */

@@ -32,6 +32,8 @@ typedef struct {
     int32_t match, mismatch, gap_open, gap_extend; /* GATK only, as GATK's SWParameters (added to the score) */
     int cigar;                /* 1: write CIGARs (needs the traceback matrix) */
     int64_t max_traceback_cells; /* per pair; a pair needing more is refused */
+    int64_t diag_min_length;  /* SIMD variants: pairs whose longer sequence has at least this many bases
+                                 take the intra-pair kernel; <= 0: ALIGN_DIAG_MIN_LENGTH (tests lower it) */
 } align_params;
 
 typedef struct {
@@ -73,11 +75,14 @@ static inline uint8_t align_base_code(uint8_t base)
 
 /* A traceback matrix (generic modes; bits as align_body.h describes): cell (i, j) at
    bits[(i * row + j) * stride], base codes q[k * seq_stride], t[k * seq_stride]. The SIMD
-   variants keep one pair per lane, interleaved: stride and seq_stride = their lane count. */
+   variants' lanes keep one pair per lane, interleaved: stride and seq_stride = their lane count.
+   With diag_offset (the intra-pair kernel, align_diag_body.h), cells lie by anti-diagonal
+   instead: cell (i, j) at bits[diag_offset[i + j] + i] (i, j >= 1). */
 typedef struct {
     const uint8_t *bits, *q, *t;
     size_t row;
     ptrdiff_t stride, seq_stride;
+    const int64_t *diag_offset;
 } align_trace;
 
 /* Traces back from (bi, bj): ops (room for bi + bj + 2) receives the CIGAR, res the begins and
@@ -118,6 +123,26 @@ int align_lanes_avx2(align_lane_batch *b, const align_params *p, warpdp_workspac
 int align_lanes_avx512(align_lane_batch *b, const align_params *p, warpdp_workspace *ws);
 int align_lanes_avx2_i32(align_lane_batch *b, const align_params *p, warpdp_workspace *ws);
 int align_lanes_avx512_i32(align_lane_batch *b, const align_params *p, warpdp_workspace *ws);
+
+/* The SIMD variants' intra-pair path (align_diag_body.h), for long pairs (generic modes): one pair,
+   bases as given, int16 cells where align_fits_int16 says the pair fits them (and, AVX2, the matrix
+   fits bytes), else int32. ops (room for m + n + 2) receives the CIGAR when p->cigar. Local and
+   semi-global pairs need m * n bytes of traceback even without a CIGAR (their begins are traced
+   back): the driver sends score-only ones only within ALIGN_DIAG_SCORE_TRACE_CELLS. 0, or -1 out of
+   memory. Pairs whose longer sequence has at least ALIGN_DIAG_MIN_LENGTH bases take it (BENCHMARKS.md,
+   "Alignment CPU SIMD": the measurement behind the threshold). */
+#define ALIGN_DIAG_MIN_LENGTH 768
+#define ALIGN_DIAG_SCORE_TRACE_CELLS ((int64_t)1 << 25)
+typedef int (*align_diag_kernel)(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, const align_params *p,
+                                 align_result *res, uint32_t *ops, warpdp_workspace *ws);
+int align_diag_avx2(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, const align_params *p,
+                    align_result *res, uint32_t *ops, warpdp_workspace *ws);
+int align_diag_avx512(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, const align_params *p,
+                      align_result *res, uint32_t *ops, warpdp_workspace *ws);
+int align_diag_avx2_i32(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, const align_params *p,
+                        align_result *res, uint32_t *ops, warpdp_workspace *ws);
+int align_diag_avx512_i32(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, const align_params *p,
+                          align_result *res, uint32_t *ops, warpdp_workspace *ws);
 
 /* One pair (scalar variant): q/t are codes 0..4 (generic modes) or raw bytes (GATK mode). ops
    (room for m + n + 2) receives the CIGAR when p->cigar or the mode is GATK. 0, or -1 out of memory. */

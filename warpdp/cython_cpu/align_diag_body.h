@@ -1,0 +1,229 @@
+/* Body of the align family's intra-pair SIMD kernel for long pairs (generic modes), included once per
+   (instruction set, cell type) after align_lanes_body.h, whose macros (LANES, CELL, VEC, V_*, M_*,
+   SCORE_TABLE, QV_BIAS) and helpers (round64, border) it uses; the includer defines DIAG_ENTRY.
+
+   One pair, anti-diagonal by anti-diagonal: diagonal d holds the cells (i, d - i), and every cell of
+   it depends only on diagonals d - 1 (up, left) and d - 2 (diagonal), so LANES consecutive rows i are
+   one vector with no dependency between them. Arrays are indexed by the row i ("slot"); each cell is
+   the scalar kernel's (align_body.h: the same recurrences, the same traceback byte, the same best
+   cell), so the result is the scalar variant's bit for bit. The traceback bytes of diagonal d lie
+   together (offset[d] + i; cells with i, j >= 1 only), read back by align_trace_back.
+
+   A diagonal's last vector may run past its last row: those slots hold values of no cell, and are
+   overwritten (the next diagonal's bytes, a border written after the diagonal) or never read;
+   the row statistics leave them out. */
+
+typedef struct {
+    int64_t m, n;
+    CELL *h[3], *e[2], *f[2]; /* by slot: H of three diagonals, E and F of two (rotating) */
+    CELL *qv;                 /* qv[i] = 5 * code(q[i - 1]) + QV_BIAS */
+    CELL *tv;                 /* tv[k] = code(t[n - 1 - k]): cell (i, d - i)'s target code is tv[n - d + i] */
+    CELL *row_max, *row_j;    /* local, extension: each row's highest cell so far and its first column */
+    CELL *last_row;           /* semi-global: H(m, j) */
+    uint8_t *qc, *tc;         /* codes in order, for the traceback */
+    int64_t *offset;          /* traceback: diagonal d's byte of row i at bits[offset[d] + i] */
+    uint8_t *bits;
+} diag_work;
+
+static int diag_reserve(diag_work *w, int trace, warpdp_workspace *ws)
+{
+    const size_t slots = round64(((size_t)w->m + 2 * LANES) * sizeof(CELL));
+    const size_t targets = round64(((size_t)w->n + 2 * LANES) * sizeof(CELL));
+    const size_t last = round64(((size_t)w->n + 1) * sizeof(CELL));
+    const size_t codes = round64((size_t)w->m) + round64((size_t)w->n);
+    const size_t offsets = round64(((size_t)(w->m + w->n) + 1) * sizeof(int64_t));
+    char *mem = warpdp_workspace_reserve(ws, slots * 10 + targets + last + codes + offsets);
+    if (mem == NULL)
+        return -1;
+    CELL *s[10];
+    for (int k = 0; k < 10; k++)
+        s[k] = (CELL *)(mem + k * slots);
+    w->h[0] = s[0], w->h[1] = s[1], w->h[2] = s[2], w->e[0] = s[3], w->e[1] = s[4];
+    w->f[0] = s[5], w->f[1] = s[6], w->qv = s[7], w->row_max = s[8], w->row_j = s[9];
+    w->tv = (CELL *)(mem + 10 * slots);
+    w->last_row = (CELL *)(mem + 10 * slots + targets);
+    w->qc = (uint8_t *)(mem + 10 * slots + targets + last);
+    w->tc = w->qc + round64((size_t)w->m);
+    w->offset = (int64_t *)(mem + 10 * slots + targets + last + codes);
+    w->bits = NULL;
+    if (trace) { /* m * n bytes and one vector's overrun */
+        w->bits = warpdp_workspace_reserve(ws + 1, (size_t)w->m * (size_t)w->n + 2 * LANES);
+        if (w->bits == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+/* Codes, borders of diagonals 0 and 1, the row statistics' starts and the traceback offsets. */
+static void diag_start(diag_work *w, const uint8_t *q, const uint8_t *t, const align_params *p)
+{
+    const int64_t m = w->m, n = w->n;
+    const int local = p->mode == ALIGN_LOCAL, free_row0 = p->mode == ALIGN_SEMIGLOBAL || local;
+    for (int64_t k = 0; k < m + 2 * LANES; k++) {
+        const uint8_t c = k >= 1 && k <= m ? align_base_code(q[k - 1]) : 4;
+        if (k >= 1 && k <= m)
+            w->qc[k - 1] = c;
+        w->qv[k] = (CELL)(5 * c + QV_BIAS);
+        w->h[0][k] = w->h[1][k] = w->h[2][k] = w->e[0][k] = w->e[1][k] = w->f[0][k] = w->f[1][k] = CELL_NEG;
+        w->row_max[k] = (CELL)(local || k == 0 || k > m ? 0 : border(p->gap_first, p->gap_ext, k));
+        w->row_j[k] = 0;
+    }
+    for (int64_t k = 0; k < n + 2 * LANES; k++) {
+        const uint8_t c = k < n ? align_base_code(t[n - 1 - k]) : 4;
+        if (k < n)
+            w->tc[n - 1 - k] = c;
+        w->tv[k] = c;
+    }
+    /* diagonal 0 (in h[0]): cell (0, 0); diagonal 1 (in h[1], e[1], f[1]): cells (0, 1) and (1, 0) */
+    w->h[0][0] = 0;
+    w->h[1][0] = (CELL)(free_row0 ? 0 : border(p->gap_first, p->gap_ext, 1));
+    w->h[1][1] = (CELL)(local ? 0 : border(p->gap_first, p->gap_ext, 1));
+    w->last_row[0] = (CELL)(local ? 0 : border(p->gap_first, p->gap_ext, m)); /* H(m, 0) */
+    int64_t at = 0;
+    for (int64_t d = 2; d <= m + n; d++) {
+        const int64_t lo = d - n > 1 ? d - n : 1, hi = d - 1 < m ? d - 1 : m;
+        w->offset[d] = at - lo;
+        at += hi - lo + 1;
+    }
+}
+
+/* Diagonal d from d - 1 and d - 2 (h[(d - 1) % 3], h[(d - 2) % 3], e[(d - 1) & 1], f[(d - 1) & 1]).
+   Flags are constants where diag_pass calls it: local (floor at 0), trace (traceback bytes), rows
+   (each row's highest cell, for local and extension). */
+static inline __attribute__((always_inline)) void diag_cells(diag_work *w, int64_t d, SCORE_TABLE table, VEC first,
+                                                             VEC ext, VEC iota, int local, int trace, int rows)
+{
+    const int64_t lo = d - w->n > 1 ? d - w->n : 1, hi = d - 1 < w->m ? d - 1 : w->m;
+    const CELL *h2 = w->h[(d - 2) % 3], *h1 = w->h[(d - 1) % 3], *e1 = w->e[(d - 1) & 1], *f1 = w->f[(d - 1) & 1];
+    CELL *h0 = w->h[d % 3], *e0 = w->e[d & 1], *f0 = w->f[d & 1];
+    const CELL *tv = w->tv + (w->n - d), *qv = w->qv;
+    uint8_t *bits = trace ? w->bits + w->offset[d] : NULL;
+    const VEC zero = V_SET1(0);
+    for (int64_t i = lo; i <= hi; i += LANES) {
+        const VEC up = V_LOAD(h1 + i - 1), left = V_LOAD(h1 + i);
+        const VEC f_open = V_SUBS(up, first), f = V_MAX(f_open, V_SUBS(V_LOAD(f1 + i - 1), ext));
+        const VEC e_open = V_SUBS(left, first), e = V_MAX(e_open, V_SUBS(V_LOAD(e1 + i), ext));
+        const VEC s = V_ADDS(V_LOAD(h2 + i - 1), V_SCORE(table, V_ADDS(V_LOAD(qv + i), V_LOAD(tv + i))));
+        const VEC h_raw = V_MAX(V_MAX(s, f), e);
+        const VEC h = local ? V_MAX(h_raw, zero) : h_raw;
+        V_STORE(h0 + i, h);
+        V_STORE(e0 + i, e);
+        V_STORE(f0 + i, f);
+        if (trace) { /* as the lanes: opened <=> the max is the open candidate; stop <=> h floored to 0 */
+            VEC b = V_SOURCE(M_EQ(h_raw, s), M_EQ(h_raw, e));
+            if (local)
+                b = V_BLEND(M_EQ(h, zero), b, V_SET1(3));
+            b = V_ADD_WHERE(M_EQ(e, e_open), b, V_SET1(4));
+            b = V_ADD_WHERE(M_EQ(f, f_open), b, V_SET1(8));
+            V_STORE_BYTES(bits + i, b);
+        }
+        if (rows) { /* slots up to hi only; j ascends along a row, so '>' keeps the first column */
+            const MASK valid = M_GT(V_SET1((CELL)(hi - i + 1)), iota);
+            const VEC best = V_LOAD(w->row_max + i), j = V_SUBS(V_SET1((CELL)(d - i)), iota);
+            const MASK higher = M_GT_WHERE(valid, h, best);
+            V_STORE(w->row_max + i, V_BLEND(higher, best, h));
+            V_STORE(w->row_j + i, V_BLEND(higher, V_LOAD(w->row_j + i), j));
+        }
+    }
+}
+
+/* The scalar kernel's best-cell rule over complete rows (local, extension), one row at a time;
+   1 when extension's z-drop ends the DP after row i. */
+static inline int diag_row_done(const diag_work *w, const align_params *p, int64_t i, int32_t *best, int64_t *bi,
+                                int64_t *bj)
+{
+    const int32_t row_max = w->row_max[i];
+    const int64_t row_j = w->row_j[i];
+    if (row_max > *best) {
+        *best = row_max;
+        *bi = i;
+        *bj = row_j;
+    }
+    if (p->mode != ALIGN_EXTENSION || p->zdrop < 0)
+        return 0;
+    const int64_t off = (i - *bi) - (row_j - *bj);
+    return (int64_t)*best - row_max > (int64_t)p->zdrop + (int64_t)p->gap_ext * (off < 0 ? -off : off);
+}
+
+/* Every diagonal, with the borders of each written after it; fills score and end cell. */
+static inline __attribute__((always_inline)) void diag_pass(diag_work *w, const align_params *p, int local,
+                                                            int trace, int rows, align_result *res)
+{
+    const int64_t m = w->m, n = w->n;
+    const int free_row0 = p->mode == ALIGN_SEMIGLOBAL || local;
+    const SCORE_TABLE table = MAKE_SCORE_TABLE(p);
+    const VEC first = V_SET1((CELL)p->gap_first), ext = V_SET1((CELL)p->gap_ext);
+    CELL iota_lanes[LANES];
+    for (int l = 0; l < LANES; l++)
+        iota_lanes[l] = (CELL)l;
+    const VEC iota = V_LOAD(iota_lanes);
+    int32_t best = 0; /* local and extension: (0, 0) counts */
+    int64_t bi = 0, bj = 0;
+    for (int64_t d = 2; d <= m + n; d++) {
+        diag_cells(w, d, table, first, ext, iota, local, trace, rows);
+        CELL *h0 = w->h[d % 3];
+        if (d <= n) { /* cell (0, d) */
+            h0[0] = (CELL)(free_row0 ? 0 : border(p->gap_first, p->gap_ext, d));
+            w->f[d & 1][0] = CELL_NEG;
+        }
+        if (d <= m) { /* cell (d, 0) */
+            h0[d] = (CELL)(local ? 0 : border(p->gap_first, p->gap_ext, d));
+            w->e[d & 1][d] = CELL_NEG;
+        }
+        if (d > m && p->mode == ALIGN_SEMIGLOBAL)
+            w->last_row[d - m] = h0[m];
+        if (rows && d > n && diag_row_done(w, p, d - n, &best, &bi, &bj)) /* row d - n is complete */
+            break;
+    }
+    if (p->mode == ALIGN_GLOBAL) {
+        best = w->h[(m + n) % 3][m];
+        bi = m;
+        bj = n;
+    } else if (p->mode == ALIGN_SEMIGLOBAL) { /* the last row's highest, smallest j among equals */
+        bi = m;
+        best = w->last_row[0];
+        for (int64_t j = 1; j <= n; j++)
+            if (w->last_row[j] > best) {
+                best = w->last_row[j];
+                bj = j;
+            }
+    }
+    res->score = best;
+    res->q_end = bi;
+    res->t_end = bj;
+}
+
+int DIAG_ENTRY(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, const align_params *p, align_result *res,
+               uint32_t *ops, warpdp_workspace *ws)
+{
+    const int mode = p->mode, local = mode == ALIGN_LOCAL;
+    /* score-only begins of local and semi-global pairs are traced back too */
+    const int trace = p->cigar || local || mode == ALIGN_SEMIGLOBAL;
+    diag_work w;
+    w.m = m;
+    w.n = n;
+    if (diag_reserve(&w, trace, ws) != 0)
+        return -1;
+    diag_start(&w, q, t, p);
+    if (local)
+        diag_pass(&w, p, 1, 1, 1, res);
+    else if (mode == ALIGN_EXTENSION && trace)
+        diag_pass(&w, p, 0, 1, 1, res);
+    else if (mode == ALIGN_EXTENSION)
+        diag_pass(&w, p, 0, 0, 1, res);
+    else if (trace)
+        diag_pass(&w, p, 0, 1, 0, res);
+    else
+        diag_pass(&w, p, 0, 0, 0, res);
+    res->n_ops = 0;
+    res->q_begin = res->t_begin = 0;
+    if (local && res->score == 0) { /* nothing scores above 0: the empty alignment */
+        res->q_end = res->t_end = 0;
+        return 0;
+    }
+    if (trace) {
+        const align_trace tr = {w.bits, w.qc, w.tc, 0, 1, 1, w.offset};
+        align_trace_back(&tr, mode, res->q_end, res->t_end, p->cigar ? ops : NULL, res);
+    }
+    return 0;
+}
