@@ -87,19 +87,18 @@ static void diag_start(diag_work *w, const uint8_t *q, const uint8_t *t, const a
     }
 }
 
-/* Diagonal d from d - 1 and d - 2 (h[(d - 1) % 3], h[(d - 2) % 3], e[(d - 1) & 1], f[(d - 1) & 1]).
-   Flags are constants where diag_pass calls it: local (floor at 0), trace (traceback bytes), rows
-   (each row's highest cell, for local and extension). */
-static inline __attribute__((always_inline)) void diag_cells(diag_work *w, int64_t d, SCORE_TABLE table, VEC first,
-                                                             VEC ext, VEC iota, int local, int trace, int rows)
+/* One diagonal's rows i .. i + LANES - 1 (diag_cells). tail: the diagonal's last vector, which may
+   run past its last row hi (those slots are left out of the statistics). stats: 1 each row's
+   highest cell (extension with z-drop), 2 the diagonal's highest cell, in *top (local, extension). */
+static inline __attribute__((always_inline)) void diag_vector(diag_work *w, int64_t d, int64_t i, int64_t hi,
+                                                              SCORE_TABLE table, VEC first, VEC ext, VEC iota,
+                                                              int local, int trace, int stats, int tail, VEC *top)
 {
-    const int64_t lo = d - w->n > 1 ? d - w->n : 1, hi = d - 1 < w->m ? d - 1 : w->m;
     const CELL *h2 = w->h[(d - 2) % 3], *h1 = w->h[(d - 1) % 3], *e1 = w->e[(d - 1) & 1], *f1 = w->f[(d - 1) & 1];
     CELL *h0 = w->h[d % 3], *e0 = w->e[d & 1], *f0 = w->f[d & 1];
     const CELL *tv = w->tv + (w->n - d), *qv = w->qv;
-    uint8_t *bits = trace ? w->bits + w->offset[d] : NULL;
     const VEC zero = V_SET1(0);
-    for (int64_t i = lo; i <= hi; i += LANES) {
+    {
         const VEC up = V_LOAD(h1 + i - 1), left = V_LOAD(h1 + i);
         const VEC f_open = V_SUBS(up, first), f = V_MAX(f_open, V_SUBS(V_LOAD(f1 + i - 1), ext));
         const VEC e_open = V_SUBS(left, first), e = V_MAX(e_open, V_SUBS(V_LOAD(e1 + i), ext));
@@ -115,20 +114,69 @@ static inline __attribute__((always_inline)) void diag_cells(diag_work *w, int64
                 b = V_BLEND(M_EQ(h, zero), b, V_SET1(3));
             b = V_ADD_WHERE(M_EQ(e, e_open), b, V_SET1(4));
             b = V_ADD_WHERE(M_EQ(f, f_open), b, V_SET1(8));
-            V_STORE_BYTES(bits + i, b);
+            V_STORE_BYTES(w->bits + w->offset[d] + i, b);
         }
-        if (rows) { /* slots up to hi only; j ascends along a row, so '>' keeps the first column */
-            const MASK valid = M_GT(V_SET1((CELL)(hi - i + 1)), iota);
-            const VEC best = V_LOAD(w->row_max + i), j = V_SUBS(V_SET1((CELL)(d - i)), iota);
-            const MASK higher = M_GT_WHERE(valid, h, best);
-            V_STORE(w->row_max + i, V_BLEND(higher, best, h));
+        if (stats == 1) { /* j ascends along a row, so '>' keeps the first column */
+            const MASK higher = tail ? M_GT_WHERE(M_GT(V_SET1((CELL)(hi - i + 1)), iota), h, V_LOAD(w->row_max + i))
+                                     : M_GT(h, V_LOAD(w->row_max + i));
+            const VEC j = V_SUBS(V_SET1((CELL)(d - i)), iota);
+            V_STORE(w->row_max + i, V_BLEND(higher, V_LOAD(w->row_max + i), h));
             V_STORE(w->row_j + i, V_BLEND(higher, V_LOAD(w->row_j + i), j));
+        } else if (stats == 2) {
+            *top = V_MAX(*top, tail ? V_BLEND(M_GT(V_SET1((CELL)(hi - i + 1)), iota), V_SET1(CELL_NEG), h) : h);
         }
     }
 }
 
-/* The scalar kernel's best-cell rule over complete rows (local, extension), one row at a time;
-   1 when extension's z-drop ends the DP after row i. */
+/* Diagonal d from d - 1 and d - 2 (h[(d - 1) % 3], h[(d - 2) % 3], e[(d - 1) & 1], f[(d - 1) & 1]).
+   Flags are constants where diag_pass calls it: local (floor at 0), trace (traceback bytes), stats
+   (diag_vector). Returns the diagonal's highest cell (stats 2). */
+static inline __attribute__((always_inline)) CELL diag_cells(diag_work *w, int64_t d, SCORE_TABLE table, VEC first,
+                                                             VEC ext, VEC iota, int local, int trace, int stats)
+{
+    const int64_t lo = d - w->n > 1 ? d - w->n : 1, hi = d - 1 < w->m ? d - 1 : w->m;
+    VEC top = V_SET1(CELL_NEG);
+    int64_t i = lo;
+    for (; i + LANES - 1 <= hi; i += LANES)
+        diag_vector(w, d, i, hi, table, first, ext, iota, local, trace, stats, 0, &top);
+    if (i <= hi)
+        diag_vector(w, d, i, hi, table, first, ext, iota, local, trace, stats, 1, &top);
+    if (stats != 2)
+        return 0;
+    CELL lanes[LANES], highest = CELL_NEG;
+    V_STORE(lanes, top);
+    for (int l = 0; l < LANES; l++)
+        highest = lanes[l] > highest ? lanes[l] : highest;
+    return highest;
+}
+
+/* Local and extension without z-drop: the scalar kernel's best cell (highest, smallest i, then
+   smallest j) from each diagonal's highest value `top`: the diagonal's cell of that value with the
+   smallest i beats the best so far if higher, or equal with a smaller i (with the same i, the
+   earlier diagonal's column is smaller). */
+static void diag_best(const diag_work *w, int64_t d, CELL top, int32_t *best, int64_t *bi, int64_t *bj)
+{
+    if (top < *best)
+        return;
+    const int64_t lo = d - w->n > 1 ? d - w->n : 1, hi = d - 1 < w->m ? d - 1 : w->m;
+    const CELL *h = w->h[d % 3];
+    const VEC want = V_SET1(top);
+    for (int64_t i = lo; i <= hi && (top > *best || i < *bi); i += LANES) {
+        const uint32_t equal = M_BITS(M_EQ(V_LOAD(h + i), want));
+        if (equal == 0)
+            continue;
+        const int64_t at = i + __builtin_ctz(equal);
+        if (at <= hi && (top > *best || at < *bi)) {
+            *best = top;
+            *bi = at;
+            *bj = d - at;
+        }
+        return;
+    }
+}
+
+/* Extension with z-drop: the scalar kernel's best-cell rule and z-drop over complete rows, one row
+   at a time; 1 when the z-drop ends the DP after row i. */
 static inline int diag_row_done(const diag_work *w, const align_params *p, int64_t i, int32_t *best, int64_t *bi,
                                 int64_t *bj)
 {
@@ -139,15 +187,13 @@ static inline int diag_row_done(const diag_work *w, const align_params *p, int64
         *bi = i;
         *bj = row_j;
     }
-    if (p->mode != ALIGN_EXTENSION || p->zdrop < 0)
-        return 0;
     const int64_t off = (i - *bi) - (row_j - *bj);
     return (int64_t)*best - row_max > (int64_t)p->zdrop + (int64_t)p->gap_ext * (off < 0 ? -off : off);
 }
 
 /* Every diagonal, with the borders of each written after it; fills score and end cell. */
 static inline __attribute__((always_inline)) void diag_pass(diag_work *w, const align_params *p, int local,
-                                                            int trace, int rows, align_result *res)
+                                                            int trace, int stats, align_result *res)
 {
     const int64_t m = w->m, n = w->n;
     const int free_row0 = p->mode == ALIGN_SEMIGLOBAL || local;
@@ -160,7 +206,9 @@ static inline __attribute__((always_inline)) void diag_pass(diag_work *w, const 
     int32_t best = 0; /* local and extension: (0, 0) counts */
     int64_t bi = 0, bj = 0;
     for (int64_t d = 2; d <= m + n; d++) {
-        diag_cells(w, d, table, first, ext, iota, local, trace, rows);
+        const CELL top = diag_cells(w, d, table, first, ext, iota, local, trace, stats);
+        if (stats == 2)
+            diag_best(w, d, top, &best, &bi, &bj);
         CELL *h0 = w->h[d % 3];
         if (d <= n) { /* cell (0, d) */
             h0[0] = (CELL)(free_row0 ? 0 : border(p->gap_first, p->gap_ext, d));
@@ -172,7 +220,7 @@ static inline __attribute__((always_inline)) void diag_pass(diag_work *w, const 
         }
         if (d > m && p->mode == ALIGN_SEMIGLOBAL)
             w->last_row[d - m] = h0[m];
-        if (rows && d > n && diag_row_done(w, p, d - n, &best, &bi, &bj)) /* row d - n is complete */
+        if (stats == 1 && d > n && diag_row_done(w, p, d - n, &best, &bi, &bj)) /* row d - n is complete */
             break;
     }
     if (p->mode == ALIGN_GLOBAL) {
@@ -205,12 +253,15 @@ int DIAG_ENTRY(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, const a
     if (diag_reserve(&w, trace, ws) != 0)
         return -1;
     diag_start(&w, q, t, p);
+    const int zdrop = mode == ALIGN_EXTENSION && p->zdrop >= 0;
     if (local)
-        diag_pass(&w, p, 1, 1, 1, res);
+        diag_pass(&w, p, 1, 1, 2, res);
+    else if (zdrop)
+        diag_pass(&w, p, 0, trace, 1, res); /* rarer: one loop for both outputs */
     else if (mode == ALIGN_EXTENSION && trace)
-        diag_pass(&w, p, 0, 1, 1, res);
+        diag_pass(&w, p, 0, 1, 2, res);
     else if (mode == ALIGN_EXTENSION)
-        diag_pass(&w, p, 0, 0, 1, res);
+        diag_pass(&w, p, 0, 0, 2, res);
     else if (trace)
         diag_pass(&w, p, 0, 1, 0, res);
     else
