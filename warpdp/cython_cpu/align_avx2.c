@@ -49,6 +49,17 @@ static inline void store_bytes_avx2(uint8_t *p, __m256i v)
     _mm_storeu_si128((__m128i *)p, packed);
 }
 
+/* Lanes 2k and 2k + 1 (values 0..15) into byte k: each 32-bit pair's low byte, gathered from the
+   two 128-bit halves into the low 8 bytes. */
+static inline void store_nibbles_avx2(uint8_t *p, __m256i v)
+{
+    const __m256i pairs = _mm256_or_si256(v, _mm256_srli_epi32(v, 12));
+    const __m256i low = _mm256_shuffle_epi8(pairs, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                                                     -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1, -1, -1, -1,
+                                                                     -1, -1, -1, -1));
+    _mm_storel_epi64((__m128i *)p, _mm_or_si128(_mm256_castsi256_si128(low), _mm256_extracti128_si256(low, 1)));
+}
+
 #define LANES 16
 #define CELL int16_t
 #define CELL_NEG INT16_MIN
@@ -78,6 +89,7 @@ static inline void store_bytes_avx2(uint8_t *p, __m256i v)
 #define QV_BIAS INT16_MIN
 #define LANES_ENTRY align_lanes_avx2
 #include "align_lanes_body.h"
+#define V_STORE_NIBBLES(p, v) store_nibbles_avx2((p), (v))
 #define DIAG_ENTRY align_diag_avx2
 #include "align_diag_body.h"
 #endif /* WARPDP_X86_SIMD */

@@ -41,6 +41,8 @@ static inline __m512i make_score_table(const align_params *p)
 #define V_STORE_BYTES(p, v) _mm256_storeu_si256((__m256i *)(p), _mm512_cvtepi16_epi8(v))
 #define LANES_ENTRY align_lanes_avx512
 #include "align_lanes_body.h"
+#define V_STORE_NIBBLES(p, v) \
+    _mm_storeu_si128((__m128i *)(p), _mm512_cvtepi32_epi8(_mm512_or_si512((v), _mm512_srli_epi32((v), 12))))
 #define DIAG_ENTRY align_diag_avx512
 #include "align_diag_body.h"
 #endif /* WARPDP_X86_SIMD */

@@ -47,6 +47,8 @@ static inline score_table make_score_table(const align_params *p)
 #define V_STORE_BYTES(p, v) _mm_storeu_si128((__m128i *)(p), _mm512_cvtepi32_epi8(v))
 #define LANES_ENTRY align_lanes_avx512_i32
 #include "align_lanes_body.h"
+#define V_STORE_NIBBLES(p, v) \
+    _mm_storel_epi64((__m128i *)(p), _mm512_cvtepi64_epi8(_mm512_or_si512((v), _mm512_srli_epi64((v), 28))))
 #define DIAG_ENTRY align_diag_avx512_i32
 #include "align_diag_body.h"
 #endif /* WARPDP_X86_SIMD */

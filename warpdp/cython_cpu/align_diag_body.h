@@ -6,8 +6,11 @@
    it depends only on diagonals d - 1 (up, left) and d - 2 (diagonal), so LANES consecutive rows i are
    one vector with no dependency between them. Arrays are indexed by the row i ("slot"); each cell is
    the scalar kernel's (align_body.h: the same recurrences, the same traceback byte, the same best
-   cell), so the result is the scalar variant's bit for bit. The traceback bytes of diagonal d lie
-   together (offset[d] + i; cells with i, j >= 1 only), read back by align_trace_back.
+   cell), so the result is the scalar variant's bit for bit. The traceback bits (align_body.h's four,
+   two cells to a byte, halving the memory traffic that dominates long pairs) of diagonal d lie
+   together: cell (i, d - i) is nibble offset[d] + i (cells with i, j >= 1 only; each diagonal
+   starts on a byte), read back by align_trace_back. The includer also defines
+   V_STORE_NIBBLES(p, v): the low 4 bits of the LANES lanes, two to a byte (lane 2k low), to p.
 
    A diagonal's last vector may run past its last row: those slots hold values of no cell, and are
    overwritten (the next diagonal's bytes, a border written after the diagonal) or never read;
@@ -21,7 +24,7 @@ typedef struct {
     CELL *row_max, *row_j;    /* local, extension: each row's highest cell so far and its first column */
     CELL *last_row;           /* semi-global: H(m, j) */
     uint8_t *qc, *tc;         /* codes in order, for the traceback */
-    int64_t *offset;          /* traceback: diagonal d's byte of row i at bits[offset[d] + i] */
+    int64_t *offset;          /* traceback: diagonal d's row i in nibble offset[d] + i of bits */
     uint8_t *bits;
 } diag_work;
 
@@ -46,8 +49,8 @@ static int diag_reserve(diag_work *w, int trace, warpdp_workspace *ws)
     w->tc = w->qc + round64((size_t)w->m);
     w->offset = (int64_t *)(mem + 10 * slots + targets + last + codes);
     w->bits = NULL;
-    if (trace) { /* m * n bytes and one vector's overrun */
-        w->bits = warpdp_workspace_reserve(ws + 1, (size_t)w->m * (size_t)w->n + 2 * LANES);
+    if (trace) { /* m * n nibbles, a nibble per diagonal to start each on a byte, one vector's overrun */
+        w->bits = warpdp_workspace_reserve(ws + 1, ((size_t)w->m * (size_t)w->n + (size_t)(w->m + w->n)) / 2 + 2 * LANES);
         if (w->bits == NULL)
             return -1;
     }
@@ -83,7 +86,7 @@ static void diag_start(diag_work *w, const uint8_t *q, const uint8_t *t, const a
     for (int64_t d = 2; d <= m + n; d++) {
         const int64_t lo = d - n > 1 ? d - n : 1, hi = d - 1 < m ? d - 1 : m;
         w->offset[d] = at - lo;
-        at += hi - lo + 1;
+        at += (hi - lo + 2) & ~(int64_t)1;
     }
 }
 
@@ -114,7 +117,7 @@ static inline __attribute__((always_inline)) void diag_vector(diag_work *w, int6
                 b = V_BLEND(M_EQ(h, zero), b, V_SET1(3));
             b = V_ADD_WHERE(M_EQ(e, e_open), b, V_SET1(4));
             b = V_ADD_WHERE(M_EQ(f, f_open), b, V_SET1(8));
-            V_STORE_BYTES(w->bits + w->offset[d] + i, b);
+            V_STORE_NIBBLES(w->bits + ((w->offset[d] + i) >> 1), b);
         }
         if (stats == 1) { /* j ascends along a row, so '>' keeps the first column */
             const MASK higher = tail ? M_GT_WHERE(M_GT(V_SET1((CELL)(hi - i + 1)), iota), h, V_LOAD(w->row_max + i))

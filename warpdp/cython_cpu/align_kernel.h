@@ -76,8 +76,9 @@ static inline uint8_t align_base_code(uint8_t base)
 /* A traceback matrix (generic modes; bits as align_body.h describes): cell (i, j) at
    bits[(i * row + j) * stride], base codes q[k * seq_stride], t[k * seq_stride]. The SIMD
    variants' lanes keep one pair per lane, interleaved: stride and seq_stride = their lane count.
-   With diag_offset (the intra-pair kernel, align_diag_body.h), cells lie by anti-diagonal
-   instead: cell (i, j) at bits[diag_offset[i + j] + i] (i, j >= 1). */
+   With diag_offset (the intra-pair kernel, align_diag_body.h), cells lie by anti-diagonal, two
+   to a byte, instead: cell (i, j) in nibble k = diag_offset[i + j] + i, bits[k / 2]'s low half
+   for even k (i, j >= 1). */
 typedef struct {
     const uint8_t *bits, *q, *t;
     size_t row;
@@ -127,7 +128,7 @@ int align_lanes_avx512_i32(align_lane_batch *b, const align_params *p, warpdp_wo
 /* The SIMD variants' intra-pair path (align_diag_body.h), for long pairs (generic modes): one pair,
    bases as given, int16 cells where align_fits_int16 says the pair fits them (and, AVX2, the matrix
    fits bytes), else int32. ops (room for m + n + 2) receives the CIGAR when p->cigar. Local and
-   semi-global pairs need m * n bytes of traceback even without a CIGAR (their begins are traced
+   semi-global pairs need m * n / 2 bytes of traceback even without a CIGAR (their begins are traced
    back): the driver sends score-only ones only within ALIGN_DIAG_SCORE_TRACE_CELLS. 0, or -1 out of
    memory. Pairs whose longer sequence has at least ALIGN_DIAG_MIN_LENGTH bases take it (BENCHMARKS.md,
    "Alignment CPU SIMD": the measurement behind the threshold). */
