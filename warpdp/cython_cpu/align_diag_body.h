@@ -12,15 +12,17 @@
    starts on a byte), read back by align_trace_back. The includer also defines
    V_STORE_NIBBLES(p, v): the low 4 bits of the LANES lanes, two to a byte (lane 2k low), to p.
 
-   A diagonal's last vector may run past its last row: those slots hold values of no cell, and are
-   overwritten (the next diagonal's bytes, a border written after the diagonal) or never read;
-   the row statistics leave them out. */
+   A diagonal's vectors start at a multiple of LANES (aligned stores) at or below its first row lo,
+   and the last may run past its last row hi: the slots outside lo..hi hold values of no cell, and
+   are overwritten (the next diagonal's nibbles, a border written after the diagonal) or never read;
+   the best-cell statistics leave them out. Slot arrays have LANES slots of room below slot 0. */
 
 typedef struct {
     int64_t m, n;
     CELL *h[3], *e[2], *f[2]; /* by slot: H of three diagonals, E and F of two (rotating) */
     CELL *qv;                 /* qv[i] = 5 * code(q[i - 1]) + QV_BIAS */
-    CELL *tv;                 /* tv[k] = code(t[n - 1 - k]): cell (i, d - i)'s target code is tv[n - d + i] */
+    CELL *tv;                 /* tv[k] = code(t[n - 1 - k]): cell (i, d - i)'s target code is tv[n - d + i];
+                                 LANES entries of room below 0, as the slot arrays */
     CELL *row_max, *row_j;    /* local, extension: each row's highest cell so far and its first column */
     CELL *last_row;           /* semi-global: H(m, j) */
     uint8_t *qc, *tc;         /* codes in order, for the traceback */
@@ -30,8 +32,8 @@ typedef struct {
 
 static int diag_reserve(diag_work *w, int trace, warpdp_workspace *ws)
 {
-    const size_t slots = round64(((size_t)w->m + 2 * LANES) * sizeof(CELL));
-    const size_t targets = round64(((size_t)w->n + 2 * LANES) * sizeof(CELL));
+    const size_t slots = round64(((size_t)w->m + 3 * LANES) * sizeof(CELL));
+    const size_t targets = round64(((size_t)w->n + 3 * LANES) * sizeof(CELL));
     const size_t last = round64(((size_t)w->n + 1) * sizeof(CELL));
     const size_t codes = round64((size_t)w->m) + round64((size_t)w->n);
     const size_t offsets = round64(((size_t)(w->m + w->n) + 1) * sizeof(int64_t));
@@ -40,17 +42,18 @@ static int diag_reserve(diag_work *w, int trace, warpdp_workspace *ws)
         return -1;
     CELL *s[10];
     for (int k = 0; k < 10; k++)
-        s[k] = (CELL *)(mem + k * slots);
+        s[k] = (CELL *)(mem + k * slots) + LANES;
     w->h[0] = s[0], w->h[1] = s[1], w->h[2] = s[2], w->e[0] = s[3], w->e[1] = s[4];
     w->f[0] = s[5], w->f[1] = s[6], w->qv = s[7], w->row_max = s[8], w->row_j = s[9];
-    w->tv = (CELL *)(mem + 10 * slots);
+    w->tv = (CELL *)(mem + 10 * slots) + LANES;
     w->last_row = (CELL *)(mem + 10 * slots + targets);
     w->qc = (uint8_t *)(mem + 10 * slots + targets + last);
     w->tc = w->qc + round64((size_t)w->m);
     w->offset = (int64_t *)(mem + 10 * slots + targets + last + codes);
     w->bits = NULL;
-    if (trace) { /* m * n nibbles, a nibble per diagonal to start each on a byte, one vector's overrun */
-        w->bits = warpdp_workspace_reserve(ws + 1, ((size_t)w->m * (size_t)w->n + (size_t)(w->m + w->n)) / 2 + 2 * LANES);
+    if (trace) { /* m * n nibbles, up to LANES more per diagonal (its first vector's start), one vector's overrun */
+        w->bits = warpdp_workspace_reserve(ws + 1, ((size_t)w->m * (size_t)w->n + (size_t)(w->m + w->n) * LANES) / 2 +
+                                                       2 * LANES);
         if (w->bits == NULL)
             return -1;
     }
@@ -62,7 +65,7 @@ static void diag_start(diag_work *w, const uint8_t *q, const uint8_t *t, const a
 {
     const int64_t m = w->m, n = w->n;
     const int local = p->mode == ALIGN_LOCAL, free_row0 = p->mode == ALIGN_SEMIGLOBAL || local;
-    for (int64_t k = 0; k < m + 2 * LANES; k++) {
+    for (int64_t k = -LANES; k < m + 2 * LANES; k++) {
         const uint8_t c = k >= 1 && k <= m ? align_base_code(q[k - 1]) : 4;
         if (k >= 1 && k <= m)
             w->qc[k - 1] = c;
@@ -71,9 +74,9 @@ static void diag_start(diag_work *w, const uint8_t *q, const uint8_t *t, const a
         w->row_max[k] = (CELL)(local || k == 0 || k > m ? 0 : border(p->gap_first, p->gap_ext, k));
         w->row_j[k] = 0;
     }
-    for (int64_t k = 0; k < n + 2 * LANES; k++) {
-        const uint8_t c = k < n ? align_base_code(t[n - 1 - k]) : 4;
-        if (k < n)
+    for (int64_t k = -LANES; k < n + 2 * LANES; k++) {
+        const uint8_t c = k >= 0 && k < n ? align_base_code(t[n - 1 - k]) : 4;
+        if (k >= 0 && k < n)
             w->tc[n - 1 - k] = c;
         w->tv[k] = c;
     }
@@ -85,17 +88,19 @@ static void diag_start(diag_work *w, const uint8_t *q, const uint8_t *t, const a
     int64_t at = 0;
     for (int64_t d = 2; d <= m + n; d++) {
         const int64_t lo = d - n > 1 ? d - n : 1, hi = d - 1 < m ? d - 1 : m;
-        w->offset[d] = at - lo;
-        at += (hi - lo + 2) & ~(int64_t)1;
+        const int64_t start = lo & ~(int64_t)(LANES - 1);
+        w->offset[d] = at - start;
+        at += (hi - start + 2) & ~(int64_t)1;
     }
 }
 
-/* One diagonal's rows i .. i + LANES - 1 (diag_cells). tail: the diagonal's last vector, which may
-   run past its last row hi (those slots are left out of the statistics). stats: 1 each row's
+/* One diagonal's rows i .. i + LANES - 1 (diag_cells). edge: a vector with slots outside the
+   diagonal's rows lo..hi (left out of the statistics). stats: 1 each row's
    highest cell (extension with z-drop), 2 the diagonal's highest cell, in *top (local, extension). */
-static inline __attribute__((always_inline)) void diag_vector(diag_work *w, int64_t d, int64_t i, int64_t hi,
-                                                              SCORE_TABLE table, VEC first, VEC ext, VEC iota,
-                                                              int local, int trace, int stats, int tail, VEC *top)
+static inline __attribute__((always_inline)) void diag_vector(diag_work *w, int64_t d, int64_t i, int64_t lo,
+                                                              int64_t hi, SCORE_TABLE table, VEC first, VEC ext,
+                                                              VEC iota, int local, int trace, int stats, int edge,
+                                                              VEC *top)
 {
     const CELL *h2 = w->h[(d - 2) % 3], *h1 = w->h[(d - 1) % 3], *e1 = w->e[(d - 1) & 1], *f1 = w->f[(d - 1) & 1];
     CELL *h0 = w->h[d % 3], *e0 = w->e[d & 1], *f0 = w->f[d & 1];
@@ -119,14 +124,17 @@ static inline __attribute__((always_inline)) void diag_vector(diag_work *w, int6
             b = V_ADD_WHERE(M_EQ(f, f_open), b, V_SET1(8));
             V_STORE_NIBBLES(w->bits + ((w->offset[d] + i) >> 1), b);
         }
+        MASK valid;
+        if (edge && stats) /* slots lo - i .. hi - i */
+            valid = M_AND(M_GT(V_SET1((CELL)(hi - i + 1)), iota), M_GT(iota, V_SET1((CELL)(lo - i - 1))));
         if (stats == 1) { /* j ascends along a row, so '>' keeps the first column */
-            const MASK higher = tail ? M_GT_WHERE(M_GT(V_SET1((CELL)(hi - i + 1)), iota), h, V_LOAD(w->row_max + i))
-                                     : M_GT(h, V_LOAD(w->row_max + i));
+            const VEC row_max = V_LOAD(w->row_max + i);
+            const MASK higher = edge ? M_GT_WHERE(valid, h, row_max) : M_GT(h, row_max);
             const VEC j = V_SUBS(V_SET1((CELL)(d - i)), iota);
-            V_STORE(w->row_max + i, V_BLEND(higher, V_LOAD(w->row_max + i), h));
+            V_STORE(w->row_max + i, V_BLEND(higher, row_max, h));
             V_STORE(w->row_j + i, V_BLEND(higher, V_LOAD(w->row_j + i), j));
         } else if (stats == 2) {
-            *top = V_MAX(*top, tail ? V_BLEND(M_GT(V_SET1((CELL)(hi - i + 1)), iota), V_SET1(CELL_NEG), h) : h);
+            *top = V_MAX(*top, edge ? V_BLEND(valid, V_SET1(CELL_NEG), h) : h);
         }
     }
 }
@@ -139,11 +147,15 @@ static inline __attribute__((always_inline)) CELL diag_cells(diag_work *w, int64
 {
     const int64_t lo = d - w->n > 1 ? d - w->n : 1, hi = d - 1 < w->m ? d - 1 : w->m;
     VEC top = V_SET1(CELL_NEG);
-    int64_t i = lo;
+    int64_t i = lo & ~(int64_t)(LANES - 1);
+    if (i < lo || i + LANES - 1 > hi) {
+        diag_vector(w, d, i, lo, hi, table, first, ext, iota, local, trace, stats, 1, &top);
+        i += LANES;
+    }
     for (; i + LANES - 1 <= hi; i += LANES)
-        diag_vector(w, d, i, hi, table, first, ext, iota, local, trace, stats, 0, &top);
+        diag_vector(w, d, i, lo, hi, table, first, ext, iota, local, trace, stats, 0, &top);
     if (i <= hi)
-        diag_vector(w, d, i, hi, table, first, ext, iota, local, trace, stats, 1, &top);
+        diag_vector(w, d, i, lo, hi, table, first, ext, iota, local, trace, stats, 1, &top);
     if (stats != 2)
         return 0;
     CELL lanes[LANES], highest = CELL_NEG;
