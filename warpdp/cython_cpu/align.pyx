@@ -17,14 +17,14 @@ MODE_CODES = {"global": 0, "semiglobal": 1, "local": 2, "extension": 3, "gatk": 
 OVERHANG_CODES = {"SOFTCLIP": 0, "INDEL": 1, "LEADING_INDEL": 2, "IGNORE": 3}
 
 
-# Test hook: pairs whose longer sequence has at least this many bases take the SIMD variants'
-# intra-pair kernel; 0: the C driver's ALIGN_DIAG_MIN_LENGTH.
+# Test hook: > 0, every generic-mode pair whose longer sequence has at least this many bases takes
+# the SIMD variants' intra-pair kernel, whatever the output; 0: the C driver's choice.
 _diag_min_length = 0
 
 
 def set_diag_min_length(length: int) -> int:
-    """Set the intra-pair kernel's length threshold (tests: to reach it with short pairs; 0: the
-    default); returns the previous setting."""
+    """Set the test hook above (tests reach the intra-pair kernel with short pairs; 0: the driver's
+    choice); returns the previous setting."""
     global _diag_min_length
     if not isinstance(length, int) or not 0 <= length <= 2**31:
         raise ValueError(f"length must be an int in 0..2**31, got {length!r}")

@@ -32,8 +32,9 @@ typedef struct {
     int32_t match, mismatch, gap_open, gap_extend; /* GATK only, as GATK's SWParameters (added to the score) */
     int cigar;                /* 1: write CIGARs (needs the traceback matrix) */
     int64_t max_traceback_cells; /* per pair; a pair needing more is refused */
-    int64_t diag_min_length;  /* SIMD variants: pairs whose longer sequence has at least this many bases
-                                 take the intra-pair kernel; <= 0: ALIGN_DIAG_MIN_LENGTH (tests lower it) */
+    int64_t diag_min_length;  /* test hook; > 0: SIMD variants send every generic pair whose longer sequence
+                                 has at least this many bases to the intra-pair kernel; <= 0: the
+                                 driver's choice (align_diag_min_length) */
 } align_params;
 
 typedef struct {
@@ -127,13 +128,17 @@ int align_lanes_avx512_i32(align_lane_batch *b, const align_params *p, warpdp_wo
 
 /* The SIMD variants' intra-pair path (align_diag_body.h), for long pairs (generic modes): one pair,
    bases as given, int16 cells where align_fits_int16 says the pair fits them (and, AVX2, the matrix
-   fits bytes), else int32. ops (room for m + n + 2) receives the CIGAR when p->cigar. Local and
-   semi-global pairs need m * n / 2 bytes of traceback even without a CIGAR (their begins are traced
-   back): the driver sends score-only ones only within ALIGN_DIAG_SCORE_TRACE_CELLS. 0, or -1 out of
-   memory. Pairs whose longer sequence has at least ALIGN_DIAG_MIN_LENGTH bases take it (BENCHMARKS.md,
-   "Alignment CPU SIMD": the measurement behind the threshold). */
-#define ALIGN_DIAG_MIN_LENGTH 768
+   fits bytes), else int32. ops (room for m + n + 2) receives the CIGAR when p->cigar. 0, or -1 out of
+   memory. The driver sends it the pairs that need traceback bits (a CIGAR, or local and semi-global
+   begins, traced back too) whose longer sequence has at least align_diag_min_length(isa) bases
+   (below, the lanes are faster; above, a batch's traceback, lanes x cells bytes, outgrows the
+   caches: BENCHMARKS.md, "Alignment (issue 26): CPU SIMD variants"), score-only ones only within
+   ALIGN_DIAG_SCORE_TRACE_CELLS (about half a byte per cell), and the pairs over ALIGN_LANE_MAX_LENGTH. */
 #define ALIGN_DIAG_SCORE_TRACE_CELLS ((int64_t)1 << 25)
+static inline int64_t align_diag_min_length(int isa)
+{
+    return isa == WARPDP_ISA_AVX512 ? 896 : ALIGN_LANE_TRACE_SIDE + 1;
+}
 typedef int (*align_diag_kernel)(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, const align_params *p,
                                  align_result *res, uint32_t *ops, warpdp_workspace *ws);
 int align_diag_avx2(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, const align_params *p,
