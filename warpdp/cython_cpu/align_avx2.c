@@ -4,6 +4,7 @@
 #if WARPDP_X86_SIMD /* the whole file: x86 only (cpu_common.h) */
 #pragma GCC target("avx2")
 #include <immintrin.h>
+#include <string.h>
 #include "align_kernel.h"
 
 /* Entries 0-15 and 16-31 of the matrix plus 128 (so unsigned bytes), each table in both halves

@@ -3,6 +3,7 @@
 #if WARPDP_X86_SIMD /* the whole file: x86 only (cpu_common.h) */
 #pragma GCC target("avx512f,avx512bw")
 #include <immintrin.h>
+#include <string.h>
 #include "align_kernel.h"
 
 /* The 5x5 matrix in the first 25 of 32 int16 entries, looked up with one vpermw. */

@@ -1,21 +1,28 @@
 /* Body of the align family's intra-pair SIMD kernel for long pairs (generic modes), included once per
    (instruction set, cell type) after align_lanes_body.h, whose macros (LANES, CELL, VEC, V_*, M_*,
-   SCORE_TABLE, QV_BIAS) and helpers (round64, border) it uses; the includer defines DIAG_ENTRY.
+   SCORE_TABLE, QV_BIAS) and helpers (round64, border) it uses. The includer defines DIAG_ENTRY and
+   V_STORE_NIBBLES(p, v): the low 4 bits of the LANES lanes, two to a byte (lane 2k low), to p.
 
    One pair, anti-diagonal by anti-diagonal: diagonal d holds the cells (i, d - i), and every cell of
    it depends only on diagonals d - 1 (up, left) and d - 2 (diagonal), so LANES consecutive rows i are
    one vector with no dependency between them. Arrays are indexed by the row i ("slot"); each cell is
-   the scalar kernel's (align_body.h: the same recurrences, the same traceback byte, the same best
-   cell), so the result is the scalar variant's bit for bit. The traceback bits (align_body.h's four,
-   two cells to a byte, halving the memory traffic that dominates long pairs) of diagonal d lie
-   together: cell (i, d - i) is nibble offset[d] + i (cells with i, j >= 1 only; each diagonal
-   starts on a byte), read back by align_trace_back. The includer also defines
-   V_STORE_NIBBLES(p, v): the low 4 bits of the LANES lanes, two to a byte (lane 2k low), to p.
+   the scalar kernel's (align_body.h: the same recurrences, traceback bits and best cell), so the
+   result is the scalar variant's bit for bit.
+
+   Traceback in linear memory: the pass keeps no traceback bits, only every K-th pair of diagonals
+   (a checkpoint). align_trace_back asks for cells along its path, diagonal after diagonal downwards
+   and never to a higher row; for a cell before the block of diagonals computed last, the block
+   holding it (K diagonals from a checkpoint) is computed again with traceback bits, in a window of
+   rows: a path entering the block in row i1 at diagonal d1 stays in rows >= i1 - (d1 - d) at
+   diagonal d, and a cell in row i of diagonal d0 + t is right once its window's rows start at or
+   below i - t (each diagonal depends on the row above), so rows i1 - K - 1 .. i1 suffice: about
+   2 K (m + n) cells again in all, a few per cent of the pass.
 
    A diagonal's vectors start at a multiple of LANES (aligned stores) at or below its first row lo,
-   and the last may run past its last row hi: the slots outside lo..hi hold values of no cell, and
-   are overwritten (the next diagonal's nibbles, a border written after the diagonal) or never read;
-   the best-cell statistics leave them out. Slot arrays have LANES slots of room below slot 0. */
+   and the last may run past its last row hi: the slots outside lo..hi hold values of no cell and
+   are overwritten (a border written after the diagonal, the next diagonal's traceback bits) or
+   never read; the best-cell statistics leave them out. Slot arrays have LANES slots of room below
+   slot 0. */
 
 typedef struct {
     int64_t m, n;
@@ -26,11 +33,19 @@ typedef struct {
     CELL *row_max, *row_j;    /* local, extension: each row's highest cell so far and its first column */
     CELL *last_row;           /* semi-global: H(m, j) */
     uint8_t *qc, *tc;         /* codes in order, for the traceback */
-    int64_t *offset;          /* traceback: diagonal d's row i in nibble offset[d] + i of bits */
+    int64_t slot_cells;       /* cells of a slot array, with its room below slot 0 */
+    int64_t block;            /* K: diagonals per checkpoint */
+    CELL *checkpoints;        /* checkpoint c: H of diagonals cK and cK + 1, E and F of cK + 1 */
+    const align_params *p;
+    int64_t block_first;      /* the block computed last: its first diagonal (0: none yet) */
+    int64_t *offset;          /* that block: diagonal d's row i in nibble offset[d] + i of bits */
     uint8_t *bits;
 } diag_work;
 
-static int diag_reserve(diag_work *w, int trace, warpdp_workspace *ws)
+#define DIAG_MIN_BLOCK 64
+#define DIAG_CHECKPOINT_BYTES ((size_t)1 << 24) /* K doubles until the checkpoints fit */
+
+static int diag_reserve(diag_work *w, int keep, warpdp_workspace *ws)
 {
     const size_t slots = round64(((size_t)w->m + 3 * LANES) * sizeof(CELL));
     const size_t targets = round64(((size_t)w->n + 3 * LANES) * sizeof(CELL));
@@ -50,17 +65,27 @@ static int diag_reserve(diag_work *w, int trace, warpdp_workspace *ws)
     w->qc = (uint8_t *)(mem + 10 * slots + targets + last);
     w->tc = w->qc + round64((size_t)w->m);
     w->offset = (int64_t *)(mem + 10 * slots + targets + last + codes);
+    w->slot_cells = (int64_t)(slots / sizeof(CELL));
     w->bits = NULL;
-    if (trace) { /* m * n nibbles, up to LANES more per diagonal (its first vector's start), one vector's overrun */
-        w->bits = warpdp_workspace_reserve(ws + 1, ((size_t)w->m * (size_t)w->n + (size_t)(w->m + w->n) * LANES) / 2 +
-                                                       2 * LANES);
-        if (w->bits == NULL)
+    w->checkpoints = NULL;
+    w->block_first = 0;
+    if (keep) {
+        w->block = DIAG_MIN_BLOCK;
+        while ((size_t)((w->m + w->n) / w->block + 1) * 4 * slots > DIAG_CHECKPOINT_BYTES)
+            w->block *= 2;
+        const size_t kept = (size_t)((w->m + w->n) / w->block + 1) * 4 * slots;
+        /* a block's bits: K diagonals of K + 2 rows, LANES more each (vector ends), one vector's overrun */
+        const size_t block_bits = round64((size_t)w->block * (size_t)(w->block + 2 + 2 * LANES) / 2 + LANES);
+        char *more = warpdp_workspace_reserve(ws + 1, kept + block_bits);
+        if (more == NULL)
             return -1;
+        w->checkpoints = (CELL *)more;
+        w->bits = (uint8_t *)(more + kept);
     }
     return 0;
 }
 
-/* Codes, borders of diagonals 0 and 1, the row statistics' starts and the traceback offsets. */
+/* Codes, borders of diagonals 0 and 1, the row statistics' starts. */
 static void diag_start(diag_work *w, const uint8_t *q, const uint8_t *t, const align_params *p)
 {
     const int64_t m = w->m, n = w->n;
@@ -85,12 +110,19 @@ static void diag_start(diag_work *w, const uint8_t *q, const uint8_t *t, const a
     w->h[1][0] = (CELL)(free_row0 ? 0 : border(p->gap_first, p->gap_ext, 1));
     w->h[1][1] = (CELL)(local ? 0 : border(p->gap_first, p->gap_ext, 1));
     w->last_row[0] = (CELL)(local ? 0 : border(p->gap_first, p->gap_ext, m)); /* H(m, 0) */
-    int64_t at = 0;
-    for (int64_t d = 2; d <= m + n; d++) {
-        const int64_t lo = d - n > 1 ? d - n : 1, hi = d - 1 < m ? d - 1 : m;
-        const int64_t start = lo & ~(int64_t)(LANES - 1);
-        w->offset[d] = at - start;
-        at += (hi - start + 2) & ~(int64_t)1;
+}
+
+/* Checkpoint c (save) or back (restore): the arrays of diagonals d - 1 and d = cK + 1. */
+static void diag_checkpoint(diag_work *w, int64_t c, int64_t d, int restore)
+{
+    CELL *arrays[4] = {w->h[(d - 1) % 3], w->h[d % 3], w->e[d & 1], w->f[d & 1]};
+    CELL *kept = w->checkpoints + c * 4 * w->slot_cells;
+    for (int k = 0; k < 4; k++) {
+        CELL *from = arrays[k] - LANES, *to = kept + k * w->slot_cells;
+        if (restore)
+            memcpy(from, to, (size_t)w->slot_cells * sizeof(CELL));
+        else
+            memcpy(to, from, (size_t)w->slot_cells * sizeof(CELL));
     }
 }
 
@@ -139,14 +171,19 @@ static inline __attribute__((always_inline)) void diag_vector(diag_work *w, int6
     }
 }
 
-/* Diagonal d from d - 1 and d - 2 (h[(d - 1) % 3], h[(d - 2) % 3], e[(d - 1) & 1], f[(d - 1) & 1]).
-   Flags are constants where diag_pass calls it: local (floor at 0), trace (traceback bytes), stats
-   (diag_vector). Returns the diagonal's highest cell (stats 2). */
-static inline __attribute__((always_inline)) CELL diag_cells(diag_work *w, int64_t d, SCORE_TABLE table, VEC first,
-                                                             VEC ext, VEC iota, int local, int trace, int stats)
+/* Diagonal d's rows within from..to, from d - 1 and d - 2 (h[(d - 1) % 3], h[(d - 2) % 3],
+   e[(d - 1) & 1], f[(d - 1) & 1]). Flags are constants where the callers call it: local (floor at 0),
+   trace (traceback bits), stats (diag_vector). Returns the diagonal's highest cell (stats 2). */
+static inline __attribute__((always_inline)) CELL diag_cells(diag_work *w, int64_t d, int64_t from, int64_t to,
+                                                             SCORE_TABLE table, VEC first, VEC ext, VEC iota,
+                                                             int local, int trace, int stats)
 {
-    const int64_t lo = d - w->n > 1 ? d - w->n : 1, hi = d - 1 < w->m ? d - 1 : w->m;
+    int64_t lo = d - w->n > 1 ? d - w->n : 1, hi = d - 1 < w->m ? d - 1 : w->m;
+    lo = lo > from ? lo : from;
+    hi = hi < to ? hi : to;
     VEC top = V_SET1(CELL_NEG);
+    if (lo > hi)
+        return CELL_NEG;
     int64_t i = lo & ~(int64_t)(LANES - 1);
     if (i < lo || i + LANES - 1 > hi) {
         diag_vector(w, d, i, lo, hi, table, first, ext, iota, local, trace, stats, 1, &top);
@@ -206,35 +243,49 @@ static inline int diag_row_done(const diag_work *w, const align_params *p, int64
     return (int64_t)*best - row_max > (int64_t)p->zdrop + (int64_t)p->gap_ext * (off < 0 ? -off : off);
 }
 
-/* Every diagonal, with the borders of each written after it; fills score and end cell. */
+/* The borders of diagonal d, written after it: cells (0, d) and (d, 0). */
+static inline void diag_borders(diag_work *w, const align_params *p, int64_t d)
+{
+    const int local = p->mode == ALIGN_LOCAL, free_row0 = p->mode == ALIGN_SEMIGLOBAL || local;
+    CELL *h0 = w->h[d % 3];
+    if (d <= w->n) {
+        h0[0] = (CELL)(free_row0 ? 0 : border(p->gap_first, p->gap_ext, d));
+        w->f[d & 1][0] = CELL_NEG;
+    }
+    if (d <= w->m) {
+        h0[d] = (CELL)(local ? 0 : border(p->gap_first, p->gap_ext, d));
+        w->e[d & 1][d] = CELL_NEG;
+    }
+}
+
+static inline VEC diag_iota(void)
+{
+    CELL lanes[LANES];
+    for (int l = 0; l < LANES; l++)
+        lanes[l] = (CELL)l;
+    return V_LOAD(lanes);
+}
+
+/* Every diagonal, with its borders and (keep) the checkpoints; fills score and end cell. */
 static inline __attribute__((always_inline)) void diag_pass(diag_work *w, const align_params *p, int local,
-                                                            int trace, int stats, align_result *res)
+                                                            int stats, int keep, align_result *res)
 {
     const int64_t m = w->m, n = w->n;
-    const int free_row0 = p->mode == ALIGN_SEMIGLOBAL || local;
     const SCORE_TABLE table = MAKE_SCORE_TABLE(p);
-    const VEC first = V_SET1((CELL)p->gap_first), ext = V_SET1((CELL)p->gap_ext);
-    CELL iota_lanes[LANES];
-    for (int l = 0; l < LANES; l++)
-        iota_lanes[l] = (CELL)l;
-    const VEC iota = V_LOAD(iota_lanes);
+    const VEC first = V_SET1((CELL)p->gap_first), ext = V_SET1((CELL)p->gap_ext), iota = diag_iota();
     int32_t best = 0; /* local and extension: (0, 0) counts */
     int64_t bi = 0, bj = 0;
+    if (keep)
+        diag_checkpoint(w, 0, 1, 0);
     for (int64_t d = 2; d <= m + n; d++) {
-        const CELL top = diag_cells(w, d, table, first, ext, iota, local, trace, stats);
+        const CELL top = diag_cells(w, d, 1, m, table, first, ext, iota, local, 0, stats);
         if (stats == 2)
             diag_best(w, d, top, &best, &bi, &bj);
-        CELL *h0 = w->h[d % 3];
-        if (d <= n) { /* cell (0, d) */
-            h0[0] = (CELL)(free_row0 ? 0 : border(p->gap_first, p->gap_ext, d));
-            w->f[d & 1][0] = CELL_NEG;
-        }
-        if (d <= m) { /* cell (d, 0) */
-            h0[d] = (CELL)(local ? 0 : border(p->gap_first, p->gap_ext, d));
-            w->e[d & 1][d] = CELL_NEG;
-        }
+        diag_borders(w, p, d);
+        if (keep && (d - 1) % w->block == 0)
+            diag_checkpoint(w, (d - 1) / w->block, d, 0);
         if (d > m && p->mode == ALIGN_SEMIGLOBAL)
-            w->last_row[d - m] = h0[m];
+            w->last_row[d - m] = w->h[d % 3][m];
         if (stats == 1 && d > n && diag_row_done(w, p, d - n, &best, &bi, &bj)) /* row d - n is complete */
             break;
     }
@@ -256,39 +307,74 @@ static inline __attribute__((always_inline)) void diag_pass(diag_work *w, const 
     res->t_end = bj;
 }
 
+/* The block holding diagonal d again, up to d, with traceback bits, in rows row - (d - d0) - 1 ..
+   row (module doc). */
+static void diag_block(diag_work *w, int64_t d, int64_t row)
+{
+    const align_params *p = w->p;
+    const int64_t c = (d - 2) / w->block, d0 = c * w->block + 2, from = row - (d - d0) - 1;
+    diag_checkpoint(w, c, d0 - 1, 1);
+    int64_t at = 0;
+    for (int64_t k = d0; k <= d; k++) {
+        int64_t lo = k - w->n > 1 ? k - w->n : 1, hi = k - 1 < w->m ? k - 1 : w->m;
+        lo = lo > from ? lo : from;
+        hi = hi < row ? hi : row;
+        const int64_t start = lo & ~(int64_t)(LANES - 1);
+        w->offset[k] = at - start;
+        at += lo > hi ? 0 : (hi - start + 2) & ~(int64_t)1;
+    }
+    const SCORE_TABLE table = MAKE_SCORE_TABLE(p);
+    const VEC first = V_SET1((CELL)p->gap_first), ext = V_SET1((CELL)p->gap_ext), iota = diag_iota();
+    for (int64_t k = d0; k <= d; k++) {
+        if (p->mode == ALIGN_LOCAL)
+            diag_cells(w, k, from, row, table, first, ext, iota, 1, 1, 0);
+        else
+            diag_cells(w, k, from, row, table, first, ext, iota, 0, 1, 0);
+        diag_borders(w, p, k);
+    }
+    w->block_first = d0;
+}
+
+/* align_trace's fetch: cell (i, j)'s traceback bits. */
+static uint8_t diag_fetch(void *context, int64_t i, int64_t j)
+{
+    diag_work *w = context;
+    const int64_t d = i + j;
+    if (w->block_first == 0 || d < w->block_first)
+        diag_block(w, d, i);
+    const int64_t k = w->offset[d] + i;
+    return (uint8_t)((w->bits[k >> 1] >> ((k & 1) << 2)) & 0xF);
+}
+
 int DIAG_ENTRY(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, const align_params *p, align_result *res,
                uint32_t *ops, warpdp_workspace *ws)
 {
     const int mode = p->mode, local = mode == ALIGN_LOCAL;
     /* score-only begins of local and semi-global pairs are traced back too */
-    const int trace = p->cigar || local || mode == ALIGN_SEMIGLOBAL;
+    const int keep = p->cigar || local || mode == ALIGN_SEMIGLOBAL;
     diag_work w;
     w.m = m;
     w.n = n;
-    if (diag_reserve(&w, trace, ws) != 0)
+    w.p = p;
+    if (diag_reserve(&w, keep, ws) != 0)
         return -1;
     diag_start(&w, q, t, p);
-    const int zdrop = mode == ALIGN_EXTENSION && p->zdrop >= 0;
     if (local)
-        diag_pass(&w, p, 1, 1, 2, res);
-    else if (zdrop)
-        diag_pass(&w, p, 0, trace, 1, res); /* rarer: one loop for both outputs */
-    else if (mode == ALIGN_EXTENSION && trace)
-        diag_pass(&w, p, 0, 1, 2, res);
+        diag_pass(&w, p, 1, 2, 1, res);
+    else if (mode == ALIGN_EXTENSION && p->zdrop >= 0)
+        diag_pass(&w, p, 0, 1, keep, res);
     else if (mode == ALIGN_EXTENSION)
-        diag_pass(&w, p, 0, 0, 2, res);
-    else if (trace)
-        diag_pass(&w, p, 0, 1, 0, res);
+        diag_pass(&w, p, 0, 2, keep, res);
     else
-        diag_pass(&w, p, 0, 0, 0, res);
+        diag_pass(&w, p, 0, 0, keep, res);
     res->n_ops = 0;
     res->q_begin = res->t_begin = 0;
     if (local && res->score == 0) { /* nothing scores above 0: the empty alignment */
         res->q_end = res->t_end = 0;
         return 0;
     }
-    if (trace) {
-        const align_trace tr = {w.bits, w.qc, w.tc, 0, 1, 1, w.offset};
+    if (keep) {
+        const align_trace tr = {NULL, w.qc, w.tc, 0, 1, 1, diag_fetch, &w};
         align_trace_back(&tr, mode, res->q_end, res->t_end, p->cigar ? ops : NULL, res);
     }
     return 0;

@@ -182,17 +182,13 @@ static int pair_cells(const align_pairs *pairs, const align_params *p, int32_t l
     if (p->mode == ALIGN_GATK)
         return CELLS_SCALAR;
     const int64_t longer = m > n ? m : n;
-    /* score-only local and semi-global begins are traced back (align_kernel.h) */
-    const int64_t trace_budget = p->max_traceback_cells < ALIGN_DIAG_SCORE_TRACE_CELLS ? p->max_traceback_cells
-                                                                                        : ALIGN_DIAG_SCORE_TRACE_CELLS;
     const int begins = !p->cigar && (p->mode == ALIGN_LOCAL || p->mode == ALIGN_SEMIGLOBAL);
-    const int diag_ok = !begins || (m + 1) * (n + 1) <= trace_budget;
     int diag;
     if (p->diag_min_length > 0) /* the test hook: every output */
         diag = longer >= p->diag_min_length;
     else /* traceback bits (CIGAR or begins) from the ISA's threshold; without, where the lanes cannot go */
         diag = (p->cigar || begins) ? longer >= align_diag_min_length(isa) : longer > ALIGN_LANE_MAX_LENGTH;
-    if (diag && diag_ok)
+    if (diag)
         return pair_fits_int16(p, m, n, largest, top, isa) ? CELLS_DIAG16 : CELLS_DIAG32;
     if (m > ALIGN_LANE_MAX_LENGTH || n > ALIGN_LANE_MAX_LENGTH ||
         (p->cigar && (m > ALIGN_LANE_TRACE_SIDE || n > ALIGN_LANE_TRACE_SIDE)))

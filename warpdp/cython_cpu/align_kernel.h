@@ -77,14 +77,15 @@ static inline uint8_t align_base_code(uint8_t base)
 /* A traceback matrix (generic modes; bits as align_body.h describes): cell (i, j) at
    bits[(i * row + j) * stride], base codes q[k * seq_stride], t[k * seq_stride]. The SIMD
    variants' lanes keep one pair per lane, interleaved: stride and seq_stride = their lane count.
-   With diag_offset (the intra-pair kernel, align_diag_body.h), cells lie by anti-diagonal, two
-   to a byte, instead: cell (i, j) in nibble k = diag_offset[i + j] + i, bits[k / 2]'s low half
-   for even k (i, j >= 1). */
+   With fetch (the intra-pair kernel, align_diag_body.h), cells (i, j >= 1) come from
+   fetch(context, i, j) instead, asked for along the path only, diagonal i + j never rising, row
+   never rising. */
 typedef struct {
     const uint8_t *bits, *q, *t;
     size_t row;
     ptrdiff_t stride, seq_stride;
-    const int64_t *diag_offset;
+    uint8_t (*fetch)(void *context, int64_t i, int64_t j);
+    void *context;
 } align_trace;
 
 /* Traces back from (bi, bj): ops (room for bi + bj + 2) receives the CIGAR, res the begins and
@@ -128,13 +129,12 @@ int align_lanes_avx512_i32(align_lane_batch *b, const align_params *p, warpdp_wo
 
 /* The SIMD variants' intra-pair path (align_diag_body.h), for long pairs (generic modes): one pair,
    bases as given, int16 cells where align_fits_int16 says the pair fits them (and, AVX2, the matrix
-   fits bytes), else int32. ops (room for m + n + 2) receives the CIGAR when p->cigar. 0, or -1 out of
-   memory. The driver sends it the pairs that need traceback bits (a CIGAR, or local and semi-global
-   begins, traced back too) whose longer sequence has at least align_diag_min_length(isa) bases
-   (below, the lanes are faster; above, a batch's traceback, lanes x cells bytes, outgrows the
-   caches: BENCHMARKS.md, "Alignment (issue 26): CPU SIMD variants"), score-only ones only within
-   ALIGN_DIAG_SCORE_TRACE_CELLS (about half a byte per cell), and the pairs over ALIGN_LANE_MAX_LENGTH. */
-#define ALIGN_DIAG_SCORE_TRACE_CELLS ((int64_t)1 << 25)
+   fits bytes), else int32; memory linear in the lengths (traceback from checkpoints). ops (room for
+   m + n + 2) receives the CIGAR when p->cigar. 0, or -1 out of memory. The driver sends it the pairs
+   that need traceback (a CIGAR, or local and semi-global begins, traced back too) whose longer
+   sequence has at least align_diag_min_length(isa) bases (below, the lanes are faster; above, a
+   batch's traceback, lanes x cells bytes, outgrows the caches: BENCHMARKS.md, "Alignment (issue
+   26): CPU SIMD variants"), and the pairs over ALIGN_LANE_MAX_LENGTH. */
 static inline int64_t align_diag_min_length(int isa)
 {
     return isa == WARPDP_ISA_AVX512 ? 896 : ALIGN_LANE_TRACE_SIDE + 1;

@@ -6,10 +6,8 @@
 /* Cell (i, j)'s bits, for a matrix of `row` cells per row whose cells lie `stride` bytes apart. */
 static inline uint8_t cell(const align_trace *tr, int64_t i, int64_t j)
 {
-    if (tr->diag_offset != NULL) {
-        const int64_t k = tr->diag_offset[i + j] + i;
-        return (uint8_t)((tr->bits[k >> 1] >> ((k & 1) << 2)) & 0xF);
-    }
+    if (tr->fetch != NULL)
+        return tr->fetch(tr->context, i, j);
     return tr->bits[((size_t)i * tr->row + (size_t)j) * tr->stride];
 }
 
