@@ -112,17 +112,20 @@ static void diag_start(diag_work *w, const uint8_t *q, const uint8_t *t, const a
     w->last_row[0] = (CELL)(local ? 0 : border(p->gap_first, p->gap_ext, m)); /* H(m, 0) */
 }
 
-/* Checkpoint c (save) or back (restore): the arrays of diagonals d - 1 and d = cK + 1. */
-static void diag_checkpoint(diag_work *w, int64_t c, int64_t d, int restore)
+/* Checkpoint c (save) or back (restore, slots from..to only): the arrays of diagonals d - 1 and
+   d = cK + 1. */
+static void diag_checkpoint(diag_work *w, int64_t c, int64_t d, int restore, int64_t from, int64_t to)
 {
     CELL *arrays[4] = {w->h[(d - 1) % 3], w->h[d % 3], w->e[d & 1], w->f[d & 1]};
-    CELL *kept = w->checkpoints + c * 4 * w->slot_cells;
+    const CELL *kept = w->checkpoints + c * 4 * w->slot_cells;
+    from = from > -LANES ? from : -LANES;
+    to = to < w->slot_cells - LANES - 1 ? to : w->slot_cells - LANES - 1;
     for (int k = 0; k < 4; k++) {
-        CELL *from = arrays[k] - LANES, *to = kept + k * w->slot_cells;
+        CELL *live = arrays[k] + from, *copy = (CELL *)kept + k * w->slot_cells + LANES + from;
         if (restore)
-            memcpy(from, to, (size_t)w->slot_cells * sizeof(CELL));
+            memcpy(live, copy, (size_t)(to - from + 1) * sizeof(CELL));
         else
-            memcpy(to, from, (size_t)w->slot_cells * sizeof(CELL));
+            memcpy(copy, live, (size_t)(to - from + 1) * sizeof(CELL));
     }
 }
 
@@ -276,14 +279,14 @@ static inline __attribute__((always_inline)) void diag_pass(diag_work *w, const 
     int32_t best = 0; /* local and extension: (0, 0) counts */
     int64_t bi = 0, bj = 0;
     if (keep)
-        diag_checkpoint(w, 0, 1, 0);
+        diag_checkpoint(w, 0, 1, 0, -LANES, m + 2 * LANES);
     for (int64_t d = 2; d <= m + n; d++) {
         const CELL top = diag_cells(w, d, 1, m, table, first, ext, iota, local, 0, stats);
         if (stats == 2)
             diag_best(w, d, top, &best, &bi, &bj);
         diag_borders(w, p, d);
         if (keep && (d - 1) % w->block == 0)
-            diag_checkpoint(w, (d - 1) / w->block, d, 0);
+            diag_checkpoint(w, (d - 1) / w->block, d, 0, -LANES, m + 2 * LANES);
         if (d > m && p->mode == ALIGN_SEMIGLOBAL)
             w->last_row[d - m] = w->h[d % 3][m];
         if (stats == 1 && d > n && diag_row_done(w, p, d - n, &best, &bi, &bj)) /* row d - n is complete */
@@ -313,7 +316,8 @@ static void diag_block(diag_work *w, int64_t d, int64_t row)
 {
     const align_params *p = w->p;
     const int64_t c = (d - 2) / w->block, d0 = c * w->block + 2, from = row - (d - d0) - 1;
-    diag_checkpoint(w, c, d0 - 1, 1);
+    /* the rows the window's vectors read: from its first vector's start - 1 to its last's end */
+    diag_checkpoint(w, c, d0 - 1, 1, (from & ~(int64_t)(LANES - 1)) - LANES, row + 2 * LANES);
     int64_t at = 0;
     for (int64_t k = d0; k <= d; k++) {
         int64_t lo = k - w->n > 1 ? k - w->n : 1, hi = k - 1 < w->m ? k - 1 : w->m;
