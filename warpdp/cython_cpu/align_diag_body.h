@@ -132,14 +132,22 @@ static void diag_checkpoint(diag_work *w, int64_t c, int64_t d, int restore, int
 /* One diagonal's rows i .. i + LANES - 1 (diag_cells). edge: a vector with slots outside the
    diagonal's rows lo..hi (left out of the statistics). stats: 1 each row's
    highest cell (extension with z-drop), 2 the diagonal's highest cell, in *top (local, extension). */
-static inline __attribute__((always_inline)) void diag_vector(diag_work *w, int64_t d, int64_t i, int64_t lo,
+/* Diagonal d's arrays, taken out of diag_work once per diagonal (stores through CELL pointers could
+   alias it, so the compiler would load them again for every vector). */
+typedef struct {
+    const CELL *h2, *h1, *e1, *f1, *tv, *qv;
+    CELL *h0, *e0, *f0, *row_max, *row_j;
+    uint8_t *bits; /* nibble offset[d] + i: bits[(offset[d] + i) / 2] */
+    int64_t offset;
+} diag_rows;
+
+static inline __attribute__((always_inline)) void diag_vector(diag_rows r, int64_t d, int64_t i, int64_t lo,
                                                               int64_t hi, SCORE_TABLE table, VEC first, VEC ext,
                                                               VEC iota, int local, int trace, int stats, int edge,
                                                               VEC *top)
 {
-    const CELL *h2 = w->h[(d - 2) % 3], *h1 = w->h[(d - 1) % 3], *e1 = w->e[(d - 1) & 1], *f1 = w->f[(d - 1) & 1];
-    CELL *h0 = w->h[d % 3], *e0 = w->e[d & 1], *f0 = w->f[d & 1];
-    const CELL *tv = w->tv + (w->n - d), *qv = w->qv;
+    const CELL *h2 = r.h2, *h1 = r.h1, *e1 = r.e1, *f1 = r.f1, *tv = r.tv, *qv = r.qv;
+    CELL *h0 = r.h0, *e0 = r.e0, *f0 = r.f0;
     const VEC zero = V_SET1(0);
     {
         const VEC up = V_LOAD(h1 + i - 1), left = V_LOAD(h1 + i);
@@ -157,17 +165,17 @@ static inline __attribute__((always_inline)) void diag_vector(diag_work *w, int6
                 b = V_BLEND(M_EQ(h, zero), b, V_SET1(3));
             b = V_ADD_WHERE(M_EQ(e, e_open), b, V_SET1(4));
             b = V_ADD_WHERE(M_EQ(f, f_open), b, V_SET1(8));
-            V_STORE_NIBBLES(w->bits + ((w->offset[d] + i) >> 1), b);
+            V_STORE_NIBBLES(r.bits + ((r.offset + i) >> 1), b);
         }
         MASK valid;
         if (edge && stats) /* slots lo - i .. hi - i */
             valid = M_AND(M_GT(V_SET1((CELL)(hi - i + 1)), iota), M_GT(iota, V_SET1((CELL)(lo - i - 1))));
         if (stats == 1) { /* j ascends along a row, so '>' keeps the first column */
-            const VEC row_max = V_LOAD(w->row_max + i);
+            const VEC row_max = V_LOAD(r.row_max + i);
             const MASK higher = edge ? M_GT_WHERE(valid, h, row_max) : M_GT(h, row_max);
             const VEC j = V_SUBS(V_SET1((CELL)(d - i)), iota);
-            V_STORE(w->row_max + i, V_BLEND(higher, row_max, h));
-            V_STORE(w->row_j + i, V_BLEND(higher, V_LOAD(w->row_j + i), j));
+            V_STORE(r.row_max + i, V_BLEND(higher, row_max, h));
+            V_STORE(r.row_j + i, V_BLEND(higher, V_LOAD(r.row_j + i), j));
         } else if (stats == 2) {
             *top = V_MAX(*top, edge ? V_BLEND(valid, V_SET1(CELL_NEG), h) : h);
         }
@@ -187,15 +195,19 @@ static inline __attribute__((always_inline)) CELL diag_cells(diag_work *w, int64
     VEC top = V_SET1(CELL_NEG);
     if (lo > hi)
         return CELL_NEG;
+    const int r1 = (int)((d - 1) % 3), r0 = r1 == 2 ? 0 : r1 + 1, r2 = r0 == 2 ? 0 : r0 + 1;
+    const diag_rows r = {w->h[r2], w->h[r1], w->e[(d - 1) & 1], w->f[(d - 1) & 1], w->tv + (w->n - d), w->qv,
+                         w->h[r0], w->e[d & 1], w->f[d & 1], w->row_max, w->row_j, w->bits,
+                         trace ? w->offset[d] : 0};
     int64_t i = lo & ~(int64_t)(LANES - 1);
     if (i < lo || i + LANES - 1 > hi) {
-        diag_vector(w, d, i, lo, hi, table, first, ext, iota, local, trace, stats, 1, &top);
+        diag_vector(r, d, i, lo, hi, table, first, ext, iota, local, trace, stats, 1, &top);
         i += LANES;
     }
     for (; i + LANES - 1 <= hi; i += LANES)
-        diag_vector(w, d, i, lo, hi, table, first, ext, iota, local, trace, stats, 0, &top);
+        diag_vector(r, d, i, lo, hi, table, first, ext, iota, local, trace, stats, 0, &top);
     if (i <= hi)
-        diag_vector(w, d, i, lo, hi, table, first, ext, iota, local, trace, stats, 1, &top);
+        diag_vector(r, d, i, lo, hi, table, first, ext, iota, local, trace, stats, 1, &top);
     if (stats != 2)
         return 0;
     CELL lanes[LANES], highest = CELL_NEG;
