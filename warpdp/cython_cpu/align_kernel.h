@@ -96,8 +96,8 @@ void align_trace_back(const align_trace *tr, int mode, int64_t bi, int64_t bj, u
    of int16 cells where align_fits_int16 says a pair's values fit them, else of int32 cells. With a
    CIGAR, only pairs of at most ALIGN_LANE_TRACE_SIDE bases each (so that a batch's traceback,
    sized by its longest query and longest target, has at most ALIGN_LANE_TRACE_CELLS cells per
-   lane); the others take the scalar kernel, as do sequences over ALIGN_LANE_MAX_LENGTH (a batch's
-   rows then stay within a few MiB). */
+   lane); the others take the intra-pair kernel (below), as do sequences over ALIGN_LANE_MAX_LENGTH
+   (a batch's rows then stay within a few MiB). */
 #define ALIGN_MAX_LANES 32
 #define ALIGN_LANE_TRACE_SIDE 1023
 #define ALIGN_LANE_MAX_LENGTH 65535
