@@ -32,6 +32,7 @@ typedef struct {
                                  LANES entries of room below 0, as the slot arrays */
     CELL *row_max, *row_j;    /* local, extension: each row's highest cell so far and its first column */
     CELL *last_row;           /* semi-global: H(m, j) */
+    CELL *tops;               /* local, extension with checkpoints: each diagonal's highest cell */
     uint8_t *qc, *tc;         /* codes in order, for the traceback */
     int64_t slot_cells;       /* cells of a slot array, with its room below slot 0 */
     int64_t block;            /* K: diagonals per checkpoint */
@@ -43,16 +44,17 @@ typedef struct {
 } diag_work;
 
 #define DIAG_MIN_BLOCK 64
-#define DIAG_CHECKPOINT_BYTES ((size_t)1 << 24) /* K doubles until the checkpoints fit */
+#define DIAG_CHECKPOINT_BYTES ((size_t)1 << 24) /* K doubles until the checkpoints fit, */
+#define DIAG_MAX_BLOCK 4096                     /* up to this (a block's bits: K^2 / 2 bytes) */
 
 static int diag_reserve(diag_work *w, int keep, warpdp_workspace *ws)
 {
     const size_t slots = round64(((size_t)w->m + 3 * LANES) * sizeof(CELL));
     const size_t targets = round64(((size_t)w->n + 3 * LANES) * sizeof(CELL));
-    const size_t last = round64(((size_t)w->n + 1) * sizeof(CELL));
+    const size_t last = round64(((size_t)(w->m + w->n) + 1) * sizeof(CELL));
     const size_t codes = round64((size_t)w->m) + round64((size_t)w->n);
     const size_t offsets = round64(((size_t)(w->m + w->n) + 1) * sizeof(int64_t));
-    char *mem = warpdp_workspace_reserve(ws, slots * 10 + targets + last + codes + offsets);
+    char *mem = warpdp_workspace_reserve(ws, slots * 10 + targets + 2 * last + codes + offsets);
     if (mem == NULL)
         return -1;
     CELL *s[10];
@@ -62,16 +64,18 @@ static int diag_reserve(diag_work *w, int keep, warpdp_workspace *ws)
     w->f[0] = s[5], w->f[1] = s[6], w->qv = s[7], w->row_max = s[8], w->row_j = s[9];
     w->tv = (CELL *)(mem + 10 * slots) + LANES;
     w->last_row = (CELL *)(mem + 10 * slots + targets);
-    w->qc = (uint8_t *)(mem + 10 * slots + targets + last);
+    w->tops = (CELL *)(mem + 10 * slots + targets + last);
+    w->qc = (uint8_t *)(mem + 10 * slots + targets + 2 * last);
     w->tc = w->qc + round64((size_t)w->m);
-    w->offset = (int64_t *)(mem + 10 * slots + targets + last + codes);
+    w->offset = (int64_t *)(mem + 10 * slots + targets + 2 * last + codes);
     w->slot_cells = (int64_t)(slots / sizeof(CELL));
     w->bits = NULL;
     w->checkpoints = NULL;
     w->block_first = 0;
     if (keep) {
         w->block = DIAG_MIN_BLOCK;
-        while ((size_t)((w->m + w->n) / w->block + 1) * 4 * slots > DIAG_CHECKPOINT_BYTES)
+        while ((size_t)((w->m + w->n) / w->block + 1) * 4 * slots > DIAG_CHECKPOINT_BYTES &&
+               w->block < DIAG_MAX_BLOCK)
             w->block *= 2;
         const size_t kept = (size_t)((w->m + w->n) / w->block + 1) * 4 * slots;
         /* a block's bits: K diagonals of K + 2 rows, LANES more each (vector ends), one vector's overrun */
@@ -281,6 +285,53 @@ static inline VEC diag_iota(void)
     return V_LOAD(lanes);
 }
 
+/* Local and extension (no z-drop) with checkpoints: the scalar kernel's best cell from each diagonal's
+   highest value (the pass keeps only these): the highest value's diagonals are computed again from
+   their checkpoints (usually one block), and the cell of that value with the smallest i wins, the
+   earlier diagonal among equal i (its column is smaller). */
+static void diag_best_of_tops(diag_work *w, int32_t *best, int64_t *bi, int64_t *bj)
+{
+    const align_params *p = w->p;
+    const int64_t m = w->m, n = w->n;
+    CELL top = 0; /* (0, 0) counts, and ties with it lose (its i is smallest) */
+    for (int64_t d = 2; d <= m + n; d++)
+        top = w->tops[d] > top ? w->tops[d] : top;
+    if (top <= 0)
+        return;
+    const SCORE_TABLE table = MAKE_SCORE_TABLE(p);
+    const VEC first = V_SET1((CELL)p->gap_first), ext = V_SET1((CELL)p->gap_ext), iota = diag_iota();
+    int64_t block = -1, computed = 0, found_i = m + 1, found_d = 0;
+    for (int64_t d = 2; d <= m + n; d++) {
+        if (w->tops[d] != top)
+            continue;
+        const int64_t c = (d - 2) / w->block;
+        if (c != block) {
+            diag_checkpoint(w, c, c * w->block + 1, 1, -LANES, m + 2 * LANES);
+            block = c;
+            computed = c * w->block + 1;
+        }
+        for (int64_t k = computed + 1; k <= d; k++) {
+            if (p->mode == ALIGN_LOCAL)
+                diag_cells(w, k, 1, m, table, first, ext, iota, 1, 0, 0);
+            else
+                diag_cells(w, k, 1, m, table, first, ext, iota, 0, 0, 0);
+            diag_borders(w, p, k);
+        }
+        computed = d;
+        const CELL *h = w->h[d % 3];
+        const int64_t lo = d - n > 1 ? d - n : 1, hi = d - 1 < m ? d - 1 : m;
+        for (int64_t i = lo; i <= hi && i < found_i; i++)
+            if (h[i] == top) {
+                found_i = i;
+                found_d = d;
+                break;
+            }
+    }
+    *best = top;
+    *bi = found_i;
+    *bj = found_d - found_i;
+}
+
 /* Every diagonal, with its borders and (keep) the checkpoints; fills score and end cell. */
 static inline __attribute__((always_inline)) void diag_pass(diag_work *w, const align_params *p, int local,
                                                             int stats, int keep, align_result *res)
@@ -294,7 +345,9 @@ static inline __attribute__((always_inline)) void diag_pass(diag_work *w, const 
         diag_checkpoint(w, 0, 1, 0, -LANES, m + 2 * LANES);
     for (int64_t d = 2; d <= m + n; d++) {
         const CELL top = diag_cells(w, d, 1, m, table, first, ext, iota, local, 0, stats);
-        if (stats == 2)
+        if (stats == 2 && keep)
+            w->tops[d] = top;
+        else if (stats == 2)
             diag_best(w, d, top, &best, &bi, &bj);
         diag_borders(w, p, d);
         if (keep && (d - 1) % w->block == 0)
@@ -304,7 +357,9 @@ static inline __attribute__((always_inline)) void diag_pass(diag_work *w, const 
         if (stats == 1 && d > n && diag_row_done(w, p, d - n, &best, &bi, &bj)) /* row d - n is complete */
             break;
     }
-    if (p->mode == ALIGN_GLOBAL) {
+    if (stats == 2 && keep) {
+        diag_best_of_tops(w, &best, &bi, &bj);
+    } else if (p->mode == ALIGN_GLOBAL) {
         best = w->h[(m + n) % 3][m];
         bi = m;
         bj = n;

@@ -188,7 +188,7 @@ static int pair_cells(const align_pairs *pairs, const align_params *p, int32_t l
         diag = longer >= p->diag_min_length;
     else /* traceback bits (CIGAR or begins) from the ISA's threshold; without, where the lanes cannot go */
         diag = (p->cigar || begins) ? longer >= align_diag_min_length(isa) : longer > ALIGN_LANE_MAX_LENGTH;
-    if (diag)
+    if (diag && (!(p->cigar || begins) || align_diag_fits(m, n)))
         return pair_fits_int16(p, m, n, largest, top, isa) ? CELLS_DIAG16 : CELLS_DIAG32;
     if (m > ALIGN_LANE_MAX_LENGTH || n > ALIGN_LANE_MAX_LENGTH ||
         (p->cigar && (m > ALIGN_LANE_TRACE_SIDE || n > ALIGN_LANE_TRACE_SIDE)))

@@ -96,8 +96,8 @@ void align_trace_back(const align_trace *tr, int mode, int64_t bi, int64_t bj, u
    of int16 cells where align_fits_int16 says a pair's values fit them, else of int32 cells. With a
    CIGAR, only pairs of at most ALIGN_LANE_TRACE_SIDE bases each (so that a batch's traceback,
    sized by its longest query and longest target, has at most ALIGN_LANE_TRACE_CELLS cells per
-   lane); the others take the intra-pair kernel (below), as do sequences over ALIGN_LANE_MAX_LENGTH
-   (a batch's rows then stay within a few MiB). */
+   lane); the others take the intra-pair kernel (below; the scalar kernel past align_diag_fits), as
+   do sequences over ALIGN_LANE_MAX_LENGTH (a batch's rows then stay within a few MiB). */
 #define ALIGN_MAX_LANES 32
 #define ALIGN_LANE_TRACE_SIDE 1023
 #define ALIGN_LANE_MAX_LENGTH 65535
@@ -138,6 +138,13 @@ int align_lanes_avx512_i32(align_lane_batch *b, const align_params *p, warpdp_wo
 static inline int64_t align_diag_min_length(int isa)
 {
     return isa == WARPDP_ISA_AVX512 ? 896 : ALIGN_LANE_TRACE_SIDE + 1;
+}
+
+/* 1 when the kernel's traceback checkpoints for an m x n pair (at most (m + n) / 4096 + 1 of them,
+   each four rows of m + 96 int32 cells: align_diag_body.h) stay within 256 MiB. */
+static inline int align_diag_fits(int64_t m, int64_t n)
+{
+    return ((m + n) / 4096 + 1) * 4 * (m + 96) * 4 <= ((int64_t)1 << 28);
 }
 typedef int (*align_diag_kernel)(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, const align_params *p,
                                  align_result *res, uint32_t *ops, warpdp_workspace *ws);
