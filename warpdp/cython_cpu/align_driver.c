@@ -182,13 +182,15 @@ static int pair_cells(const align_pairs *pairs, const align_params *p, int32_t l
     if (p->mode == ALIGN_GATK)
         return CELLS_SCALAR;
     const int64_t longer = m > n ? m : n;
-    const int begins = !p->cigar && (p->mode == ALIGN_LOCAL || p->mode == ALIGN_SEMIGLOBAL);
+    /* a traceback walk: a CIGAR, or score-only local begins (the lanes carry semi-global ones, a column
+       only, at about the intra-pair kernel's speed, faster past the caches: BENCHMARKS.md) */
+    const int walk = p->cigar || p->mode == ALIGN_LOCAL;
     int diag;
     if (p->diag_min_length > 0) /* the test hook: every output */
         diag = longer >= p->diag_min_length;
-    else /* traceback bits (CIGAR or begins) from the ISA's threshold; without, where the lanes cannot go */
-        diag = (p->cigar || begins) ? longer >= align_diag_min_length(isa) : longer > ALIGN_LANE_MAX_LENGTH;
-    if (diag && (!(p->cigar || begins) || align_diag_fits(m, n)))
+    else /* with a walk from the ISA's threshold; without, where the lanes cannot go */
+        diag = walk ? longer >= align_diag_min_length(isa) : longer > ALIGN_LANE_MAX_LENGTH;
+    if (diag && (!walk || align_diag_fits(m, n)))
         return pair_fits_int16(p, m, n, largest, top, isa) ? CELLS_DIAG16 : CELLS_DIAG32;
     if (m > ALIGN_LANE_MAX_LENGTH || n > ALIGN_LANE_MAX_LENGTH ||
         (p->cigar && (m > ALIGN_LANE_TRACE_SIDE || n > ALIGN_LANE_TRACE_SIDE)))

@@ -131,7 +131,7 @@ int align_lanes_avx512_i32(align_lane_batch *b, const align_params *p, warpdp_wo
    bases as given, int16 cells where align_fits_int16 says the pair fits them (and, AVX2, the matrix
    fits bytes), else int32; memory linear in the lengths (traceback from checkpoints). ops (room for
    m + n + 2) receives the CIGAR when p->cigar. 0, or -1 out of memory. The driver sends it the pairs
-   that need traceback (a CIGAR, or local and semi-global begins, traced back too) whose longer
+   that need a traceback walk (a CIGAR, or score-only local begins, traced back too) whose longer
    sequence has at least align_diag_min_length(isa) bases (below, the lanes are faster; above, a
    batch's traceback, lanes x cells bytes, outgrows the caches: BENCHMARKS.md, "Alignment (issue
    26): CPU SIMD variants"), and the pairs over ALIGN_LANE_MAX_LENGTH. */
