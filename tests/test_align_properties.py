@@ -3,9 +3,10 @@ one at a time in the intra-pair anti-diagonal kernel) give the scalar variant's 
 scores, coordinates and CIGARs, for random pairs and parameters of every generic mode, including
 parameters that put some pairs past the int16 cells' bound (those take int32 cells) and pairs right
 at it, batches of mixed shapes, and pairs on both sides of the intra-pair kernel's threshold (its
-default, and lowered by the test hook so that short random pairs reach it). The scalar variant itself is checked against the independent
-reference (tests/references/align.py) in test_align_api.py and against parasail in
-test_align_reference_data.py; the same random pairs are checked against that reference here too."""
+default, and lowered by the test hook so that short random pairs reach it). The scalar variant itself
+is checked against the independent reference (tests/references/align.py) in test_align_api.py and
+against parasail in test_align_reference_data.py; the same random pairs are checked against that
+reference here too."""
 from __future__ import annotations
 
 import numpy as np

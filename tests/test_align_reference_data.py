@@ -8,8 +8,8 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from helpers.align import (GAP_MODELS, GAPS, MATCH, MISMATCH, MODES, align_pairs, intra_pair_from, parasail_out, sw_cases,
-                           sw_expected)
+from helpers.align import (GAP_MODELS, GAPS, MATCH, MISMATCH, MODES, align_pairs, intra_pair_from, parasail_out,
+                           sw_cases, sw_expected)
 from references import align as ref
 from warpdp.plugin.align import align, align_cpu_isas, gatk_smith_waterman, gatk_smith_waterman_batch
 

@@ -55,9 +55,9 @@ static inline void store_bytes_avx2(uint8_t *p, __m256i v)
 static inline void store_nibbles_avx2(uint8_t *p, __m256i v)
 {
     const __m256i pairs = _mm256_or_si256(v, _mm256_srli_epi32(v, 12));
-    const __m256i low = _mm256_shuffle_epi8(pairs, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-                                                                     -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1, -1, -1, -1,
-                                                                     -1, -1, -1, -1));
+    const __m256i gather = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, /* to 0-3 */
+                                            -1, -1, -1, -1, 0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1); /* 4-7 */
+    const __m256i low = _mm256_shuffle_epi8(pairs, gather);
     _mm_storel_epi64((__m128i *)p, _mm_or_si128(_mm256_castsi256_si128(low), _mm256_extracti128_si256(low, 1)));
 }
 

@@ -28,10 +28,11 @@ static inline void store_bytes_avx2(uint8_t *p, __m256i v)
 static inline void store_nibbles_avx2(uint8_t *p, __m256i v)
 {
     const __m256i pairs = _mm256_or_si256(v, _mm256_srli_epi64(v, 28));
-    const __m256i low = _mm256_shuffle_epi8(pairs, _mm256_setr_epi8(0, 8, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-                                                                     -1, -1, -1, -1, 0, 8, -1, -1, -1, -1, -1, -1, -1, -1,
-                                                                     -1, -1, -1, -1));
-    const int32_t bytes = _mm_cvtsi128_si32(_mm_or_si128(_mm256_castsi256_si128(low), _mm256_extracti128_si256(low, 1)));
+    const __m256i gather = _mm256_setr_epi8(0, 8, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, /* to 0-1 */
+                                            -1, -1, 0, 8, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1); /* 2-3 */
+    const __m256i low = _mm256_shuffle_epi8(pairs, gather);
+    const __m128i both = _mm_or_si128(_mm256_castsi256_si128(low), _mm256_extracti128_si256(low, 1));
+    const int32_t bytes = _mm_cvtsi128_si32(both);
     memcpy(p, &bytes, sizeof bytes);
 }
 
