@@ -43,7 +43,7 @@ typedef struct {
     uint8_t *bits;
 } diag_work;
 
-#define DIAG_MIN_BLOCK 64
+#define DIAG_MIN_BLOCK 128
 #define DIAG_CHECKPOINT_BYTES ((size_t)1 << 24) /* K doubles until the checkpoints fit, */
 #define DIAG_MAX_BLOCK 4096                     /* up to this (a block's bits: K^2 / 2 bytes) */
 
