@@ -1,9 +1,11 @@
 """CPU alignment on one thread: warpdp's align family against parasail's fastest vectorised function.
 
-    python benchmarks/align_cpu.py [--pairs 2000] [--lengths 125,512] [--modes global,semiglobal,local,extension]
-                                   [--isa avx512] [--repeats 3] [--ksw2-lib /path/to/libksw2.so]
+    python benchmarks/align_cpu.py [--pairs 2000] [--lengths 125,512] [--long-pairs 32] [--long-lengths 2000,5000]
+                                   [--modes global,semiglobal,local,extension] [--isa avx512] [--repeats 3]
+                                   [--ksw2-lib /path/to/libksw2.so]
 
-Workload: benchmarks/align.py's pairs (targets of L random bases, queries with 5-10 % differences),
+Workload: benchmarks/align.py's pairs (targets of L random bases, queries with 5-10 % differences):
+--pairs of each of --lengths, then --long-pairs of each of --long-lengths (fewer: the DP is quadratic),
 affine gaps, match 2, mismatch -3, open 5, extend 2 (a gap of length L costs 5 + 2*(L-1), parasail's
 convention). Modes and parasail's functions: global = nw, semiglobal = sg_dx (free target ends),
 local = sw. For each mode parasail's striped, scan and diag functions with 16-bit and saturation-checked
@@ -118,6 +120,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=2000, help="pairs per length")
     parser.add_argument("--lengths", default="125,512")
+    parser.add_argument("--long-pairs", type=int, default=32, help="pairs per long length")
+    parser.add_argument("--long-lengths", default="2000,5000", help="'' for none")
     parser.add_argument("--modes", default="global,semiglobal,local,extension")
     parser.add_argument("--isa", default=None, help="warpdp CPU variant (default: the best this CPU runs)")
     parser.add_argument("--repeats", type=int, default=3)
@@ -134,8 +138,10 @@ def main() -> int:
         print(f"parasail per-call overhead (1-base pairs): {overhead / 10000 * 1e6:.2f} us")
     print("\n| length | mode | output | warpdp s | warpdp pairs/s | baseline function | baseline s | ratio |")
     print("| ---: | --- | --- | ---: | ---: | --- | ---: | ---: |")
-    for length in (int(x) for x in args.lengths.split(",")):
-        pairs = make_pairs(args.pairs, length)
+    workloads = [(args.pairs, int(x)) for x in args.lengths.split(",") if x]
+    workloads += [(args.long_pairs, int(x)) for x in args.long_lengths.split(",") if x]
+    for count, length in workloads:
+        pairs = make_pairs(count, length)
         strings = as_strings(pairs)
         for mode in args.modes.split(","):
             for cigar in (False, True):
@@ -151,7 +157,7 @@ def main() -> int:
                         raise SystemExit("ksw2 and warpdp disagree on an extension score")
                     name, theirs = "ksw_extd2_sse", cpu_seconds(run, args.repeats)
                 print(f"| {length} | {mode} | {'CIGAR' if cigar else 'score'} | {ours:.4f} | "
-                      f"{args.pairs / ours:,.0f} | {name} | {theirs:.4f} | {theirs / ours:.2f} |", flush=True)
+                      f"{count / ours:,.0f} | {name} | {theirs:.4f} | {theirs / ours:.2f} |", flush=True)
     return 0
 
 

@@ -1,9 +1,12 @@
-"""The align family's SIMD variants (AVX2, AVX-512: pairs in int16 lanes, batched by length) give the
-scalar variant's results exactly: scores, coordinates and CIGARs, for random pairs and parameters of
-every generic mode, including parameters that put some pairs past the int16 lanes' bound (those take
-int32 lanes) and pairs right at it, and batches of mixed shapes. The scalar variant itself is checked against the independent
-reference (tests/references/align.py) in test_align_api.py and against parasail in
-test_align_reference_data.py; the same random pairs are checked against that reference here too."""
+"""The align family's SIMD variants (AVX2, AVX-512: pairs in int16 lanes, batched by length; long pairs
+one at a time in the intra-pair anti-diagonal kernel) give the scalar variant's results exactly:
+scores, coordinates and CIGARs, for random pairs and parameters of every generic mode, including
+parameters that put some pairs past the int16 cells' bound (those take int32 cells) and pairs right
+at it, batches of mixed shapes, and pairs on both sides of the intra-pair kernel's threshold (its
+default, and lowered by the test hook so that short random pairs reach it). The scalar variant itself
+is checked against the independent reference (tests/references/align.py) in test_align_api.py and
+against parasail in test_align_reference_data.py; the same random pairs are checked against that
+reference here too."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers.align import intra_pair_from
 from references import align as ref
 from warpdp.plugin.align import AlignParams, align, align_cpu_isas
 
@@ -131,3 +135,55 @@ def test_batches_of_mixed_shapes_and_the_lane_limits(mode: str) -> None:
         long = bases(long_side)
         pairs += [(long, long[100:107]), (long[200:205], long), (long, long[:long_side // 2] + bases(3))]
     assert_variants_agree(pairs * 4, AlignParams(mode=mode, match=3, mismatch=-4, gap_open=4, gap_extend=1))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(pairs=related_pairs(longest=90), params=parameters(), threshold=st.integers(1, 90))
+def test_intra_pair_kernel_equals_scalar(pairs: list[tuple[str, str]], params: AlignParams, threshold: int) -> None:
+    # pairs whose longer sequence has at least `threshold` bases take the intra-pair kernel, the
+    # others the lanes, in one call: both against the scalar variant
+    with intra_pair_from(threshold):
+        assert_variants_agree(pairs, params)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(pairs=related_pairs(longest=70), params=parameters(largest=300))
+def test_intra_pair_kernel_equals_scalar_near_the_int16_bound(pairs: list[tuple[str, str]],
+                                                              params: AlignParams) -> None:
+    # |parameters| up to 300: some pairs in int16 cells, some in int32 (and AVX2's byte score table)
+    with intra_pair_from(1):
+        assert_variants_agree(pairs, params)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_intra_pair_kernel_at_the_int16_bound(mode: str) -> None:
+    # the extreme pairs of test_extreme_scores_at_the_int16_bound, one at a time
+    pairs = []
+    for length in (252, 253, 254, 255):
+        pairs += [("A" * length, "A" * length), ("A" * length, "C" * length), ("A" * length, "C" * (length // 3))]
+    with intra_pair_from(1):
+        assert_variants_agree(pairs, AlignParams(mode=mode, match=64, mismatch=-64, gap_open=64, gap_extend=64))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_long_pairs_across_the_default_threshold(mode: str) -> None:
+    # no hook: pairs of 850-1,100 bases, across the thresholds (896 AVX-512, 1,024 AVX2), with
+    # a CIGAR and score-only (local and semi-global begins traced back), z-drop for extension
+    rng = np.random.default_rng(2026)
+
+    def bases(n: int) -> str:
+        return "".join("ACGT"[k] for k in rng.integers(0, 4, n))
+
+    def mutated(text: str) -> str:
+        out = list(text)
+        for at in sorted(rng.integers(0, len(out), len(out) // 12), reverse=True):
+            out[at:at + 1] = [["", "A", "TT", "G"][rng.integers(0, 4)]]
+        return "".join(out)
+
+    pairs = []
+    for length in (850, 900, 1000, 1030, 1100):
+        long = bases(length)
+        pairs += [(long, mutated(long)), (mutated(long)[100:], long), (long[:300], long)]
+    params = AlignParams(mode=mode, match=2, mismatch=-3, gap_open=5, gap_extend=2,
+                         zdrop=40 if mode == "extension" else None)
+    assert_variants_agree(pairs, params)

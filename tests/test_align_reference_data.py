@@ -8,7 +8,8 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from helpers.align import GAP_MODELS, GAPS, MATCH, MISMATCH, MODES, align_pairs, parasail_out, sw_cases, sw_expected
+from helpers.align import (GAP_MODELS, GAPS, MATCH, MISMATCH, MODES, align_pairs, intra_pair_from, parasail_out,
+                           sw_cases, sw_expected)
 from references import align as ref
 from warpdp.plugin.align import align, align_cpu_isas, gatk_smith_waterman, gatk_smith_waterman_batch
 
@@ -50,6 +51,25 @@ def test_cpu_matches_parasail(mode: str, gaps: str) -> None:
 def test_every_cpu_variant_matches_parasail(mode: str, isa: str) -> None:
     # each variant forced (the test above runs the best one): affine gaps, the pairs up to ~1,000 bp
     _check(mode, "affine", 0, SHORT, isa)
+
+
+SIMD_ISAS = [isa for isa in align_cpu_isas() if isa != "scalar"]
+
+
+@pytest.mark.parametrize("isa", SIMD_ISAS)
+@pytest.mark.parametrize("mode", MODES)
+def test_every_simd_variant_matches_parasail_through_the_intra_pair_kernel(mode: str, isa: str) -> None:
+    # the pairs up to ~1,000 bp, every one sent to the intra-pair kernel (score-only and with CIGAR)
+    with intra_pair_from(1):
+        _check(mode, "affine", 0, SHORT, isa)
+
+
+@pytest.mark.parametrize("isa", SIMD_ISAS)
+@pytest.mark.parametrize("mode", MODES)
+def test_every_simd_variant_matches_parasail_long_pairs(mode: str, isa: str) -> None:
+    # 2-10 kb pairs, which take the intra-pair kernel with a CIGAR by default; 10 per mode and variant
+    start = SHORT + MODES.index(mode) * 20 + 10 * SIMD_ISAS.index(isa)
+    _check(mode, "affine", start, start + 10, isa)
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -1,6 +1,9 @@
 """Readers of the align and sw reference data (../shared/data/align, ../shared/data/sw), for tests."""
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from helpers.data import shared_file
 
 MODES = ("global", "semiglobal", "local")
@@ -40,3 +43,17 @@ def sw_cases() -> list[tuple[bytes, bytes, int, int, int, int, str]]:
 def sw_expected() -> list[tuple[str, int]]:
     with open(shared_file("sw", "gatk-sw-600.gkl.out")) as lines:
         return [(cigar, int(offset)) for cigar, offset in (line.split() for line in lines if line.strip())]
+
+
+@contextmanager
+def intra_pair_from(length: int) -> Iterator[None]:
+    """Within the block, the SIMD variants send every generic-mode pair whose longer sequence has at
+    least ``length`` bases to their intra-pair (anti-diagonal) kernel, whatever the output (the CPU
+    backend's test hook; by default only long pairs needing traceback bits take it)."""
+    from warpdp.cython_cpu import align as cpu_align
+
+    previous = cpu_align.set_diag_min_length(length)
+    try:
+        yield
+    finally:
+        cpu_align.set_diag_min_length(previous)

@@ -12,6 +12,7 @@ cdef extern from "align_kernel.h":
         int32_t match, mismatch, gap_open, gap_extend
         int cigar
         int64_t max_traceback_cells
+        int64_t diag_min_length
     ctypedef struct align_pairs:
         const uint8_t *q_bases
         const uint8_t *t_bases

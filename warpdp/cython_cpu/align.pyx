@@ -17,6 +17,21 @@ MODE_CODES = {"global": 0, "semiglobal": 1, "local": 2, "extension": 3, "gatk": 
 OVERHANG_CODES = {"SOFTCLIP": 0, "INDEL": 1, "LEADING_INDEL": 2, "IGNORE": 3}
 
 
+# Test hook: > 0, every generic-mode pair whose longer sequence has at least this many bases takes
+# the SIMD variants' intra-pair kernel, whatever the output; 0: the C driver's choice.
+_diag_min_length = 0
+
+
+def set_diag_min_length(length: int) -> int:
+    """Set the test hook above (tests reach the intra-pair kernel with short pairs; 0: the driver's
+    choice); returns the previous setting."""
+    global _diag_min_length
+    if not isinstance(length, int) or not 0 <= length <= 2**31:
+        raise ValueError(f"length must be an int in 0..2**31, got {length!r}")
+    previous, _diag_min_length = _diag_min_length, length
+    return previous
+
+
 def family_isas() -> list[str]:
     """The variants of this family's kernel this CPU runs, slowest first."""
     return available_isas()
@@ -69,6 +84,7 @@ def run(pairs, params, out, *, threads=0, str isa=None):
     c_params.gap_extend = params.gap_extend
     c_params.cigar = 1 if params.cigar else 0
     c_params.max_traceback_cells = params.max_traceback_cells
+    c_params.diag_min_length = _diag_min_length
     cdef uint32_t[::1] ops
     cdef int64_t[::1] counts
     cdef align_outputs c_out

@@ -4,6 +4,7 @@
 #if WARPDP_X86_SIMD /* the whole file: x86 only (cpu_common.h) */
 #pragma GCC target("avx2")
 #include <immintrin.h>
+#include <string.h>
 #include "align_kernel.h"
 
 /* Entries 0-15 and 16-31 of the matrix plus 128 (so unsigned bytes), each table in both halves
@@ -54,6 +55,17 @@ static inline __m128i low_bytes_avx2(__m256i v)
     return _mm_packus_epi16(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
 }
 
+/* Lanes 2k and 2k + 1 (values 0..15) into byte k: each 32-bit pair's low byte, gathered from the
+   two 128-bit halves into the low 8 bytes. */
+static inline void store_nibbles_avx2(uint8_t *p, __m256i v)
+{
+    const __m256i pairs = _mm256_or_si256(v, _mm256_srli_epi32(v, 12));
+    const __m256i gather = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, /* to 0-3 */
+                                            -1, -1, -1, -1, 0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1); /* 4-7 */
+    const __m256i low = _mm256_shuffle_epi8(pairs, gather);
+    _mm_storel_epi64((__m128i *)p, _mm_or_si128(_mm256_castsi256_si128(low), _mm256_extracti128_si256(low, 1)));
+}
+
 #define LANES 16
 #define CELL int16_t
 #define CELL_NEG INT16_MIN
@@ -87,4 +99,7 @@ static inline __m128i low_bytes_avx2(__m256i v)
 #define QV_BIAS INT16_MIN
 #define LANES_ENTRY align_lanes_avx2
 #include "align_lanes_body.h"
+#define V_STORE_NIBBLES(p, v) store_nibbles_avx2((p), (v))
+#define DIAG_ENTRY align_diag_avx2
+#include "align_diag_body.h"
 #endif /* WARPDP_X86_SIMD */

@@ -4,6 +4,7 @@
 #if WARPDP_X86_SIMD /* the whole file: x86 only (cpu_common.h) */
 #pragma GCC target("avx2")
 #include <immintrin.h>
+#include <string.h>
 #include "align_kernel.h"
 
 static inline __m256i ge_avx2(__m256i a, __m256i b)
@@ -26,6 +27,19 @@ static inline __m128i low_bytes_avx2(__m256i v)
 static inline void store_plane_avx2(uint8_t *p, __m256i m)
 {
     __asm__("movb %1, %0" : "=m"(*p) : "q"((uint8_t)_mm256_movemask_ps(_mm256_castsi256_ps(m))));
+}
+
+/* Lanes 2k and 2k + 1 (values 0..15) into byte k: each 64-bit pair's low byte, gathered from the
+   two 128-bit halves into the low 4 bytes. */
+static inline void store_nibbles_avx2(uint8_t *p, __m256i v)
+{
+    const __m256i pairs = _mm256_or_si256(v, _mm256_srli_epi64(v, 28));
+    const __m256i gather = _mm256_setr_epi8(0, 8, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, /* to 0-1 */
+                                            -1, -1, 0, 8, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1); /* 2-3 */
+    const __m256i low = _mm256_shuffle_epi8(pairs, gather);
+    const __m128i both = _mm_or_si128(_mm256_castsi256_si128(low), _mm256_extracti128_si256(low, 1));
+    const int32_t bytes = _mm_cvtsi128_si32(both);
+    memcpy(p, &bytes, sizeof bytes);
 }
 
 #define LANES 8
@@ -59,4 +73,7 @@ static inline void store_plane_avx2(uint8_t *p, __m256i m)
 #define M_STORE_PLANE(p, m) store_plane_avx2((p), (m))
 #define LANES_ENTRY align_lanes_avx2_i32
 #include "align_lanes_body.h"
+#define V_STORE_NIBBLES(p, v) store_nibbles_avx2((p), (v))
+#define DIAG_ENTRY align_diag_avx2_i32
+#include "align_diag_body.h"
 #endif /* WARPDP_X86_SIMD */

@@ -3,6 +3,7 @@
 #if WARPDP_X86_SIMD /* the whole file: x86 only (cpu_common.h) */
 #pragma GCC target("avx512f,avx512bw")
 #include <immintrin.h>
+#include <string.h>
 #include "align_kernel.h"
 
 /* The 5x5 matrix in the first 25 of 32 int16 entries, looked up with one vpermw. */
@@ -51,4 +52,8 @@ static inline void store_plane_avx512(uint8_t *p, __mmask32 m)
 #define M_STORE_PLANE(p, m) store_plane_avx512((p), (m))
 #define LANES_ENTRY align_lanes_avx512
 #include "align_lanes_body.h"
+#define V_STORE_NIBBLES(p, v) \
+    _mm_storeu_si128((__m128i *)(p), _mm512_cvtepi32_epi8(_mm512_or_si512((v), _mm512_srli_epi32((v), 12))))
+#define DIAG_ENTRY align_diag_avx512
+#include "align_diag_body.h"
 #endif /* WARPDP_X86_SIMD */

@@ -4,6 +4,7 @@
 #if WARPDP_X86_SIMD /* the whole file: x86 only (cpu_common.h) */
 #pragma GCC target("avx512f")
 #include <immintrin.h>
+#include <string.h>
 #include "align_kernel.h"
 
 /* The 5x5 matrix in the first 25 of 32 int32 entries, looked up with one vpermt2d. */
@@ -56,4 +57,8 @@ static inline void store_plane_avx512(uint8_t *p, __mmask16 m)
 #define M_STORE_PLANE(p, m) store_plane_avx512((p), (m))
 #define LANES_ENTRY align_lanes_avx512_i32
 #include "align_lanes_body.h"
+#define V_STORE_NIBBLES(p, v) \
+    _mm_storel_epi64((__m128i *)(p), _mm512_cvtepi64_epi8(_mm512_or_si512((v), _mm512_srli_epi64((v), 28))))
+#define DIAG_ENTRY align_diag_avx512_i32
+#include "align_diag_body.h"
 #endif /* WARPDP_X86_SIMD */

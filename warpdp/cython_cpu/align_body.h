@@ -161,7 +161,7 @@ static int generic_pair(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n
         }
         return 0;
     }
-    const align_trace tr = {trace, q, t, row, 1, 1};
+    const align_trace tr = {trace, q, t, row, 1, 1, NULL, NULL};
     align_trace_back(&tr, mode, bi, bj, ops, res);
     return 0;
 }

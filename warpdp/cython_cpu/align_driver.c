@@ -1,6 +1,7 @@
-/* Runs the align kernels over packed pairs: checks every argument first; with a SIMD variant, sorts
-   the pairs its lanes take by length into batches; spreads batches and the remaining pairs (scalar
-   kernel, bases converted to codes in generic modes) over OpenMP threads. */
+/* Runs the align kernels over packed pairs: checks every argument first; with a SIMD variant, sends
+   long pairs to its intra-pair kernel and sorts the pairs its lanes take by length into batches;
+   spreads batches and the remaining pairs (intra-pair or scalar kernel, bases converted to codes for
+   the scalar one in generic modes) over OpenMP threads. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,14 +104,23 @@ static void store_result(align_outputs *out, int64_t i, const align_result *res)
         out->ops_count[i] = out->ops != NULL ? res->n_ops : 0;
 }
 
-/* One pair with the scalar kernel; 0, or -1 out of memory. ws: rows, traceback, codes. */
+/* One pair with the scalar kernel, or with `diag` (an intra-pair kernel) where not NULL; 0, or -1
+   out of memory. ws: rows, traceback, codes. */
 static int run_pair(const align_pairs *pairs, const align_params *p, align_outputs *out, int64_t i,
-                    warpdp_workspace *ws)
+                    align_diag_kernel diag, warpdp_workspace *ws)
 {
     const int64_t m = pairs->q_offsets[i + 1] - pairs->q_offsets[i];
     const int64_t n = pairs->t_offsets[i + 1] - pairs->t_offsets[i];
     const uint8_t *q = pairs->q_bases + pairs->q_offsets[i], *t = pairs->t_bases + pairs->t_offsets[i];
     const int gatk = p->mode == ALIGN_GATK;
+    if (diag != NULL) {
+        align_result res;
+        uint32_t *ops = out->ops != NULL ? out->ops + pairs->q_offsets[i] + pairs->t_offsets[i] + 2 * i : NULL;
+        if (diag(q, m, t, n, p, &res, ops, ws) != 0)
+            return -1;
+        store_result(out, i, &res);
+        return 0;
+    }
     if (!gatk) {
         uint8_t *codes = warpdp_workspace_reserve(&ws[2], (size_t)(m + n));
         if (codes == NULL)
@@ -135,17 +145,33 @@ static int run_pair(const align_pairs *pairs, const align_params *p, align_outpu
     return 0;
 }
 
-/* The SIMD variants' inter-pair paths: which pairs take them, batched by similar lengths. */
+/* The SIMD variants' paths: which pairs take the intra-pair kernel, which the lanes (batched by
+   similar lengths). */
 typedef int (*lanes_kernel)(align_lane_batch *, const align_params *, warpdp_workspace *);
-enum { CELLS_SCALAR = 0, CELLS_INT16 = 1, CELLS_INT32 = 2 }; /* where a pair goes */
+/* where a pair goes: scalar kernel, int16 or int32 lanes, int16 or int32 intra-pair kernel */
+enum { CELLS_SCALAR = 0, CELLS_INT16 = 1, CELLS_INT32 = 2, CELLS_DIAG16 = 3, CELLS_DIAG32 = 4 };
 typedef struct {
     lanes_kernel kernel[3];  /* by CELLS_*; NULL for the scalar variant */
+    align_diag_kernel diag[2]; /* int16, int32 */
     int lanes[3];
-    int64_t *order;          /* int16 pairs by length, int32 pairs by length, then scalar pairs */
+    uint8_t *cells;          /* each pair's CELLS_* */
+    int64_t *order;          /* int16 pairs by length, int32 pairs by length, then the pairs taken one by one */
     int64_t first[4];        /* order[first[c] .. first[c + 1]) holds class c's pairs (c = 1, 2) */
     int64_t batch_start[3];  /* work items: int16 batches from batch_start[1], int32 from [2] */
     int64_t n_batches;
 } lane_plan;
+
+/* 1 when the pair's values fit the variant's int16 cells. */
+static int pair_fits_int16(const align_params *p, int64_t m, int64_t n, int32_t largest, int32_t top, int isa)
+{
+    if (!align_fits_int16(m, n, top, p->gap_first, p->gap_ext, largest))
+        return 0;
+    if (isa == WARPDP_ISA_AVX2) /* its int16 score lookup holds bytes */
+        for (int k = 0; k < 25; k++)
+            if (p->matrix[k] < -128 || p->matrix[k] > 127)
+                return 0;
+    return 1;
+}
 
 static int pair_cells(const align_pairs *pairs, const align_params *p, int32_t largest, int32_t top, int isa,
                       int64_t i)
@@ -158,16 +184,21 @@ static int pair_cells(const align_pairs *pairs, const align_params *p, int32_t l
         const int short_pair = m <= ALIGN_LANE_TRACE_SIDE && n <= ALIGN_LANE_TRACE_SIDE;
         return short_pair && align_gatk_fits_int16(m, n, p, largest) ? CELLS_INT16 : CELLS_INT32;
     }
+    const int64_t longer = m > n ? m : n;
+    /* a traceback walk: a CIGAR, or score-only local begins (the lanes carry semi-global ones, a column
+       only, at about the intra-pair kernel's speed, faster past the caches: BENCHMARKS.md) */
+    const int walk = p->cigar || p->mode == ALIGN_LOCAL;
+    int diag;
+    if (p->diag_min_length > 0) /* the test hook: every output */
+        diag = longer >= p->diag_min_length;
+    else /* with a walk from the ISA's threshold; without, where the lanes cannot go */
+        diag = walk ? longer >= align_diag_min_length(isa) : longer > ALIGN_LANE_MAX_LENGTH;
+    if (diag && (!walk || align_diag_fits(m, n)))
+        return pair_fits_int16(p, m, n, largest, top, isa) ? CELLS_DIAG16 : CELLS_DIAG32;
     if (m > ALIGN_LANE_MAX_LENGTH || n > ALIGN_LANE_MAX_LENGTH ||
         (p->cigar && (m > ALIGN_LANE_TRACE_SIDE || n > ALIGN_LANE_TRACE_SIDE)))
         return CELLS_SCALAR;
-    if (!align_fits_int16(m, n, top, p->gap_first, p->gap_ext, largest))
-        return CELLS_INT32;
-    if (isa == WARPDP_ISA_AVX2) /* its int16 score lookup holds bytes */
-        for (int k = 0; k < 25; k++)
-            if (p->matrix[k] < -128 || p->matrix[k] > 127)
-                return CELLS_INT32;
-    return CELLS_INT16;
+    return pair_fits_int16(p, m, n, largest, top, isa) ? CELLS_INT16 : CELLS_INT32;
 }
 
 static int64_t pair_key(const align_pairs *pairs, int64_t i)
@@ -188,24 +219,23 @@ static int plan_lanes(lane_plan *plan, const align_pairs *pairs, const align_par
 {
     const int64_t n = pairs->n_pairs;
     plan->order = malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
-    uint8_t *cells = malloc((size_t)(n > 0 ? n : 1));
-    if (plan->order == NULL || cells == NULL) {
-        free(cells);
+    uint8_t *cells = plan->cells = malloc((size_t)(n > 0 ? n : 1));
+    if (plan->order == NULL || cells == NULL)
         return -1;
-    }
     int32_t top = p->matrix[0];
     for (int k = 1; k < 25; k++)
         top = p->matrix[k] > top ? p->matrix[k] : top;
-    int64_t count[3] = {0, 0, 0};
+    int64_t count[5] = {0, 0, 0, 0, 0};
     for (int64_t i = 0; i < n; i++)
         count[cells[i] = (uint8_t)pair_cells(pairs, p, largest, top, isa, i)]++;
     plan->first[1] = 0;
     plan->first[2] = count[CELLS_INT16];
     plan->first[3] = plan->first[2] + count[CELLS_INT32];
-    int64_t next[3] = {plan->first[3], plan->first[1], plan->first[2]};
+    /* the pairs taken one by one (intra-pair kernel first: they are the longest) */
+    int64_t next[5] = {plan->first[3] + count[CELLS_DIAG16] + count[CELLS_DIAG32], plan->first[1], plan->first[2],
+                       plan->first[3], plan->first[3] + count[CELLS_DIAG16]};
     for (int64_t i = 0; i < n; i++)
         plan->order[next[cells[i]]++] = i;
-    free(cells);
     #pragma omp critical(align_sorting)
     {
         sorting_pairs = pairs;
@@ -245,7 +275,7 @@ static int run_batch(const align_pairs *pairs, const align_params *p, align_outp
 int align_run(const align_pairs *pairs, const align_params *p, align_outputs *out, int threads, int isa,
               warpdp_bad_argument *bad)
 {
-    lane_plan plan = {{NULL, NULL, NULL}, {1, 1, 1}, NULL, {0, 0, 0, 0}, {0, 0, 0}, 0};
+    lane_plan plan = {{NULL, NULL, NULL}, {NULL, NULL}, {1, 1, 1}, NULL, NULL, {0, 0, 0, 0}, {0, 0, 0}, 0};
     switch (isa) {
     case WARPDP_ISA_SCALAR:
         break;
@@ -255,12 +285,16 @@ int align_run(const align_pairs *pairs, const align_params *p, align_outputs *ou
         plan.kernel[CELLS_INT32] = align_lanes_avx2_i32;
         plan.lanes[CELLS_INT16] = 16;
         plan.lanes[CELLS_INT32] = 8;
+        plan.diag[0] = align_diag_avx2;
+        plan.diag[1] = align_diag_avx2_i32;
         break;
     case WARPDP_ISA_AVX512:
         plan.kernel[CELLS_INT16] = align_lanes_avx512;
         plan.kernel[CELLS_INT32] = align_lanes_avx512_i32;
         plan.lanes[CELLS_INT16] = 32;
         plan.lanes[CELLS_INT32] = 16;
+        plan.diag[0] = align_diag_avx512;
+        plan.diag[1] = align_diag_avx512_i32;
         break;
 #endif
     default:
@@ -276,6 +310,7 @@ int align_run(const align_pairs *pairs, const align_params *p, align_outputs *ou
         return 0;
     if (plan.kernel[CELLS_INT16] != NULL && plan_lanes(&plan, pairs, p, largest, isa) != 0) {
         free(plan.order);
+        free(plan.cells);
         return -1;
     }
     /* Work items: the batches, then every pair outside them, one at a time. */
@@ -290,16 +325,22 @@ int align_run(const align_pairs *pairs, const align_params *p, align_outputs *ou
         for (int64_t k = 0; k < n_items; k++) {
             if (failed)
                 continue;
-            if (k < plan.n_batches)
+            if (k < plan.n_batches) {
                 failed = run_batch(pairs, p, out, &plan, k, ws) != 0;
-            else
-                failed = run_pair(pairs, p, out, plan.order != NULL ? plan.order[plan.first[3] + k - plan.n_batches]
-                                                                    : k, ws) != 0;
+            } else {
+                const int64_t i = plan.order != NULL ? plan.order[plan.first[3] + k - plan.n_batches] : k;
+                const int cells = plan.cells != NULL ? plan.cells[i] : CELLS_SCALAR;
+                const align_diag_kernel diag = cells == CELLS_DIAG16   ? plan.diag[0]
+                                               : cells == CELLS_DIAG32 ? plan.diag[1]
+                                                                       : NULL;
+                failed = run_pair(pairs, p, out, i, diag, ws) != 0;
+            }
         }
         warpdp_workspace_free(&ws[0]);
         warpdp_workspace_free(&ws[1]);
         warpdp_workspace_free(&ws[2]);
     }
     free(plan.order);
+    free(plan.cells);
     return failed ? -1 : 0;
 }

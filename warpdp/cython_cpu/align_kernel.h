@@ -32,6 +32,9 @@ typedef struct {
     int32_t match, mismatch, gap_open, gap_extend; /* GATK only, as GATK's SWParameters (added to the score) */
     int cigar;                /* 1: write CIGARs (needs the traceback matrix) */
     int64_t max_traceback_cells; /* per pair; a pair needing more is refused */
+    int64_t diag_min_length;  /* test hook; > 0: SIMD variants send every generic pair whose longer sequence
+                                 has at least this many bases to the intra-pair kernel; <= 0: the
+                                 driver's choice (align_diag_min_length) */
 } align_params;
 
 typedef struct {
@@ -73,11 +76,16 @@ static inline uint8_t align_base_code(uint8_t base)
 
 /* A traceback matrix (generic modes; bits as align_body.h describes): cell (i, j) at
    bits[(i * row + j) * stride], base codes q[k * seq_stride], t[k * seq_stride]. The SIMD
-   variants keep one pair per lane, interleaved: stride and seq_stride = their lane count. */
+   variants' lanes keep one pair per lane, interleaved: stride and seq_stride = their lane count.
+   With fetch (the intra-pair kernel, align_diag_body.h), cells (i, j >= 1) come from
+   fetch(context, i, j) instead, asked for along the path only, diagonal i + j never rising, row
+   never rising. */
 typedef struct {
     const uint8_t *bits, *q, *t;
     size_t row;
     ptrdiff_t stride, seq_stride;
+    uint8_t (*fetch)(void *context, int64_t i, int64_t j);
+    void *context;
 } align_trace;
 
 /* Traces back from (bi, bj): ops (room for bi + bj + 2) receives the CIGAR, res the begins and
@@ -109,8 +117,8 @@ void align_gatk_trace_back(const gatk_trace *tr, int overhang, int64_t p1, int64
    of int16 cells where align_fits_int16 says a pair's values fit them, else of int32 cells. With a
    CIGAR, only pairs of at most ALIGN_LANE_TRACE_SIDE bases each (so that a batch's traceback,
    sized by its longest query and longest target, has at most ALIGN_LANE_TRACE_CELLS cells per
-   lane); the others take the scalar kernel, as do sequences over ALIGN_LANE_MAX_LENGTH (a batch's
-   rows then stay within a few MiB). */
+   lane); the others take the intra-pair kernel (below; the scalar kernel past align_diag_fits), as
+   do sequences over ALIGN_LANE_MAX_LENGTH (a batch's rows then stay within a few MiB). */
 #define ALIGN_MAX_LANES 32
 #define ALIGN_LANE_TRACE_SIDE 1023
 #define ALIGN_LANE_MAX_LENGTH 65535
@@ -153,6 +161,36 @@ int align_lanes_avx2(align_lane_batch *b, const align_params *p, warpdp_workspac
 int align_lanes_avx512(align_lane_batch *b, const align_params *p, warpdp_workspace *ws);
 int align_lanes_avx2_i32(align_lane_batch *b, const align_params *p, warpdp_workspace *ws);
 int align_lanes_avx512_i32(align_lane_batch *b, const align_params *p, warpdp_workspace *ws);
+
+/* The SIMD variants' intra-pair path (align_diag_body.h), for long pairs (generic modes): one pair,
+   bases as given, int16 cells where align_fits_int16 says the pair fits them (and, AVX2, the matrix
+   fits bytes), else int32; memory linear in the lengths (traceback from checkpoints). ops (room for
+   m + n + 2) receives the CIGAR when p->cigar. 0, or -1 out of memory. The driver sends it the pairs
+   that need a traceback walk (a CIGAR, or score-only local begins, traced back too) whose longer
+   sequence has at least align_diag_min_length(isa) bases (below, the lanes are faster; above, a
+   batch's traceback, lanes x cells bytes, outgrows the caches: BENCHMARKS.md, "Alignment (issue
+   26): CPU SIMD variants"), and the pairs over ALIGN_LANE_MAX_LENGTH. */
+static inline int64_t align_diag_min_length(int isa)
+{
+    return isa == WARPDP_ISA_AVX512 ? 896 : ALIGN_LANE_TRACE_SIDE + 1;
+}
+
+/* 1 when the kernel's traceback checkpoints for an m x n pair (at most (m + n) / 4096 + 1 of them,
+   each four rows of m + 96 int32 cells: align_diag_body.h) stay within 256 MiB. */
+static inline int align_diag_fits(int64_t m, int64_t n)
+{
+    return ((m + n) / 4096 + 1) * 4 * (m + 96) * 4 <= ((int64_t)1 << 28);
+}
+typedef int (*align_diag_kernel)(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, const align_params *p,
+                                 align_result *res, uint32_t *ops, warpdp_workspace *ws);
+int align_diag_avx2(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, const align_params *p,
+                    align_result *res, uint32_t *ops, warpdp_workspace *ws);
+int align_diag_avx512(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, const align_params *p,
+                      align_result *res, uint32_t *ops, warpdp_workspace *ws);
+int align_diag_avx2_i32(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, const align_params *p,
+                        align_result *res, uint32_t *ops, warpdp_workspace *ws);
+int align_diag_avx512_i32(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, const align_params *p,
+                          align_result *res, uint32_t *ops, warpdp_workspace *ws);
 
 /* One pair (scalar variant): q/t are codes 0..4 (generic modes) or raw bytes (GATK mode). ops
    (room for m + n + 2) receives the CIGAR when p->cigar or the mode is GATK. 0, or -1 out of memory. */

@@ -429,7 +429,8 @@ static void lane_finish(const lane_work *w, const lane_state *st, align_lane_bat
         r->n_ops = 0;
         if (w->trace == NULL || (mode == ALIGN_LOCAL && r->score == 0))
             continue;
-        const align_trace tr = {w->trace + l, w->qc + l, w->tc + l, (size_t)w->max_n + 1, LANES, LANES};
+        const align_trace tr = {w->trace + l, w->qc + l, w->tc + l, (size_t)w->max_n + 1, LANES, LANES,
+                                NULL, NULL};
         align_trace_back(&tr, mode, r->q_end, r->t_end, p->cigar ? b->ops[l] : NULL, r);
     }
 }

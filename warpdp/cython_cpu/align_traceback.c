@@ -6,6 +6,8 @@
 /* Cell (i, j)'s bits, for a matrix of `row` cells per row whose cells lie `stride` bytes apart. */
 static inline uint8_t cell(const align_trace *tr, int64_t i, int64_t j)
 {
+    if (tr->fetch != NULL)
+        return tr->fetch(tr->context, i, j);
     return tr->bits[((size_t)i * tr->row + (size_t)j) * tr->stride];
 }
 
