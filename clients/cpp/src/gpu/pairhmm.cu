@@ -263,7 +263,7 @@ static int enqueue(Slot &s, const ChunkPlan &p, int sm_count)
     return WARPDP_OK;
 }
 
-/* Buffers of the slot large enough for the chunk (grown, never shrunk, within the call). */
+/* Buffers of the slot large enough for the chunk (grown, never shrunk: the set keeps them for later calls). */
 static int grow(Slot &s, const ChunkPlan &p)
 {
     if (s.in.size() < p.at.blob_bytes)
@@ -318,9 +318,9 @@ static int check_hap_lengths(const warpdp_pairhmm_batches *b)
 }
 
 /* What a call needs beside its input: two slots, the tables and the configurations' occupancy on
-   one device. Made once and kept for later calls (as the Python runner keeps its slots): streams,
-   events and pinned buffers cost more to make than a small call takes. Device memory is freed at
-   the end of each call. A set is used by one call at a time. */
+   one device. Made once and kept for later calls, with their buffers (as the Python runner keeps
+   its slots and CuPy its memory pool): streams, events, pinned buffers and device memory cost more
+   to make and free than a small call takes. A set is used by one call at a time. */
 struct SlotSet {
     int device = -1;
     Tables tables;
@@ -349,8 +349,8 @@ class Borrowed {
     Borrowed() = default;
     Borrowed(const Borrowed &) = delete;
     Borrowed &operator=(const Borrowed &) = delete;
-    /* A call that succeeded gives its set back, without its device memory; a failed call's set is
-       destroyed (its streams wait for what they hold, then everything is freed). */
+    /* A call that succeeded gives its set back; a failed call's set is destroyed (its streams wait
+       for what they hold, then everything is freed). */
     ~Borrowed()
     {
         if (set_ == nullptr)
@@ -359,8 +359,6 @@ class Borrowed {
             delete set_;
             return;
         }
-        for (Slot &s : set_->slots)
-            s.device.release();
         std::lock_guard<std::mutex> hold(pool_lock);
         pool.push_back(set_);
     }
