@@ -184,7 +184,7 @@ def main() -> None:
         # The server runs its kernels on as many threads as the in-process calls.
         server = Server(ServerConfig(port=0, backend="cpu", host="127.0.0.1", max_message_mb=1024,
                                      threads=args.threads)).start()
-    print(f"CPU: {cpu_name()}, threads {args.threads}, variant {best_isa()} (align, edit: scalar), "
+    print(f"CPU: {cpu_name()}, threads {args.threads}, variant {best_isa()}, "
           f"commit {commit()}, pairs {args.pairs}, fastest of {args.repeats}\n")
     cpu = args.threads == 1
     extra = (" Python CPU (s) | C CPU (s) | C / Python, CPU |" if cpu else "") + \
