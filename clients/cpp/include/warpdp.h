@@ -21,7 +21,9 @@
  * crash.
  *
  * Threads: a handle is immutable once opened; any number of threads may submit on the same handle
- * at once. Error messages are per thread. Each call spreads its pairs over the handle's threads.
+ * at once. Error messages are per thread. A CPU handle's call spreads its pairs over the handle's
+ * threads; a GPU handle's call runs on its device (and leaves that device current on the calling
+ * thread, as cudaSetDevice would).
  *
  * Versioning: WARPDP_API_VERSION is the version of this header; warpdp_api_version() that of the
  * library linked. Minor versions only add functions; a program built against major M runs with
@@ -50,10 +52,12 @@ typedef enum {
     WARPDP_OK = 0,
     WARPDP_ERR_INVALID_ARGUMENT = 1, /* a null pointer, a length, offset, parameter or base out of range */
     WARPDP_ERR_OUT_OF_MEMORY = 2,
-    WARPDP_ERR_UNSUPPORTED = 3,       /* a CPU variant this CPU (or this family) does not have */
+    WARPDP_ERR_UNSUPPORTED = 3,       /* a CPU variant this CPU (or this family) does not have; a GPU
+                                         handle from a library built without CUDA */
     WARPDP_ERR_RESOURCE_EXHAUSTED = 4, /* a pair over a configured limit (align's max_traceback_cells) */
     WARPDP_ERR_INTERNAL = 5,
-    WARPDP_ERR_UNAVAILABLE = 6,        /* client handles: the server cannot be reached, or the call timed out */
+    WARPDP_ERR_UNAVAILABLE = 6,        /* client handles: the server cannot be reached, or the call timed
+                                          out; GPU handles: no usable GPU or driver */
     WARPDP_ERR_UNAUTHENTICATED = 7,    /* client handles: the token was refused */
     WARPDP_ERR_RPC = 8                 /* client handles: any other gRPC failure (the message names it) */
 } warpdp_status;
@@ -109,9 +113,14 @@ int warpdp_has_gpu(void);
 
 /* Since 1.1. Opens an in-process handle whose calls run on one GPU of this host (options NULL:
    device 0), with the CUDA kernels of the Python package's GPU backend (the .cu files of warpdp/kernels,
-   compiled into this library), and the same results as the other handles. Each call checks its
-   arguments as the CPU handles do, then copies its batch to the GPU in chunks that fit the
-   device's free memory and runs it there on its own stream, so several threads may call at once.
+   compiled into this library), and the same results as the other handles (Pair-HMM: the Python
+   GPU backend's, within docs/semantics.md's tolerance of the CPU's). Each call checks its
+   arguments as the CPU handles do (Pair-HMM on a GPU also refuses, as the Python GPU backend does,
+   haplotypes over 2^24 - 1 bases and batches too large for one chunk: over 2^31 pairs, reads,
+   haplotypes or bases), then copies its batch to the GPU in chunks that fit the device's free
+   memory and runs it there on streams of its own, so several threads may call at once. A host
+   out of memory while planning gives WARPDP_ERR_OUT_OF_MEMORY, a CUDA failure
+   WARPDP_ERR_OUT_OF_MEMORY (device memory) or WARPDP_ERR_INTERNAL with CUDA's message.
    WARPDP_ERR_UNSUPPORTED when the library was built without CUDA, WARPDP_ERR_UNAVAILABLE when
    no usable GPU (or driver) is found, WARPDP_ERR_INVALID_ARGUMENT for a device number out of range. */
 int warpdp_open_gpu(const warpdp_gpu_options *options, warpdp_handle **handle);

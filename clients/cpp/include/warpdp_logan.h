@@ -20,9 +20,10 @@
  * starts from the begin positions, the right one from the end positions; res[i] = left score +
  * right score + kmer_length; the seed's begin positions become those of the left extension and its
  * end positions those of the right one. Differences, deliberate:
- *  - errors (positive gap scores, seeds outside their sequences, bytes other than ACGTN, vectors
- *    shorter than numAlignments, a bad WARPDP_LOGAN_BACKEND) throw std::invalid_argument instead
- *    of printing and exiting;
+ *  - errors throw instead of printing and exiting: bad input (positive gap scores, seeds outside
+ *    their sequences, bytes other than ACGTN, vectors shorter than numAlignments, a bad
+ *    WARPDP_LOGAN_BACKEND) std::invalid_argument, anything else (out of memory, a GPU failure)
+ *    std::runtime_error, each with warpdp's message;
  *  - scores are exact for any length (LOGAN keeps 16-bit anti-diagonals);
  *  - only linear gaps (gap_open_score == gap_extend_score), as LOGAN computes;
  *  - n_threads (LOGAN's CUDA block size) is accepted and unused; on the CPU the threads are every

@@ -109,37 +109,57 @@ Range select(const warpdp_xdrop_pairs &all, const warpdp_xdrop_results &out, std
     return r;
 }
 
+// A failed call's exception: std::invalid_argument for bad input, std::runtime_error for anything
+// else (out of memory, a GPU failure).
+[[noreturn]] void throw_failure(int status, const std::string &message)
+{
+    if (status == WARPDP_ERR_INVALID_ARGUMENT)
+        throw std::invalid_argument(message);
+    throw std::runtime_error(message);
+}
+
 // Runs the batch on the handles: one call, or (several GPUs) consecutive ranges of pairs, one per
-// handle, each on a thread of its own. Throws std::invalid_argument with the (first) failure's message.
+// handle, each on a thread of its own. Throws (throw_failure) with the (first) failure's message.
 void run_xdrop(const std::vector<warpdp_handle *> &handles, const warpdp_xdrop_pairs &pairs,
                const warpdp_xdrop_params &params, const warpdp_xdrop_results &results)
 {
     const std::size_t n = std::size_t(pairs.n_pairs), parts = std::min(handles.size(), std::max<std::size_t>(n, 1));
     if (parts == 1) {
-        if (warpdp_xdrop(handles[0], &pairs, &params, &results) != WARPDP_OK)
-            throw std::invalid_argument(std::string("warpdp_logan: ") + warpdp_last_error());
+        const int status = warpdp_xdrop(handles[0], &pairs, &params, &results);
+        if (status != WARPDP_OK)
+            throw_failure(status, std::string("warpdp_logan: ") + warpdp_last_error());
         return;
     }
     std::vector<Range> ranges;
     for (std::size_t part = 0; part < parts; part++)
         ranges.push_back(select(pairs, results, n * part / parts, n * (part + 1) / parts));
     std::vector<std::string> errors(parts);
+    std::vector<int> statuses(parts, WARPDP_OK);
     const auto run = [&](std::size_t part) {
         const Range &r = ranges[part];
-        if (warpdp_xdrop(handles[part], &r.pairs, &params, &r.results) != WARPDP_OK)
+        statuses[part] = warpdp_xdrop(handles[part], &r.pairs, &params, &r.results);
+        if (statuses[part] != WARPDP_OK)
             errors[part] = warpdp_last_error(); // the message of this thread's call
     };
     std::vector<std::thread> threads;
-    for (std::size_t part = 1; part < parts; part++)
-        threads.emplace_back(run, part);
+    threads.reserve(parts);
+    try {
+        for (std::size_t part = 1; part < parts; part++)
+            threads.emplace_back(run, part);
+    } catch (...) { // no thread to start: the ones started are joined before the error goes up
+        for (std::thread &t : threads)
+            t.join();
+        throw;
+    }
     run(0);
     for (std::thread &t : threads)
         t.join();
     for (std::size_t part = 0; part < parts; part++)
-        if (!errors[part].empty())
-            throw std::invalid_argument("warpdp_logan: alignments " + std::to_string(n * part / parts) + " to " +
-                                        std::to_string(n * (part + 1) / parts - 1) + " (GPU " + std::to_string(part) +
-                                        "; pairs counted from the first of them): " + errors[part]);
+        if (statuses[part] != WARPDP_OK)
+            throw_failure(statuses[part], "warpdp_logan: alignments " + std::to_string(n * part / parts) + " to " +
+                                              std::to_string(n * (part + 1) / parts - 1) + " (GPU " +
+                                              std::to_string(part) + "; pairs counted from the first of them): " +
+                                              errors[part]);
 }
 
 struct Extended {

@@ -495,7 +495,7 @@ int allow_shared(const Job &job)
 
 } // namespace
 
-int wd_gpu_align(wd_gpu *gpu, const warpdp_seq_pairs *pairs, const warpdp_align_params *params,
+static int align_on_gpu(wd_gpu *gpu, const warpdp_seq_pairs *pairs, const warpdp_align_params *params,
                  const warpdp_align_results *results)
 {
     Job job = job_of(gpu, pairs, params, results);
@@ -517,4 +517,10 @@ int wd_gpu_align(wd_gpu *gpu, const warpdp_seq_pairs *pairs, const warpdp_align_
         wd_pack_ragged(results->cigar_ops, NULL, sizeof(uint32_t), results->cigar_offsets, pairs->n_pairs,
                        pairs->query_offsets, pairs->target_offsets, 2);
     return wd_ok();
+}
+
+int wd_gpu_align(wd_gpu *gpu, const warpdp_seq_pairs *pairs, const warpdp_align_params *params,
+                 const warpdp_align_results *results)
+{
+    return wd_gpu_call(FAMILY, [&] { return align_on_gpu(gpu, pairs, params, results); });
 }

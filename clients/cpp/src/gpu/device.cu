@@ -9,6 +9,9 @@ static const double CALL_MEMORY_SHARE = 0.5;
 
 int wd_cuda_fail(const char *family, const char *step, cudaError_t error)
 {
+    /* Clears the thread's last error (this library's own runtime, linked statically), or the next
+       launch's check would report this failure again. */
+    (void)cudaGetLastError();
     const int status = error == cudaErrorMemoryAllocation ? WARPDP_ERR_OUT_OF_MEMORY : WARPDP_ERR_INTERNAL;
     return wd_fail(status, "warpdp %s (GPU): %s: %s", family, step, cudaGetErrorString(error));
 }
@@ -23,6 +26,7 @@ int wd_cuda_launched(const char *family, const char *kernel)
 
 int wd_gpu_enter(const wd_gpu *gpu, const char *family)
 {
+    (void)cudaGetLastError(); /* whatever an earlier call on this thread left behind */
     WD_CUDA_TRY(family, "selecting the device", cudaSetDevice(gpu->device));
     return WARPDP_OK;
 }
@@ -30,8 +34,10 @@ int wd_gpu_enter(const wd_gpu *gpu, const char *family)
 size_t wd_gpu_budget(const wd_gpu *gpu)
 {
     size_t free_bytes = 0, total_bytes = 0;
-    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess)
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+        (void)cudaGetLastError();
         free_bytes = gpu->total_memory / 4;
+    }
     return (size_t)((double)free_bytes * CALL_MEMORY_SHARE);
 }
 

@@ -225,9 +225,19 @@ int run_on_cpu(const ChunkPlan &plan, const warpdp_seq_pairs *pairs, const warpd
     return WARPDP_OK;
 }
 
+// A count the kernels reported that does not fit the room the layout gave it (a kernel bug): an
+// error, not a write past the caller's buffers.
+int check_count(int64_t count, int64_t room, int64_t pair, const char *what)
+{
+    if (count >= 0 && count <= room)
+        return WARPDP_OK;
+    return wd_fail(WARPDP_ERR_INTERNAL, "warpdp edit (GPU): pair %lld came back with %lld %s, room for %lld",
+                   (long long)pair, (long long)count, what, (long long)room);
+}
+
 // The chunk's columns and locations (from the head that came back) into the caller's arrays.
-void write_columns(const ChunkPlan &plan, const uint8_t *head, const warpdp_seq_pairs *pairs,
-                   const warpdp_edit_results *r, const std::vector<CpuPair> &cpu, Written &written)
+int write_columns(const ChunkPlan &plan, const uint8_t *head, const warpdp_seq_pairs *pairs,
+                  const warpdp_edit_results *r, const std::vector<CpuPair> &cpu, Written &written)
 {
     const int64_t n = plan.n, *column = (const int64_t *)head;
     const int64_t *begin = (const int64_t *)(head + plan.at[S_LOC_BEGIN] - plan.at[S_OUT]);
@@ -244,6 +254,8 @@ void write_columns(const ChunkPlan &plan, const uint8_t *head, const warpdp_seq_
         if (!plan.want_locations)
             continue;
         const int64_t count = on_cpu ? on_cpu->n_locations : column[3 * n + p];
+        const int64_t room = plan.one_location ? 1 : pairs->target_offsets[g + 1] - pairs->target_offsets[g] + 1;
+        WD_TRY(check_count(count, room, g, "locations"));
         const int64_t from = plan.one_location ? p : pairs->target_offsets[g] - plan.t0 + p;
         for (int64_t l = 0; l < count; l++) {
             r->loc_begin[written.locations + l] = on_cpu ? on_cpu->loc_begin[l] : begin[from + l];
@@ -252,18 +264,24 @@ void write_columns(const ChunkPlan &plan, const uint8_t *head, const warpdp_seq_
         written.locations += count;
         r->loc_offsets[g + 1] = written.locations;
     }
+    return WARPDP_OK;
 }
 
 /* The chunk's CIGARs: packed on the device in pair order (compact_cigars), copied back to their
    place in the caller's cigar_ops; the CPU's pairs' runs then written into the room left for them. */
-int write_cigars(Slot &slot, const warpdp_edit_results *r, const std::vector<CpuPair> &cpu, Written &written)
+int write_cigars(Slot &slot, const warpdp_seq_pairs *pairs, const warpdp_edit_results *r,
+                 const std::vector<CpuPair> &cpu, Written &written)
 {
     const ChunkPlan &plan = slot.plan;
     const int64_t n = plan.n, *n_cigar = (const int64_t *)slot.out.get() + 4 * n;
     std::vector<int64_t> offsets((size_t)n + 1, 0);
     for (int64_t p = 0, s = 0; p < n; p++) {
         const bool on_cpu = s < (int64_t)plan.skip.size() && plan.skip[s] == p;
-        offsets[p + 1] = offsets[p] + (on_cpu ? cpu[s++].n_cigar : n_cigar[p]);
+        const int64_t g = plan.start + p, runs = on_cpu ? cpu[s++].n_cigar : n_cigar[p];
+        const int64_t bases = pairs->query_offsets[g + 1] - pairs->query_offsets[g] +
+                              pairs->target_offsets[g + 1] - pairs->target_offsets[g];
+        WD_TRY(check_count(runs, bases, g, "CIGAR runs"));
+        offsets[p + 1] = offsets[p] + runs;
         r->cigar_offsets[plan.start + p + 1] = written.runs + offsets[p + 1];
     }
     const int64_t total = offsets[n];
@@ -303,9 +321,9 @@ int collect(Slot &slot, const warpdp_seq_pairs *pairs, const warpdp_edit_params 
     std::vector<CpuPair> cpu;
     WD_TRY(run_on_cpu(slot.plan, pairs, p, cpu));  // overlaps the chunk's kernels
     WD_TRY(slot.stream.wait(FAMILY, "running the kernels"));
-    write_columns(slot.plan, slot.out.get(), pairs, r, cpu, written);
+    WD_TRY(write_columns(slot.plan, slot.out.get(), pairs, r, cpu, written));
     if (slot.plan.want_cigar)
-        WD_TRY(write_cigars(slot, r, cpu, written));
+        WD_TRY(write_cigars(slot, pairs, r, cpu, written));
     return WARPDP_OK;
 }
 
@@ -325,7 +343,7 @@ void plan_fitting(ChunkPlan &plan, const warpdp_seq_pairs *pairs, const warpdp_e
 
 }  // namespace
 
-int wd_gpu_edit(wd_gpu *gpu, const warpdp_seq_pairs *pairs, const warpdp_edit_params *params,
+static int edit_on_gpu(wd_gpu *gpu, const warpdp_seq_pairs *pairs, const warpdp_edit_params *params,
                 const warpdp_edit_results *results)
 {
     WD_TRY(wd_gpu_enter(gpu, FAMILY));
@@ -360,4 +378,10 @@ int wd_gpu_edit(wd_gpu *gpu, const warpdp_seq_pairs *pairs, const warpdp_edit_pa
     if (written.bad_pair >= 0)
         return wd_edit_refuse_byte(written.bad_pair);
     return wd_ok();
+}
+
+int wd_gpu_edit(wd_gpu *gpu, const warpdp_seq_pairs *pairs, const warpdp_edit_params *params,
+                const warpdp_edit_results *results)
+{
+    return wd_gpu_call(FAMILY, [&] { return edit_on_gpu(gpu, pairs, params, results); });
 }

@@ -9,6 +9,8 @@
 #include <cuda_runtime.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <exception>
+#include <new>
 #include "../internal.h"
 
 struct wd_gpu {
@@ -126,6 +128,19 @@ class Stream {
   private:
     cudaStream_t stream_ = nullptr;
 };
+
+/* Runs a family's GPU call: a C++ exception (host memory exhausted while planning, say) becomes a
+   status, as none may reach the C caller. */
+template <typename Body> int wd_gpu_call(const char *family, Body body)
+{
+    try {
+        return body();
+    } catch (const std::bad_alloc &) {
+        return wd_fail(WARPDP_ERR_OUT_OF_MEMORY, "warpdp %s (GPU): out of host memory", family);
+    } catch (const std::exception &error) {
+        return wd_fail(WARPDP_ERR_INTERNAL, "warpdp %s (GPU): %s", family, error.what());
+    }
+}
 
 /* The launch just enqueued (cudaGetLastError), as a status naming the kernel. */
 int wd_cuda_launched(const char *family, const char *kernel);

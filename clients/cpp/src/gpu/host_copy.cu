@@ -3,7 +3,6 @@
 
 #include <string.h>
 #include <algorithm>
-#include <system_error>
 #include <thread>
 
 namespace {
@@ -39,11 +38,12 @@ void wd_copy_parallel(const std::vector<wd_copy> &copies)
         total < PARALLEL_FROM_BYTES ? 1 : std::min<size_t>({MAX_THREADS, cores, total / SHARE_BYTES});
     const size_t share = (total + threads - 1) / std::max<size_t>(threads, 1);
     std::vector<std::thread> helpers;
+    helpers.reserve(threads); // no reallocation while threads run: only a thread's start can fail
     size_t done_here = threads; // shares whose thread could not start are copied by this thread
     for (size_t i = 1; i < threads; i++) {
         try {
             helpers.emplace_back(copy_range, std::cref(copies), i * share, std::min(total, (i + 1) * share));
-        } catch (const std::system_error &) {
+        } catch (...) {
             done_here = i;
             break;
         }

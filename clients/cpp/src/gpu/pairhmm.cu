@@ -338,8 +338,10 @@ struct SlotSet {
     }
 };
 
-/* The sets not in use, of every device. Never freed: sets live until the process ends (CUDA may
-   be shut down before static destructors would run). */
+/* The sets not in use, of every device, at most KEPT_SETS per device (the ones of calls made
+   beside each other beyond that are freed). Never freed: sets live until the process ends (CUDA
+   may be shut down before static destructors would run). */
+static const int KEPT_SETS = 2;
 static std::mutex pool_lock;
 static std::vector<SlotSet *> &pool = *new std::vector<SlotSet *>();
 
@@ -349,18 +351,23 @@ class Borrowed {
     Borrowed() = default;
     Borrowed(const Borrowed &) = delete;
     Borrowed &operator=(const Borrowed &) = delete;
-    /* A call that succeeded gives its set back; a failed call's set is destroyed (its streams wait
-       for what they hold, then everything is freed). */
+    /* A call that succeeded gives its set back, while its device has fewer than KEPT_SETS kept; a
+       failed call's set, or one too many, is destroyed (its streams wait for what they hold, then
+       everything is freed). */
     ~Borrowed()
     {
         if (set_ == nullptr)
             return;
-        if (!ok_) {
-            delete set_;
-            return;
+        if (ok_) {
+            std::lock_guard<std::mutex> hold(pool_lock);
+            const auto kept = std::count_if(pool.begin(), pool.end(),
+                                            [this](const SlotSet *s) { return s->device == set_->device; });
+            if (kept < KEPT_SETS) {
+                pool.push_back(set_);
+                return;
+            }
         }
-        std::lock_guard<std::mutex> hold(pool_lock);
-        pool.push_back(set_);
+        delete set_;
     }
     int take(const wd_gpu *gpu)
     {
@@ -404,7 +411,8 @@ static int run_chunks(const wd_gpu *gpu, SlotSet &set, const warpdp_pairhmm_batc
     return WARPDP_OK;
 }
 
-int wd_gpu_pairhmm(wd_gpu *gpu, const warpdp_pairhmm_batches *batches, int use_double, double *out, int64_t n_out)
+static int pairhmm_on_gpu(wd_gpu *gpu, const warpdp_pairhmm_batches *batches, int use_double, double *out,
+                          int64_t n_out)
 {
     WD_TRY(check_hap_lengths(batches));
     if (n_out == 0)
@@ -415,4 +423,9 @@ int wd_gpu_pairhmm(wd_gpu *gpu, const warpdp_pairhmm_batches *batches, int use_d
     WD_TRY(run_chunks(gpu, *set, batches, use_double, out));
     set.succeeded();
     return wd_ok();
+}
+
+int wd_gpu_pairhmm(wd_gpu *gpu, const warpdp_pairhmm_batches *batches, int use_double, double *out, int64_t n_out)
+{
+    return wd_gpu_call(FAMILY, [&] { return pairhmm_on_gpu(gpu, batches, use_double, out, n_out); });
 }

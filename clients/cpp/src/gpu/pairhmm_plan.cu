@@ -31,11 +31,11 @@ template <typename T> static int64_t count_at_most(const std::vector<T> &values,
 
 InputStats input_stats(const warpdp_pairhmm_batches *b)
 {
-    InputStats s = {0, 1, 1.0};
+    InputStats s = {0.0, 1, 1.0};
     const int64_t *ro = b->read_offsets, *ho = b->hap_offsets;
     for (int64_t k = 0; k < b->n_batches; k++)
-        s.total_cells += (ro[b->batch_reads[k + 1]] - ro[b->batch_reads[k]]) *
-                         (ho[b->batch_haps[k + 1]] - ho[b->batch_haps[k]]);
+        s.total_cells += (double)(ro[b->batch_reads[k + 1]] - ro[b->batch_reads[k]]) *
+                         (double)(ho[b->batch_haps[k + 1]] - ho[b->batch_haps[k]]);
     if (b->n_haps == 0)
         return s;
     int64_t longest = 0;
@@ -242,7 +242,7 @@ ChunkPlan plan_chunk(const warpdp_pairhmm_batches *b, const Chunk &chunk, bool u
     if (!chunk.whole)
         chunk_cells = (double)p.read_bytes * (double)p.code_bytes;
     /* The item budget follows this chunk's expected time (what an item's latency competes with). */
-    item_limits(p, chunk.n_out, stats.longest_hap, std::min((double)stats.total_cells, chunk_cells), occ.sm_count);
+    item_limits(p, chunk.n_out, stats.longest_hap, std::min(stats.total_cells, chunk_cells), occ.sm_count);
     p.mean_hap = stats.mean_hap;
     p.n_configs = use_double ? 1 : N_FLOAT_BINS;
     p.longest_item = std::min(p.cap, max_haps) * stats.longest_hap;

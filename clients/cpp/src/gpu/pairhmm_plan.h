@@ -60,7 +60,7 @@ constexpr int N_COUNTERS = C_BUCKET_START + 16 * PLAN_BUCKETS;
 
 /* Whole-input numbers every chunk plans with. */
 struct InputStats {
-    int64_t total_cells;
+    double total_cells; /* a double: absurd inputs' products and sums cannot overflow */
     int64_t longest_hap;
     double mean_hap;
 };

@@ -344,7 +344,7 @@ int wd_gpu_seedext(wd_gpu *gpu, const warpdp_seedext_pairs *pairs, const warpdp_
     using namespace seedext_gpu;
     if (pairs->n_pairs == 0)
         return WARPDP_OK;
-    try {
+    return wd_gpu_call(FAMILY, [&] {
         WD_TRY(wd_gpu_enter(gpu, FAMILY));
         std::unique_ptr<Ring> ring;
         WD_TRY(take_ring(gpu, &ring));
@@ -353,9 +353,5 @@ int wd_gpu_seedext(wd_gpu *gpu, const warpdp_seedext_pairs *pairs, const warpdp_
         if (status == WARPDP_OK) /* else it goes, after its streams' work (a CUDA error may stick) */
             give_back(std::move(ring));
         return status;
-    } catch (const std::bad_alloc &) {
-        return wd_fail(WARPDP_ERR_OUT_OF_MEMORY, "warpdp seedext (GPU): out of host memory");
-    } catch (const std::exception &error) {
-        return wd_fail(WARPDP_ERR_INTERNAL, "warpdp seedext (GPU): %s", error.what());
-    }
+    });
 }

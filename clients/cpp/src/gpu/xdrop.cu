@@ -127,8 +127,10 @@ int residency(const wd_gpu *gpu, Residency &r, std::map<size_t, int64_t> &shared
             return found->second;
         int per_sm = 0;
         if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernels::extend_shared_kernel, 32, bytes) !=
-            cudaSuccess)
-            per_sm = 1; // an estimate only sizes the grid
+            cudaSuccess) {
+            (void)cudaGetLastError(); // not left for the next launch's check
+            per_sm = 1;               // an estimate only sizes the grid
+        }
         const int64_t resident = int64_t(std::max(per_sm, 1)) * sm_count;
         shared_cache[bytes] = resident;
         return resident;
@@ -323,8 +325,8 @@ int run_chunks(const wd_gpu *gpu, Slot *const *slots, const warpdp_xdrop_pairs &
 
 } // namespace
 
-int wd_gpu_xdrop(wd_gpu *gpu, const warpdp_xdrop_pairs *pairs, const warpdp_xdrop_params *params,
-                 const warpdp_xdrop_results *results)
+static int xdrop_on_gpu(wd_gpu *gpu, const warpdp_xdrop_pairs *pairs, const warpdp_xdrop_params *params,
+                        const warpdp_xdrop_results *results)
 {
     if (pairs->n_pairs == 0)
         return wd_ok();
@@ -363,4 +365,10 @@ int wd_gpu_xdrop(wd_gpu *gpu, const warpdp_xdrop_pairs *pairs, const warpdp_xdro
         return wd_xdrop_bad_base(pair);
     }
     return wd_ok();
+}
+
+int wd_gpu_xdrop(wd_gpu *gpu, const warpdp_xdrop_pairs *pairs, const warpdp_xdrop_params *params,
+                 const warpdp_xdrop_results *results)
+{
+    return wd_gpu_call(FAMILY, [&] { return xdrop_on_gpu(gpu, pairs, params, results); });
 }
