@@ -71,8 +71,6 @@ static inline void store_nibbles_avx2(uint8_t *p, __m256i v)
 #define PLANE_BYTES 1
 #define LANE_BITS 1
 #define M_STORE_PLANE(p, m) store_plane_avx2((p), (m))
-/* match/mismatch matrices score by a compare of codes (score_by_match): cheaper than the lookup */
-#define SCORE_BY_MATCH 1
 #define LANES_ENTRY align_lanes_avx2_i32
 #include "align_lanes_body.h"
 #define V_STORE_NIBBLES(p, v) store_nibbles_avx2((p), (v))

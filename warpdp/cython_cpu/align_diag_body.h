@@ -27,7 +27,7 @@
 typedef struct {
     int64_t m, n;
     CELL *h[3], *e[2], *f[2]; /* by slot: H of three diagonals, E and F of two (rotating) */
-    CELL *qv;                 /* qv[i] = query_value(code(q[i - 1])) */
+    CELL *qv;                 /* qv[i] = 5 * code(q[i - 1]) + QV_BIAS */
     CELL *tv;                 /* tv[k] = code(t[n - 1 - k]): cell (i, d - i)'s target code is tv[n - d + i];
                                  LANES entries of room below 0, as the slot arrays */
     CELL *row_max, *row_j;    /* local, extension: each row's highest cell so far and its first column */
@@ -38,7 +38,6 @@ typedef struct {
     int64_t block;            /* K: diagonals per checkpoint */
     CELL *checkpoints;        /* checkpoint c: H of diagonals cK and cK + 1, E and F of cK + 1 */
     const align_params *p;
-    int by_match;             /* score_by_match */
     int64_t block_first;      /* the block computed last: its first diagonal (0: none yet) */
     int64_t *offset;          /* that block: diagonal d's row i in nibble offset[d] + i of bits */
     uint8_t *bits;
@@ -99,7 +98,7 @@ static void diag_start(diag_work *w, const uint8_t *q, const uint8_t *t, const a
         const uint8_t c = k >= 1 && k <= m ? align_base_code(q[k - 1]) : 4;
         if (k >= 1 && k <= m)
             w->qc[k - 1] = c;
-        w->qv[k] = query_value(c, w->by_match);
+        w->qv[k] = (CELL)(5 * c + QV_BIAS);
         w->h[0][k] = w->h[1][k] = w->h[2][k] = w->e[0][k] = w->e[1][k] = w->f[0][k] = w->f[1][k] = CELL_NEG;
         w->row_max[k] = (CELL)(local || k == 0 || k > m ? 0 : border(p->gap_first, p->gap_ext, k));
         w->row_j[k] = 0;
@@ -144,13 +143,12 @@ typedef struct {
     CELL *h0, *e0, *f0, *row_max, *row_j;
     uint8_t *bits; /* nibble offset[d] + i: bits[(offset[d] + i) / 2] */
     int64_t offset;
-    VEC mismatch, gain; /* by_match: matrix[1], matrix[0] - matrix[1] */
 } diag_rows;
 
 static inline __attribute__((always_inline)) void diag_vector(diag_rows r, int64_t d, int64_t i, int64_t lo,
                                                               int64_t hi, SCORE_TABLE table, VEC first, VEC ext,
                                                               VEC iota, int local, int trace, int stats, int edge,
-                                                              int by_match, VEC *top)
+                                                              VEC *top)
 {
     const CELL *h2 = r.h2, *h1 = r.h1, *e1 = r.e1, *f1 = r.f1, *tv = r.tv, *qv = r.qv;
     CELL *h0 = r.h0, *e0 = r.e0, *f0 = r.f0;
@@ -159,9 +157,7 @@ static inline __attribute__((always_inline)) void diag_vector(diag_rows r, int64
         const VEC up = V_LOAD(h1 + i - 1), left = V_LOAD(h1 + i);
         const VEC f_open = V_SUBS(up, first), f = V_MAX(f_open, V_SUBS(V_LOAD(f1 + i - 1), ext));
         const VEC e_open = V_SUBS(left, first), e = V_MAX(e_open, V_SUBS(V_LOAD(e1 + i), ext));
-        const VEC q_i = V_LOAD(qv + i), t_i = V_LOAD(tv + i);
-        const VEC s = V_ADDS(V_LOAD(h2 + i - 1), by_match ? V_ADD_WHERE(M_EQ(q_i, t_i), r.mismatch, r.gain)
-                                                          : V_SCORE(table, V_ADDS(q_i, t_i)));
+        const VEC s = V_ADDS(V_LOAD(h2 + i - 1), V_SCORE(table, V_ADDS(V_LOAD(qv + i), V_LOAD(tv + i))));
         const VEC h_raw = V_MAX(V_MAX(s, f), e);
         const VEC h = local ? V_MAX(h_raw, zero) : h_raw;
         V_STORE(h0 + i, h);
@@ -195,7 +191,7 @@ static inline __attribute__((always_inline)) void diag_vector(diag_rows r, int64
    trace (traceback bits), stats (diag_vector). Returns the diagonal's highest cell (stats 2). */
 static inline __attribute__((always_inline)) CELL diag_cells(diag_work *w, int64_t d, int64_t from, int64_t to,
                                                              SCORE_TABLE table, VEC first, VEC ext, VEC iota,
-                                                             int local, int trace, int stats, int by_match)
+                                                             int local, int trace, int stats)
 {
     int64_t lo = d - w->n > 1 ? d - w->n : 1, hi = d - 1 < w->m ? d - 1 : w->m;
     lo = lo > from ? lo : from;
@@ -206,17 +202,16 @@ static inline __attribute__((always_inline)) CELL diag_cells(diag_work *w, int64
     const int r1 = (int)((d - 1) % 3), r0 = r1 == 2 ? 0 : r1 + 1, r2 = r0 == 2 ? 0 : r0 + 1;
     const diag_rows r = {w->h[r2], w->h[r1], w->e[(d - 1) & 1], w->f[(d - 1) & 1], w->tv + (w->n - d), w->qv,
                          w->h[r0], w->e[d & 1], w->f[d & 1], w->row_max, w->row_j, w->bits,
-                         trace ? w->offset[d] : 0, V_SET1((CELL)w->p->matrix[1]),
-                         V_SET1((CELL)(w->p->matrix[0] - w->p->matrix[1]))};
+                         trace ? w->offset[d] : 0};
     int64_t i = lo & ~(int64_t)(LANES - 1);
     if (i < lo || i + LANES - 1 > hi) {
-        diag_vector(r, d, i, lo, hi, table, first, ext, iota, local, trace, stats, 1, by_match, &top);
+        diag_vector(r, d, i, lo, hi, table, first, ext, iota, local, trace, stats, 1, &top);
         i += LANES;
     }
     for (; i + LANES - 1 <= hi; i += LANES)
-        diag_vector(r, d, i, lo, hi, table, first, ext, iota, local, trace, stats, 0, by_match, &top);
+        diag_vector(r, d, i, lo, hi, table, first, ext, iota, local, trace, stats, 0, &top);
     if (i <= hi)
-        diag_vector(r, d, i, lo, hi, table, first, ext, iota, local, trace, stats, 1, by_match, &top);
+        diag_vector(r, d, i, lo, hi, table, first, ext, iota, local, trace, stats, 1, &top);
     if (stats != 2)
         return 0;
     CELL lanes[LANES], highest = CELL_NEG;
@@ -316,10 +311,10 @@ static void diag_best_of_tops(diag_work *w, int32_t *best, int64_t *bi, int64_t 
             computed = c * w->block + 1;
         }
         for (int64_t k = computed + 1; k <= d; k++) {
-            if (w->by_match)
-                diag_cells(w, k, 1, m, table, first, ext, iota, p->mode == ALIGN_LOCAL, 0, 0, 1);
+            if (p->mode == ALIGN_LOCAL)
+                diag_cells(w, k, 1, m, table, first, ext, iota, 1, 0, 0);
             else
-                diag_cells(w, k, 1, m, table, first, ext, iota, p->mode == ALIGN_LOCAL, 0, 0, 0);
+                diag_cells(w, k, 1, m, table, first, ext, iota, 0, 0, 0);
             diag_borders(w, p, k);
         }
         computed = d;
@@ -339,7 +334,7 @@ static void diag_best_of_tops(diag_work *w, int32_t *best, int64_t *bi, int64_t 
 
 /* Every diagonal, with its borders and (keep) the checkpoints; fills score and end cell. */
 static inline __attribute__((always_inline)) void diag_pass(diag_work *w, const align_params *p, int local,
-                                                            int stats, int keep, int by_match, align_result *res)
+                                                            int stats, int keep, align_result *res)
 {
     const int64_t m = w->m, n = w->n;
     const SCORE_TABLE table = MAKE_SCORE_TABLE(p);
@@ -349,7 +344,7 @@ static inline __attribute__((always_inline)) void diag_pass(diag_work *w, const 
     if (keep)
         diag_checkpoint(w, 0, 1, 0, -LANES, m + 2 * LANES);
     for (int64_t d = 2; d <= m + n; d++) {
-        const CELL top = diag_cells(w, d, 1, m, table, first, ext, iota, local, 0, stats, by_match);
+        const CELL top = diag_cells(w, d, 1, m, table, first, ext, iota, local, 0, stats);
         if (stats == 2 && keep)
             w->tops[d] = top;
         else if (stats == 2)
@@ -402,15 +397,10 @@ static void diag_block(diag_work *w, int64_t d, int64_t row)
     const SCORE_TABLE table = MAKE_SCORE_TABLE(p);
     const VEC first = V_SET1((CELL)p->gap_first), ext = V_SET1((CELL)p->gap_ext), iota = diag_iota();
     for (int64_t k = d0; k <= d; k++) {
-        /* constant flags: each combination compiles to its own loop */
-        if (p->mode == ALIGN_LOCAL && w->by_match)
-            diag_cells(w, k, from, row, table, first, ext, iota, 1, 1, 0, 1);
-        else if (p->mode == ALIGN_LOCAL)
-            diag_cells(w, k, from, row, table, first, ext, iota, 1, 1, 0, 0);
-        else if (w->by_match)
-            diag_cells(w, k, from, row, table, first, ext, iota, 0, 1, 0, 1);
+        if (p->mode == ALIGN_LOCAL)
+            diag_cells(w, k, from, row, table, first, ext, iota, 1, 1, 0);
         else
-            diag_cells(w, k, from, row, table, first, ext, iota, 0, 1, 0, 0);
+            diag_cells(w, k, from, row, table, first, ext, iota, 0, 1, 0);
         diag_borders(w, p, k);
     }
     w->block_first = d0;
@@ -437,22 +427,17 @@ int DIAG_ENTRY(const uint8_t *q, int64_t m, const uint8_t *t, int64_t n, const a
     w.m = m;
     w.n = n;
     w.p = p;
-    w.by_match = score_by_match(p);
     if (diag_reserve(&w, keep, ws) != 0)
         return -1;
     diag_start(&w, q, t, p);
-    /* constant flags: each combination compiles to its own loop */
-#define DIAG_PASS(local, stats, keep) \
-    (w.by_match ? diag_pass(&w, p, local, stats, keep, 1, res) : diag_pass(&w, p, local, stats, keep, 0, res))
     if (local)
-        DIAG_PASS(1, 2, 1);
+        diag_pass(&w, p, 1, 2, 1, res);
     else if (mode == ALIGN_EXTENSION && p->zdrop >= 0)
-        DIAG_PASS(0, 1, keep);
+        diag_pass(&w, p, 0, 1, keep, res);
     else if (mode == ALIGN_EXTENSION)
-        DIAG_PASS(0, 2, keep);
+        diag_pass(&w, p, 0, 2, keep, res);
     else
-        DIAG_PASS(0, 0, keep);
-#undef DIAG_PASS
+        diag_pass(&w, p, 0, 0, keep, res);
     res->n_ops = 0;
     res->q_begin = res->t_begin = 0;
     if (local && res->score == 0) { /* nothing scores above 0: the empty alignment */

@@ -33,33 +33,8 @@
 #define QV_BIAS 0
 #endif
 
-/* 1 when cells may score by a compare of codes (where the includer defines SCORE_BY_MATCH: its table
-   lookup costs more): the matrix is one match score on A, C, G and T's diagonal and one mismatch
-   score everywhere else (the API's default). qv then holds the query's code, N as 7 (equal to no
-   target code), and a cell scores mismatch + (codes equal ? match - mismatch : 0), the matrix's entry. */
-static inline int score_by_match(const align_params *p)
-{
-#ifdef SCORE_BY_MATCH
-    for (int a = 0; a < 5; a++)
-        for (int b = 0; b < 5; b++)
-            if (p->matrix[5 * a + b] != (a == b && a < 4 ? p->matrix[0] : p->matrix[1]))
-                return 0;
-    return 1;
-#else
-    (void)p;
-    return 0;
-#endif
-}
-
-/* A query code's qv entry (V_SCORE's idx part, or the code itself with score_by_match). */
-static inline CELL query_value(uint8_t code, int by_match)
-{
-    return (CELL)(by_match ? (code == 4 ? 7 : code) : 5 * code + QV_BIAS);
-}
-
 typedef struct {
     int64_t max_m, max_n;
-    int64_t min_n;        /* the fewest columns of a lane in use: every such lane has columns 1..min_n */
     CELL *qv, *tv;        /* 5 * query code by row, target code by column: [i * LANES + l] */
     uint8_t *qc, *tc;     /* codes for the traceback: [k * LANES + l] */
     VEC *h, *f;           /* H of the row (in place) and F, by column */
@@ -94,9 +69,7 @@ static inline int64_t lane_cols(const align_lane_batch *b, int gatk, int l)
 static void lane_extent(lane_work *w, const align_lane_batch *b, int gatk)
 {
     w->max_m = w->max_n = 0;
-    w->min_n = b->count > 0 ? lane_cols(b, gatk, 0) : 0;
     for (int l = 0; l < b->count; l++) {
-        w->min_n = lane_cols(b, gatk, l) < w->min_n ? lane_cols(b, gatk, l) : w->min_n;
         w->max_m = lane_rows(b, gatk, l) > w->max_m ? lane_rows(b, gatk, l) : w->max_m;
         w->max_n = lane_cols(b, gatk, l) > w->max_n ? lane_cols(b, gatk, l) : w->max_n;
     }
@@ -145,13 +118,13 @@ static void lane_gatk_bytes(lane_work *w, const align_lane_batch *b)
 }
 
 /* Codes interleaved by lane; past a lane's end, N (what it scores does not matter). */
-static void lane_codes(lane_work *w, const align_lane_batch *b, int by_match)
+static void lane_codes(lane_work *w, const align_lane_batch *b)
 {
     for (int64_t k = 0; k < w->max_m; k++)
         for (int l = 0; l < LANES; l++) {
             const uint8_t c = l < b->count && k < b->m[l] ? align_base_code(b->q[l][k]) : 4;
             w->qc[k * LANES + l] = c;
-            w->qv[(k + 1) * LANES + l] = query_value(c, by_match);
+            w->qv[(k + 1) * LANES + l] = (CELL)(5 * c + QV_BIAS);
         }
     for (int64_t k = 0; k < w->max_n; k++)
         for (int l = 0; l < LANES; l++) {
@@ -223,18 +196,16 @@ static void lane_start(lane_work *w, lane_state *st, const align_lane_batch *b, 
 /* GATK mode's scores: match where the bytes are equal, else mismatch. */
 typedef struct {
     VEC match, mismatch;
-    VEC gain; /* score_by_match: match - mismatch */
 } gatk_scores;
 
 /* One row i of every lane. Flags are constants where the entry points call it, so each
    combination compiles to its own loop: local (floor at 0), track (carry score-only begins),
    trace (write traceback bytes), rowmax (the row's highest cell within each lane's columns),
-   gatk (GATK mode: bytes compared, gaps opened only where strictly better, as GKL), by_match
-   (score_by_match: codes compared). */
+   gatk (GATK mode: bytes compared, gaps opened only where strictly better, as GKL). */
 static inline __attribute__((always_inline)) void lane_row(lane_work *w, int64_t i, SCORE_TABLE table,
                                                            gatk_scores gs, VEC first, VEC ext, VEC h0, VEC n,
                                                            int local, int track, int trace, int rowmax, int gatk,
-                                                           int by_match, VEC *row_max, VEC *row_j)
+                                                           VEC *row_max, VEC *row_j)
 {
     const VEC qv = V_LOAD(w->qv + i * LANES), zero = V_SET1(0), one = V_SET1(1), vi = V_SET1((CELL)i);
     VEC diag = w->h[0], left = h0, e = V_SET1(CELL_NEG), rmax = h0, rj = zero, vj = zero;
@@ -254,9 +225,7 @@ static inline __attribute__((always_inline)) void lane_row(lane_work *w, int64_t
         const VEC e_open = V_SUBS(left, first), e_ext = V_SUBS(e, ext);
         e = V_MAX(e_open, e_ext);
         const VEC tv = V_LOAD(w->tv + j * LANES);
-        const VEC s = gatk       ? V_BLEND(M_EQ(qv, tv), gs.mismatch, gs.match)
-                      : by_match ? V_ADD_WHERE(M_EQ(qv, tv), gs.mismatch, gs.gain)
-                                 : V_SCORE(table, V_ADDS(qv, tv));
+        const VEC s = gatk ? V_BLEND(M_EQ(qv, tv), gs.mismatch, gs.match) : V_SCORE(table, V_ADDS(qv, tv));
         const VEC d = V_ADDS(diag, s);
         /* the row's dependency chain runs through e: combine the rest first */
         const VEC df = V_MAX(d, f), h_raw = V_MAX(df, e);
@@ -299,11 +268,7 @@ static inline __attribute__((always_inline)) void lane_row(lane_work *w, int64_t
                 V_STORE_BYTES(tr + (size_t)j * LANES, bits);
             }
         }
-        if (rowmax && j <= w->min_n) { /* column j in every lane in use: no mask (lanes not in use are
-                                            never read) */
-            rj = V_BLEND(M_GT(h, rmax), rj, vj);
-            rmax = V_MAX(rmax, h);
-        } else if (rowmax) {
+        if (rowmax) {
             const MASK higher = M_GT_UNLESS(M_GT(vj, n), h, rmax);
             rmax = V_BLEND(higher, rmax, h);
             rj = V_BLEND(higher, rj, vj);
@@ -318,31 +283,27 @@ static inline __attribute__((always_inline)) void lane_row(lane_work *w, int64_t
 
 /* Row i in the flags' combination that the mode and outputs ask for. */
 static void lane_row_of(lane_work *w, int64_t i, SCORE_TABLE table, gatk_scores gs, VEC first, VEC ext, VEC h0,
-                        VEC n, int mode, int track, int trace, int by_match, VEC *row_max, VEC *row_j)
+                        VEC n, int mode, int track, int trace, VEC *row_max, VEC *row_j)
 {
-#define LANE_ROW(local, track, trace, rowmax)                                                                    \
-    (by_match ? lane_row(w, i, table, gs, first, ext, h0, n, local, track, trace, rowmax, 0, 1, row_max, row_j) \
-              : lane_row(w, i, table, gs, first, ext, h0, n, local, track, trace, rowmax, 0, 0, row_max, row_j))
     if (mode == ALIGN_GATK) {
-        lane_row(w, i, table, gs, first, ext, h0, n, 0, 0, 1, 0, 1, 0, row_max, row_j);
+        lane_row(w, i, table, gs, first, ext, h0, n, 0, 0, 1, 0, 1, row_max, row_j);
     } else if (mode == ALIGN_LOCAL) {
         if (trace)
-            LANE_ROW(1, 0, 1, 1);
+            lane_row(w, i, table, gs, first, ext, h0, n, 1, 0, 1, 1, 0, row_max, row_j);
         else
-            LANE_ROW(1, track, 0, 1);
+            lane_row(w, i, table, gs, first, ext, h0, n, 1, track, 0, 1, 0, row_max, row_j);
     } else if (mode == ALIGN_EXTENSION) {
         if (trace)
-            LANE_ROW(0, 0, 1, 1);
+            lane_row(w, i, table, gs, first, ext, h0, n, 0, 0, 1, 1, 0, row_max, row_j);
         else
-            LANE_ROW(0, 0, 0, 1);
+            lane_row(w, i, table, gs, first, ext, h0, n, 0, 0, 0, 1, 0, row_max, row_j);
     } else if (trace) {
-        LANE_ROW(0, 0, 1, 0);
+        lane_row(w, i, table, gs, first, ext, h0, n, 0, 0, 1, 0, 0, row_max, row_j);
     } else if (track) {
-        LANE_ROW(0, 1, 0, 0);
+        lane_row(w, i, table, gs, first, ext, h0, n, 0, 1, 0, 0, 0, row_max, row_j);
     } else {
-        LANE_ROW(0, 0, 0, 0);
+        lane_row(w, i, table, gs, first, ext, h0, n, 0, 0, 0, 0, 0, row_max, row_j);
     }
-#undef LANE_ROW
 }
 
 /* GATK mode after row i: each lane's last-column best (the last row among equals), and for the
@@ -485,18 +446,15 @@ int LANES_ENTRY(align_lane_batch *b, const align_params *p, warpdp_workspace *ws
     const int begins = !p->cigar && (local || mode == ALIGN_SEMIGLOBAL);
     const int trace = gatk || p->cigar || (begins && (w.max_m + 1) * (w.max_n + 1) <= ALIGN_LANE_TRACE_CELLS);
     const int track = begins && !trace;
-    const int by_match = !gatk && score_by_match(p);
     if (lane_reserve(&w, track, trace, gatk, ws) != 0)
         return -1;
     if (gatk)
         lane_gatk_bytes(&w, b);
     else
-        lane_codes(&w, b, by_match);
+        lane_codes(&w, b);
     lane_start(&w, &st, b, p, track);
     const SCORE_TABLE table = MAKE_SCORE_TABLE(p);
-    const gatk_scores gs = gatk ? (gatk_scores){V_SET1((CELL)p->match), V_SET1((CELL)p->mismatch), V_SET1(0)}
-                                : (gatk_scores){V_SET1(0), V_SET1((CELL)p->matrix[1]),
-                                                V_SET1((CELL)(p->matrix[0] - p->matrix[1]))};
+    const gatk_scores gs = {V_SET1((CELL)(gatk ? p->match : 0)), V_SET1((CELL)(gatk ? p->mismatch : 0))};
     const int32_t first_cost = lane_first(p), ext_cost = lane_ext(p);
     const int free_col0 = gatk ? !lane_gatk_edges(p) : local;
     const VEC first = V_SET1((CELL)first_cost), ext = V_SET1((CELL)ext_cost), minus1 = V_SET1(-1);
@@ -507,7 +465,7 @@ int LANES_ENTRY(align_lane_batch *b, const align_params *p, warpdp_workspace *ws
             break;
         VEC rmax, rj;
         lane_row_of(&w, i, table, gs, first, ext, V_SET1(free_col0 ? 0 : border(first_cost, ext_cost, i)), st.n, mode,
-                    track, trace, by_match, &rmax, &rj);
+                    track, trace, &rmax, &rj);
         if (gatk)
             lane_gatk_row(&w, &st, b, p, i, M_BITS(in_row));
         else if (mode == ALIGN_LOCAL || mode == ALIGN_EXTENSION)
