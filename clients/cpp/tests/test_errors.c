@@ -293,6 +293,16 @@ static void edit_errors(warpdp_handle *h)
     EXPECT(warpdp_edit(h, &n, &e, &r), WARPDP_ERR_INVALID_ARGUMENT, "target_offsets");
 }
 
+/* Every family's bad input on one handle (a CPU handle, then a GPU handle where one opens). */
+static void every_family_errors(warpdp_handle *h)
+{
+    xdrop_errors(h);
+    seedext_errors(h);
+    pairhmm_errors(h);
+    align_errors(h);
+    edit_errors(h);
+}
+
 static void handle_errors(void)
 {
     warpdp_handle *gpu_handle = NULL;
@@ -498,21 +508,13 @@ int main(void)
     warpdp_handle *h;
     warpdp_local_options o = {2, NULL};
     EXPECT(warpdp_open_local(&o, &h), WARPDP_OK, "");
-    xdrop_errors(h);
-    seedext_errors(h);
-    pairhmm_errors(h);
-    align_errors(h);
-    edit_errors(h);
+    every_family_errors(h);
     warpdp_close(h);
     /* The same bad input on a GPU handle, where one can be opened here. */
     const warpdp_gpu_options gpu = {0};
     const int opened = warpdp_open_gpu(&gpu, &h);
     if (opened == WARPDP_OK) {
-        xdrop_errors(h);
-        seedext_errors(h);
-        pairhmm_errors(h);
-        align_errors(h);
-        edit_errors(h);
+        every_family_errors(h);
         warpdp_close(h);
         printf("bad input: checked on a GPU handle too\n");
     } else {
