@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from helpers.sequences import mutate_text
 from references import edit as ref
 from warpdp.plugin.edit import EditResults, edit, edit_cpu_isas
 
@@ -24,18 +25,10 @@ pytestmark = pytest.mark.skipif(not SIMD, reason="this CPU runs no SIMD variant"
 
 def _mutated(rng: random.Random, alphabet: str, length: int, rate: float, flank: int) -> tuple[str, str]:
     query = "".join(rng.choice(alphabet) for _ in range(length))
-    body = []
-    for base in query:
-        roll = rng.random()
-        if roll < rate / 3:
-            body.append(rng.choice(alphabet))
-        elif roll < 2 * rate / 3:
-            body.extend([base] + [rng.choice(alphabet) for _ in range(rng.randint(1, 4))])
-        elif roll >= rate:
-            body.append(base)
+    body = mutate_text(query, rng, alphabet, rate, 4)
     left = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, flank)))
     right = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, flank)))
-    return query, (left + "".join(body) + right) or alphabet[0]
+    return query, (left + body + right) or alphabet[0]
 
 
 def _batch(seed: int, count: int, lengths: list[int]) -> list[tuple[str, str]]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from helpers.sequences import mutate_text
 from references import edit as ref
 from warpdp.plugin.edit import edit
 
@@ -24,16 +25,8 @@ def mutated_pairs(draw, max_length: int) -> tuple[str, str]:
     query = draw(st.text(alphabet=alphabet, min_size=1, max_size=max_length))
     rng = draw(st.randoms(use_true_random=False))
     rate = draw(st.sampled_from([0.0, 0.02, 0.1, 0.3]))
-    body: list[str] = []
-    for base in query:
-        roll = rng.random()
-        if roll < rate / 3:
-            body.append(rng.choice(alphabet))
-        elif roll < 2 * rate / 3:
-            body.extend([base] + [rng.choice(alphabet) for _ in range(rng.randint(1, 8))])
-        elif roll >= rate:
-            body.append(base)
-    target = _flank(rng, alphabet, len(query)) + "".join(body) + _flank(rng, alphabet, len(query))
+    body = mutate_text(query, rng, alphabet, rate, 8)
+    target = _flank(rng, alphabet, len(query)) + body + _flank(rng, alphabet, len(query))
     return query, target or rng.choice(alphabet)
 
 
